@@ -1,0 +1,129 @@
+/* shm.h - the shared-memory session format between traced program and monitor.
+ *
+ * One session is one memfd mapping shared by the monitor (which creates it)
+ * and every traced process (which maps it by fd).  It holds, in order:
+ *   - a header page: magic, version, geometry, clock mode and control words;
+ *   - a thread directory: one slot per traced thread, each carrying the two
+ *     positions of that thread's single-producer single-consumer ring;
+ *   - the rings: slot i owns ring i, an array of fixed-size records;
+ *   - a definition area: append-only (id -> kind, name, file, line) entries.
+ * Every field is an integer; no pointer into either process is ever stored.
+ * The reader validates the geometry against the mapping size before use.
+ */
+#ifndef ULMA_SHM_H
+#define ULMA_SHM_H
+
+#include <assert.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#define ULMA_SHM_MAGIC UINT64_C(0x314d48534d4c5500) /* "\0ULMSHM1" */
+#define ULMA_SHM_VERSION 1u
+#define ULMA_CACHELINE 64
+
+/* Header flags, fixed at session creation. */
+enum ulma_shm_flag {
+	ULMA_SHM_LOSSLESS = 1u << 0,  /* writers wait for room instead of dropping */
+	ULMA_SHM_CLOCK_TSC = 1u << 1, /* record times are TSC ticks, else CLOCK_MONOTONIC ns */
+};
+
+/* Sticky failure bits set by writers, reported by the monitor at the end. */
+enum ulma_shm_failure {
+	ULMA_FAIL_DEFS_FULL = 1u << 0,  /* definition area exhausted: names shown as "?" */
+	ULMA_FAIL_NO_SLOT = 1u << 1,    /* more live threads than slots: their events lost */
+	ULMA_FAIL_NOMEM = 1u << 2,      /* an allocation in a slow path failed */
+	ULMA_FAIL_MONITOR_GONE = 1u << 3, /* lossless writer found the monitor dead */
+};
+
+enum ulma_record_kind {
+	ULMA_REC_ENTER = 1, /* id = function entered */
+	ULMA_REC_EXIT = 2,  /* id = function left (used to resynchronise after loss) */
+	ULMA_REC_LOST = 3,  /* id = number of records dropped before this one (saturating) */
+};
+
+/* One event in a ring: 16 bytes, written by the hook, read by the monitor. */
+struct ulma_record {
+	uint64_t time; /* TSC ticks or ns, per ULMA_SHM_CLOCK_TSC */
+	uint32_t id;
+	uint16_t cpu;  /* CPU the event was taken on, from rdtscp or getcpu */
+	uint8_t kind;  /* enum ulma_record_kind */
+	uint8_t reserved;
+};
+static_assert(sizeof(struct ulma_record) == 16, "ring record is 16 bytes");
+
+enum ulma_slot_state {
+	ULMA_SLOT_FREE = 0,    /* no owner; a writer may claim it with a CAS */
+	ULMA_SLOT_CLAIMED = 1, /* a writer is initialising it */
+	ULMA_SLOT_ACTIVE = 2,  /* owned by a live thread */
+	ULMA_SLOT_CLOSED = 3,  /* writer done; monitor drains it, then frees it */
+};
+
+/* Thread directory entry.  The three cache lines keep the writer's position,
+ * the reader's position and the rarely written identity apart. */
+struct ulma_shm_slot {
+	_Atomic uint32_t state; /* enum ulma_slot_state */
+	uint32_t pid;
+	uint32_t tid;
+	uint32_t reserved;
+	uint64_t serial; /* session-unique thread number, set before ACTIVE */
+	uint8_t pad0[ULMA_CACHELINE - 24];
+	_Atomic uint64_t head; /* records published by the writer (only grows) */
+	uint8_t pad1[ULMA_CACHELINE - 8];
+	_Atomic uint64_t tail; /* records consumed by the monitor (only grows) */
+	uint8_t pad2[ULMA_CACHELINE - 8];
+};
+static_assert(sizeof(struct ulma_shm_slot) == 3 * ULMA_CACHELINE, "slot is 3 cache lines");
+
+/* Session header at offset 0.  Geometry is written once by the creator
+ * before any other process maps the session; control words are atomics. */
+struct ulma_shm_header {
+	uint64_t magic;
+	uint32_t version;
+	uint32_t header_size;   /* sizeof(struct ulma_shm_header) */
+	uint64_t total_size;    /* bytes in the mapping */
+	uint32_t flags;         /* enum ulma_shm_flag */
+	uint32_t slot_count;
+	uint32_t ring_records;  /* records per ring, a power of two */
+	uint32_t record_size;   /* sizeof(struct ulma_record) */
+	uint64_t slots_offset;
+	uint64_t rings_offset;
+	uint64_t defs_offset;
+	uint64_t defs_size;
+	uint32_t monitor_pid;
+	uint32_t reserved0;
+	uint8_t pad0[ULMA_CACHELINE];
+
+	_Atomic uint64_t defs_used;     /* bytes of the definition area handed out */
+	_Atomic uint32_t next_id;       /* next function id; 0 is never used */
+	_Atomic uint32_t failures;      /* enum ulma_shm_failure, sticky */
+	_Atomic uint64_t next_serial;   /* next thread serial */
+	_Atomic uint64_t lost_no_slot;  /* events dropped because no slot was free */
+	_Atomic uint64_t heartbeat_ns;  /* monitor's CLOCK_MONOTONIC, refreshed while alive */
+	_Atomic uint32_t program_pid;   /* first process that started tracing */
+	_Atomic uint32_t tracing;       /* 1 while some process traces into the session */
+	_Atomic uint64_t started;       /* count of start() calls on the session */
+};
+static_assert(sizeof(struct ulma_shm_header) <= 4096, "header fits in one page");
+static_assert(ATOMIC_LLONG_LOCK_FREE == 2, "64-bit atomics must be lock-free for shared memory");
+
+enum ulma_def_kind {
+	ULMA_DEF_PY = 1, /* Python code object */
+	ULMA_DEF_C = 2,  /* builtin or other C function */
+};
+
+/* Definition entry in the definition area.  `size` is 0 until the entry is
+ * complete; the writer stores it last, with release ordering. */
+struct ulma_shm_def {
+	_Atomic uint32_t size; /* whole entry in bytes, a multiple of 8 */
+	uint32_t id;
+	uint32_t line;
+	uint8_t kind; /* enum ulma_def_kind */
+	uint8_t reserved;
+	uint16_t name_len;
+	uint16_t file_len;
+	uint16_t reserved2;
+	/* name_len bytes of name, then file_len bytes of file (UTF-8, unterminated) */
+};
+static_assert(sizeof(struct ulma_shm_def) == 20, "definition header is 20 bytes");
+
+#endif

@@ -1,0 +1,52 @@
+/* trace_format.h - the on-disk trace (.ulma) format, version 1.
+ *
+ * A trace is a 16-byte file header followed by chunks.  Each chunk is a
+ * 12-byte header (type, payload length, CRC-32C of the payload) and its
+ * payload.  Chunks are self-delimiting, so every prefix of a trace that ends
+ * on a chunk boundary is a valid trace; a reader stops cleanly at a cut.
+ * Definitions always precede the events that use them.  The full
+ * specification is docs/trace-format.md.
+ */
+#ifndef ULMA_TRACE_FORMAT_H
+#define ULMA_TRACE_FORMAT_H
+
+#include <stdint.h>
+
+#define ULMA_TRACE_MAGIC "ULMATRC\x01"
+#define ULMA_TRACE_VERSION 1u
+#define ULMA_TRACE_FILE_HEADER 16u
+#define ULMA_TRACE_CHUNK_HEADER 12u
+#define ULMA_TRACE_MAX_CHUNK (64u << 20) /* larger payloads are corrupt */
+
+enum ulma_chunk_type {
+	ULMA_CHUNK_META = 1,   /* session facts: clock, start pair, pid, command */
+	ULMA_CHUNK_DEFS = 2,   /* file and function definitions */
+	ULMA_CHUNK_THREAD = 3, /* a thread: serial, pid, tid */
+	ULMA_CHUNK_EVENTS = 4, /* one thread's events, delta-varint encoded */
+	ULMA_CHUNK_END = 5,    /* end pair and totals; present only if complete */
+};
+
+enum ulma_def_tag {
+	ULMA_DEFTAG_FILE = 1, /* varint file_id, varint len, bytes */
+	ULMA_DEFTAG_FUNC = 2, /* varint id, u8 kind, varint file_id, varint line, varint len, bytes */
+};
+
+/* Event word: varint (delta_ticks << 2 | tag). */
+enum ulma_event_tag {
+	ULMA_TAG_EXIT = 0,        /* leave the innermost open frame */
+	ULMA_TAG_ENTER = 1,       /* followed by varint function id */
+	ULMA_TAG_ENTER_SAME = 2,  /* enter the function of the innermost open frame again */
+	ULMA_TAG_EXT = 3,         /* followed by varint ulma_ext_kind and its operands */
+};
+
+enum ulma_ext_kind {
+	ULMA_EXT_CPU = 0,  /* varint cpu: later events of this thread ran there */
+	ULMA_EXT_LOST = 1, /* varint count: records dropped here; stacks were resynchronised */
+};
+
+enum ulma_meta_flag {
+	ULMA_META_TSC = 1u << 0,      /* ticks are TSC ticks (else ns) */
+	ULMA_META_LOSSLESS = 1u << 1, /* recorded with --lossless */
+};
+
+#endif

@@ -1,0 +1,108 @@
+"""Runs the target program inside the traced interpreter.
+
+`ulma run` starts `python -c "...; import ulma._boot as b; b.main()"` with
+the session's fd in ULMA_SESSION_FD.  main() makes the interpreter look as
+it would have for `python script.py` (argv, sys.path[0], a fresh __main__,
+the environment without our variable), starts the hook and runs the code.
+Tracing stops in an atexit handler registered before the program runs, so
+it runs after the program's own handlers and after non-daemon threads have
+been joined: both are traced.  An uncaught exception prints the traceback
+without our frames and exits 1; an uncaught KeyboardInterrupt ends the
+process by SIGINT, as CPython does.
+"""
+import atexit
+import os
+import sys
+
+_state = {"die_by_sigint": False}
+
+
+def _finish():
+    # registered first, so it runs last among atexit handlers
+    from ulma import _ulma
+
+    _ulma.stop()
+    if _state["die_by_sigint"]:
+        import signal
+
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except Exception:
+                pass
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGINT)
+
+
+def _fresh_main_module(path):
+    import builtins
+
+    mod = type(sys)("__main__")
+    mod.__file__ = path
+    mod.__cached__ = None
+    mod.__builtins__ = builtins
+    mod.__package__ = None
+    mod.__spec__ = None
+    if path is not None:
+        from importlib.machinery import SourceFileLoader
+
+        mod.__loader__ = SourceFileLoader("__main__", path)
+    sys.modules["__main__"] = mod
+    return mod
+
+
+def _report(exc):
+    # drop our own frames: the traceback starts in the program
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_frame.f_code.co_filename == __file__:
+        tb = tb.tb_next
+    sys.excepthook(type(exc), exc, tb)
+
+
+def main():
+    from ulma import _ulma
+
+    fd = int(os.environ.pop("ULMA_SESSION_FD"))
+    args = sys.argv[1:]
+    module_mode = args[0] == "-m"
+    if module_mode:
+        target = args[1]
+        sys.argv[:] = [args[1]] + args[2:]
+        sys.path.insert(0, os.getcwd())
+        _fresh_main_module(None)
+    else:
+        target = args[0]
+        sys.argv[:] = args
+        path = os.path.abspath(target)
+        sys.path.insert(0, os.path.dirname(os.path.realpath(target)))
+        main_mod = _fresh_main_module(path)
+        try:
+            import io
+
+            with io.open_code(path) as f:
+                source = f.read()
+            code = compile(source, path, "exec", dont_inherit=True)
+        except BaseException as exc:
+            _report(exc)
+            sys.exit(1)
+
+    atexit.register(_finish)
+    try:
+        _ulma.start(fd)
+    finally:
+        os.close(fd)
+    try:
+        if module_mode:
+            import runpy
+
+            runpy._run_module_as_main(target, alter_argv=True)
+        else:
+            exec(code, main_mod.__dict__)
+    except SystemExit:
+        raise
+    except KeyboardInterrupt as exc:
+        _report(exc)
+        _state["die_by_sigint"] = True
+    except BaseException as exc:
+        _report(exc)
+        sys.exit(1)

@@ -1,0 +1,215 @@
+/* profile.c - shadow stacks and per-function totals (see profile.h). */
+#include "profile.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+void ulma_profile_init(struct ulma_profile *p)
+{
+	memset(p, 0, sizeof(*p));
+}
+
+void ulma_profile_free(struct ulma_profile *p)
+{
+	for (uint32_t i = 0; i < p->nfuncs; i++) {
+		free(p->funcs[i].name);
+		free(p->funcs[i].file);
+	}
+	free(p->funcs);
+	for (uint32_t i = 0; i < p->nthreads; i++) {
+		free(p->threads[i].stack);
+		free(p->threads[i].active);
+	}
+	free(p->threads);
+	memset(p, 0, sizeof(*p));
+}
+
+static char *dup_n(const char *s, size_t n)
+{
+	char *d = malloc(n + 1);
+	if (d) {
+		memcpy(d, s, n);
+		d[n] = 0;
+	}
+	return d;
+}
+
+/* Grow an array of elements so index fits; new elements are zeroed. */
+static int grow(void **arr, uint32_t *cap, uint32_t index, size_t elem)
+{
+	if (index < *cap)
+		return 0;
+	if (index == UINT32_MAX)
+		return -ENOMEM;
+	uint32_t ncap = *cap ? *cap : 16;
+	while (ncap <= index)
+		ncap = ncap > UINT32_MAX / 2 ? UINT32_MAX : ncap * 2;
+	void *n = realloc(*arr, (size_t)ncap * elem);
+	if (!n)
+		return -ENOMEM;
+	memset((char *)n + (size_t)*cap * elem, 0, (size_t)(ncap - *cap) * elem);
+	*arr = n;
+	*cap = ncap;
+	return 0;
+}
+
+int ulma_profile_add_func(struct ulma_profile *p, uint32_t index, uint8_t kind, const char *name,
+			  size_t name_len, const char *file, size_t file_len, uint32_t line)
+{
+	if (grow((void **)&p->funcs, &p->cap_funcs, index, sizeof(*p->funcs)))
+		return -ENOMEM;
+	struct ulma_func_row *f = &p->funcs[index];
+	char *n = dup_n(name, name_len), *fl = dup_n(file, file_len);
+	if (!n || !fl) {
+		free(n);
+		free(fl);
+		return -ENOMEM;
+	}
+	free(f->name);
+	free(f->file);
+	f->name = n;
+	f->file = fl;
+	f->line = line;
+	f->kind = kind;
+	if (index >= p->nfuncs)
+		p->nfuncs = index + 1;
+	return 0;
+}
+
+int ulma_profile_add_thread(struct ulma_profile *p, uint32_t index, uint64_t serial, uint32_t pid,
+			    uint32_t tid)
+{
+	if (grow((void **)&p->threads, &p->cap_threads, index, sizeof(*p->threads)))
+		return -ENOMEM;
+	struct ulma_thread_row *t = &p->threads[index];
+	t->serial = serial;
+	t->pid = pid;
+	t->tid = tid;
+	if (index >= p->nthreads)
+		p->nthreads = index + 1;
+	return 0;
+}
+
+static void touch(struct ulma_profile *p, struct ulma_thread_row *t, uint64_t ticks)
+{
+	if (!t->seen) {
+		t->seen = 1;
+		t->first_ticks = ticks;
+	}
+	if (ticks > t->last_ticks)
+		t->last_ticks = ticks;
+	if (p->events == 0 || ticks < p->first_ticks)
+		p->first_ticks = ticks;
+	if (ticks > p->last_ticks)
+		p->last_ticks = ticks;
+	t->events++;
+	p->events++;
+}
+
+int ulma_profile_enter(struct ulma_profile *p, uint32_t thread, uint32_t func, uint64_t ticks)
+{
+	struct ulma_thread_row *t = &p->threads[thread];
+	if (t->depth == t->cap && grow((void **)&t->stack, &t->cap, t->depth, sizeof(*t->stack)))
+		return -ENOMEM;
+	if (func >= t->nactive && grow((void **)&t->active, &t->nactive, func, sizeof(*t->active)))
+		return -ENOMEM;
+	touch(p, t, ticks);
+	t->stack[t->depth++] = (struct ulma_frame){func, ticks, 0};
+	t->active[func]++;
+	p->funcs[func].calls++;
+	return 0;
+}
+
+static void pop(struct ulma_profile *p, struct ulma_thread_row *t, uint64_t ticks)
+{
+	struct ulma_frame *f = &t->stack[--t->depth];
+	uint64_t elapsed = ticks > f->start ? ticks - f->start : 0;
+	uint64_t self = elapsed > f->child ? elapsed - f->child : 0;
+	struct ulma_func_row *row = &p->funcs[f->func];
+	row->self_ticks += self;
+	t->self_ticks += self;
+	if (--t->active[f->func] == 0)
+		row->total_ticks += elapsed;
+	if (t->depth)
+		t->stack[t->depth - 1].child += elapsed;
+}
+
+void ulma_profile_exit(struct ulma_profile *p, uint32_t thread, uint64_t ticks)
+{
+	struct ulma_thread_row *t = &p->threads[thread];
+	if (t->depth == 0)
+		return;
+	touch(p, t, ticks);
+	pop(p, t, ticks);
+}
+
+void ulma_profile_lost(struct ulma_profile *p, uint32_t thread, uint64_t ticks, uint64_t count)
+{
+	struct ulma_thread_row *t = &p->threads[thread];
+	touch(p, t, ticks);
+	t->lost += count;
+	p->lost += count;
+}
+
+void ulma_profile_finish(struct ulma_profile *p, uint64_t ticks)
+{
+	for (uint32_t i = 0; i < p->nthreads; i++) {
+		struct ulma_thread_row *t = &p->threads[i];
+		if (!t->depth)
+			continue;
+		uint64_t at = ticks > t->last_ticks ? ticks : t->last_ticks;
+		while (t->depth)
+			pop(p, t, at);
+		t->last_ticks = at;
+		if (at > p->last_ticks)
+			p->last_ticks = at;
+	}
+}
+
+void ulma_profile_clear(struct ulma_profile *p, uint64_t now_ticks)
+{
+	for (uint32_t i = 0; i < p->nfuncs; i++) {
+		p->funcs[i].calls = 0;
+		p->funcs[i].total_ticks = 0;
+		p->funcs[i].self_ticks = 0;
+	}
+	for (uint32_t i = 0; i < p->nthreads; i++) {
+		struct ulma_thread_row *t = &p->threads[i];
+		/* open frames restart now: their earlier time is forgotten */
+		for (uint32_t d = 0; d < t->depth; d++) {
+			t->stack[d].start = now_ticks;
+			t->stack[d].child = 0;
+		}
+		t->events = t->lost = t->self_ticks = 0;
+		t->first_ticks = t->last_ticks = now_ticks;
+	}
+	p->events = p->lost = 0;
+	p->first_ticks = p->last_ticks = now_ticks;
+}
+
+static const struct ulma_profile *sort_profile;
+
+static int by_self_desc(const void *a, const void *b)
+{
+	const struct ulma_func_row *x = &sort_profile->funcs[*(const uint32_t *)a];
+	const struct ulma_func_row *y = &sort_profile->funcs[*(const uint32_t *)b];
+	if (x->self_ticks != y->self_ticks)
+		return x->self_ticks < y->self_ticks ? 1 : -1;
+	if (x->calls != y->calls)
+		return x->calls < y->calls ? 1 : -1;
+	return *(const uint32_t *)a < *(const uint32_t *)b ? -1 : 1;
+}
+
+uint32_t *ulma_profile_sorted_by_self(const struct ulma_profile *p)
+{
+	uint32_t *idx = malloc((p->nfuncs ? p->nfuncs : 1) * sizeof(*idx));
+	if (!idx)
+		return NULL;
+	for (uint32_t i = 0; i < p->nfuncs; i++)
+		idx[i] = i;
+	sort_profile = p;
+	qsort(idx, p->nfuncs, sizeof(*idx), by_self_desc);
+	sort_profile = NULL;
+	return idx;
+}

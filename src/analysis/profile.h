@@ -1,0 +1,92 @@
+/* profile.h - per-function aggregation of well-nested event streams.
+ *
+ * The monitor feeds it live; `ulma report` feeds it from a trace file; both
+ * therefore print the same numbers.  Functions and threads are dense
+ * indices assigned by the caller.  Semantics follow cProfile: a call is
+ * counted when it is entered (generator resumes are calls), `total`
+ * includes callees but counts a recursive function only at its outermost
+ * frame per thread, `self` excludes callees.  Frames still open at the end
+ * are closed at the time given to ulma_profile_finish.
+ *
+ * Times are in session ticks; convert at output.  Single-threaded.
+ * Functions returning int give 0 or -ENOMEM.
+ */
+#ifndef ULMA_PROFILE_H
+#define ULMA_PROFILE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct ulma_func_row {
+	char *name;  /* owned by the profile, NUL-terminated */
+	char *file;
+	uint32_t line;
+	uint8_t kind; /* enum ulma_def_kind */
+	uint64_t calls;
+	uint64_t total_ticks;
+	uint64_t self_ticks;
+};
+
+struct ulma_frame {
+	uint32_t func;
+	uint64_t start;
+	uint64_t child; /* ticks spent in callees */
+};
+
+struct ulma_thread_row {
+	uint64_t serial;
+	uint32_t pid;
+	uint32_t tid;
+	uint64_t first_ticks; /* first event */
+	uint64_t last_ticks;  /* last event, or the close time of open frames */
+	uint64_t events;
+	uint64_t lost;
+	uint64_t self_ticks;  /* sum of self time of this thread's frames */
+	int seen;             /* any event yet */
+	struct ulma_frame *stack;
+	uint32_t depth;
+	uint32_t cap;
+	uint32_t *active; /* open frames per function, for recursion-safe totals */
+	uint32_t nactive;
+};
+
+struct ulma_profile {
+	struct ulma_func_row *funcs;
+	uint32_t nfuncs;
+	uint32_t cap_funcs;
+	struct ulma_thread_row *threads;
+	uint32_t nthreads;
+	uint32_t cap_threads;
+	uint64_t events;
+	uint64_t lost;
+	uint64_t first_ticks;
+	uint64_t last_ticks;
+};
+
+void ulma_profile_init(struct ulma_profile *p);
+void ulma_profile_free(struct ulma_profile *p);
+
+/* Define function `index` (indices may arrive in any order). */
+int ulma_profile_add_func(struct ulma_profile *p, uint32_t index, uint8_t kind, const char *name,
+			  size_t name_len, const char *file, size_t file_len, uint32_t line);
+/* Define thread `index`. */
+int ulma_profile_add_thread(struct ulma_profile *p, uint32_t index, uint64_t serial, uint32_t pid,
+			    uint32_t tid);
+
+/* Events; thread and func must have been added. */
+int ulma_profile_enter(struct ulma_profile *p, uint32_t thread, uint32_t func, uint64_t ticks);
+void ulma_profile_exit(struct ulma_profile *p, uint32_t thread, uint64_t ticks);
+void ulma_profile_lost(struct ulma_profile *p, uint32_t thread, uint64_t ticks, uint64_t count);
+
+/* Close every open frame at `ticks` (or at its thread's last event if
+ * that is later). */
+void ulma_profile_finish(struct ulma_profile *p, uint64_t ticks);
+
+/* Forget all counts and times but keep definitions and open stacks, so
+ * profiling starts anew from now (the live view's "clear"). */
+void ulma_profile_clear(struct ulma_profile *p, uint64_t now_ticks);
+
+/* Function indices sorted by self time, descending; caller frees. */
+uint32_t *ulma_profile_sorted_by_self(const struct ulma_profile *p);
+
+#endif

@@ -1,0 +1,222 @@
+/* summary.c - text and JSON rendering of a profile (see summary.h). */
+#include "summary.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "ulma/shm.h"
+
+static uint64_t to_ns(const struct ulma_summary *s, uint64_t ticks)
+{
+	return ulma_clock_ticks_to_ns(&s->cal, ticks);
+}
+
+static const char *or_unknown(const char *s)
+{
+	return s && *s ? s : "?";
+}
+
+/* Shorten a path for a table cell: relative to cwd when inside it, else its tail. */
+static const char *short_path(const char *path, char *buf, size_t cap)
+{
+	char cwd[4096];
+	if (path[0] == '/' && getcwd(cwd, sizeof(cwd))) {
+		size_t n = strlen(cwd);
+		if (strncmp(path, cwd, n) == 0 && path[n] == '/')
+			path += n + 1;
+	}
+	size_t len = strlen(path);
+	if (len < cap)
+		return path;
+	snprintf(buf, cap, "...%s", path + len - (cap - 4));
+	return buf;
+}
+
+static void human_bytes(uint64_t b, char *buf, size_t cap)
+{
+	if (b >= (UINT64_C(1) << 30))
+		snprintf(buf, cap, "%.2f GiB", (double)b / (double)(UINT64_C(1) << 30));
+	else if (b >= (1u << 20))
+		snprintf(buf, cap, "%.2f MiB", (double)b / (double)(1u << 20));
+	else if (b >= 1024)
+		snprintf(buf, cap, "%.1f KiB", (double)b / 1024.0);
+	else
+		snprintf(buf, cap, "%llu B", (unsigned long long)b);
+}
+
+static void failure_text(uint32_t f, char *buf, size_t cap)
+{
+	buf[0] = 0;
+	if (f & ULMA_FAIL_DEFS_FULL)
+		strncat(buf, " definition area full (some names are '?');", cap - strlen(buf) - 1);
+	if (f & ULMA_FAIL_NO_SLOT)
+		strncat(buf, " too many live threads (their events were lost);", cap - strlen(buf) - 1);
+	if (f & ULMA_FAIL_NOMEM)
+		strncat(buf, " out of memory in the hook;", cap - strlen(buf) - 1);
+	if (f & ULMA_FAIL_MONITOR_GONE)
+		strncat(buf, " monitor stopped answering, lossless mode fell back to dropping;",
+			cap - strlen(buf) - 1);
+}
+
+void ulma_summary_thread_times(const struct ulma_summary *s, uint32_t thread, uint64_t *wall_ns,
+			       uint64_t *self_ns)
+{
+	const struct ulma_thread_row *t = &s->profile->threads[thread];
+	*wall_ns = t->seen ? to_ns(s, t->last_ticks - t->first_ticks) : 0;
+	*self_ns = to_ns(s, t->self_ticks);
+}
+
+static uint32_t count_processes(const struct ulma_profile *p)
+{
+	uint32_t n = 0;
+	for (uint32_t i = 0; i < p->nthreads; i++) {
+		uint32_t j = 0;
+		while (j < i && p->threads[j].pid != p->threads[i].pid)
+			j++;
+		n += j == i;
+	}
+	return n;
+}
+
+int ulma_summary_text(FILE *out, const struct ulma_summary *s, uint32_t limit)
+{
+	const struct ulma_profile *p = s->profile;
+	uint32_t *order = ulma_profile_sorted_by_self(p);
+	char pbuf[48], bbuf[32], fbuf[512];
+	if (!order)
+		return -ENOMEM;
+	fprintf(out, "\n%12s %12s %12s %11s  %-36s %s\n", "calls", "total ms", "self ms", "us/call",
+		"function", "file:line");
+	uint32_t shown = 0;
+	for (uint32_t k = 0; k < p->nfuncs && shown < limit; k++) {
+		const struct ulma_func_row *f = &p->funcs[order[k]];
+		if (f->calls == 0)
+			continue;
+		shown++;
+		double total_ms = (double)to_ns(s, f->total_ticks) / 1e6;
+		double self_ms = (double)to_ns(s, f->self_ticks) / 1e6;
+		double per_call_us = (double)to_ns(s, f->total_ticks) / 1e3 / (double)f->calls;
+		const char *file = or_unknown(f->file);
+		fprintf(out, "%12llu %12.3f %12.3f %11.3f  %-36.*s ", (unsigned long long)f->calls, total_ms,
+			self_ms, per_call_us, 60, or_unknown(f->name));
+		if (strcmp(file, "~") == 0)
+			fprintf(out, "~\n");
+		else
+			fprintf(out, "%s:%u\n", short_path(file, pbuf, sizeof(pbuf)), f->line);
+	}
+	free(order);
+
+	uint32_t procs = count_processes(p);
+	fprintf(out, "\ntotals: %.3f s wall, %u thread%s, %u process%s\n", (double)s->duration_ns / 1e9,
+		p->nthreads, p->nthreads == 1 ? "" : "s", procs, procs == 1 ? "" : "es");
+	uint64_t all = p->events + p->lost;
+	fprintf(out, "events: %llu captured, %llu lost (%.2f%%)\n", (unsigned long long)p->events,
+		(unsigned long long)p->lost, all ? 100.0 * (double)p->lost / (double)all : 0.0);
+	if (s->trace_bytes) {
+		human_bytes(s->trace_bytes, bbuf, sizeof(bbuf));
+		fprintf(out, "trace:  %s, %s, %.2f bytes/event%s\n", s->trace_path ? s->trace_path : "-", bbuf,
+			p->events ? (double)s->trace_bytes / (double)p->events : 0.0,
+			s->complete ? "" : " (incomplete: cut short before its end record)");
+	}
+	if (s->failures) {
+		failure_text(s->failures, fbuf, sizeof(fbuf));
+		fprintf(out, "warnings:%s\n", fbuf);
+	}
+	return ferror(out) ? -EIO : 0;
+}
+
+/* JSON string with escapes; invalid UTF-8 bytes become U+FFFD. */
+static void json_string(FILE *out, const char *s)
+{
+	const unsigned char *p = (const unsigned char *)(s ? s : "");
+	fputc('"', out);
+	while (*p) {
+		unsigned c = *p;
+		if (c == '"' || c == '\\') {
+			fputc('\\', out);
+			fputc((int)c, out);
+			p++;
+		} else if (c < 0x20) {
+			fprintf(out, "\\u%04x", c);
+			p++;
+		} else if (c < 0x80) {
+			fputc((int)c, out);
+			p++;
+		} else {
+			int n = c >= 0xf0 && c <= 0xf4 ? 3 : c >= 0xe0 ? 2 : c >= 0xc2 && c < 0xe0 ? 1 : -1;
+			int ok = n > 0;
+			for (int i = 1; ok && i <= n; i++)
+				ok = (p[i] & 0xc0) == 0x80;
+			if (ok && n == 2 && c == 0xe0 && p[1] < 0xa0)
+				ok = 0; /* overlong */
+			if (ok && n == 2 && c == 0xed && p[1] >= 0xa0)
+				ok = 0; /* surrogate */
+			if (ok && n == 3 && ((c == 0xf0 && p[1] < 0x90) || (c == 0xf4 && p[1] >= 0x90)))
+				ok = 0;
+			if (ok) {
+				fwrite(p, 1, (size_t)n + 1, out);
+				p += n + 1;
+			} else {
+				fputs("\\ufffd", out);
+				p++;
+			}
+		}
+	}
+	fputc('"', out);
+}
+
+int ulma_summary_json(FILE *out, const struct ulma_summary *s)
+{
+	const struct ulma_profile *p = s->profile;
+	uint32_t *order = ulma_profile_sorted_by_self(p);
+	char fbuf[512];
+	if (!order)
+		return -ENOMEM;
+	fputs("{\"functions\": [", out);
+	int first = 1;
+	for (uint32_t k = 0; k < p->nfuncs; k++) {
+		const struct ulma_func_row *f = &p->funcs[order[k]];
+		if (f->calls == 0)
+			continue;
+		fputs(first ? "\n  {\"name\": " : ",\n  {\"name\": ", out);
+		first = 0;
+		json_string(out, or_unknown(f->name));
+		fputs(", \"file\": ", out);
+		json_string(out, or_unknown(f->file));
+		fprintf(out,
+			", \"line\": %u, \"kind\": \"%s\", \"calls\": %llu, \"total_ns\": %llu, \"self_ns\": %llu}",
+			f->line, f->kind == ULMA_DEF_C ? "c" : "python", (unsigned long long)f->calls,
+			(unsigned long long)to_ns(s, f->total_ticks), (unsigned long long)to_ns(s, f->self_ticks));
+	}
+	free(order);
+	fputs("\n],\n\"thread_list\": [", out);
+	for (uint32_t i = 0; i < p->nthreads; i++) {
+		uint64_t wall, self;
+		ulma_summary_thread_times(s, i, &wall, &self);
+		const struct ulma_thread_row *t = &p->threads[i];
+		fprintf(out,
+			"%s\n  {\"serial\": %llu, \"pid\": %u, \"tid\": %u, \"events\": %llu, \"lost\": %llu, "
+			"\"wall_ns\": %llu, \"self_ns\": %llu}",
+			i ? "," : "", (unsigned long long)t->serial, t->pid, t->tid, (unsigned long long)t->events,
+			(unsigned long long)t->lost, (unsigned long long)wall, (unsigned long long)self);
+	}
+	fputs("\n],\n", out);
+	failure_text(s->failures, fbuf, sizeof(fbuf));
+	fprintf(out,
+		"\"events\": %llu, \"lost\": %llu, \"threads\": %u, \"processes\": %u, \"duration_ns\": %llu, "
+		"\"trace_bytes\": %llu, \"bytes_per_event\": %.3f, \"complete\": %s, \"exit_status\": %d, "
+		"\"warnings\": ",
+		(unsigned long long)p->events, (unsigned long long)p->lost, p->nthreads, count_processes(p),
+		(unsigned long long)s->duration_ns, (unsigned long long)s->trace_bytes,
+		p->events ? (double)s->trace_bytes / (double)p->events : 0.0, s->complete ? "true" : "false",
+		s->exit_status < 0 ? -1
+		: WIFEXITED(s->exit_status) ? WEXITSTATUS(s->exit_status)
+		: WIFSIGNALED(s->exit_status) ? 128 + WTERMSIG(s->exit_status)
+					       : -1);
+	json_string(out, fbuf[0] ? fbuf + 1 : "");
+	fputs("}\n", out);
+	return ferror(out) ? -EIO : 0;
+}

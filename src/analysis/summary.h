@@ -1,0 +1,39 @@
+/* summary.h - the end-of-run summary, as text for people and JSON for tools.
+ *
+ * Both render a profile (see profile.h) plus the session facts that frame
+ * it.  The JSON object is a contract (docs/json.md): the keys listed there
+ * are stable.  Writes only to the stream it is given.
+ */
+#ifndef ULMA_SUMMARY_H
+#define ULMA_SUMMARY_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "../core/clock.h"
+#include "profile.h"
+
+struct ulma_summary {
+	const struct ulma_profile *profile;
+	struct ulma_clock_calibration cal;
+	uint64_t duration_ns;  /* session wall time */
+	uint64_t trace_bytes;  /* size of the trace file, 0 if none */
+	const char *trace_path; /* may be NULL */
+	uint32_t failures;     /* enum ulma_shm_failure */
+	bool complete;         /* the trace has its END record */
+	int exit_status;       /* wait status of the program, -1 if unknown */
+};
+
+/* Top `limit` functions by self time, then totals.  Returns 0 or -EIO. */
+int ulma_summary_text(FILE *out, const struct ulma_summary *s, uint32_t limit);
+
+/* Every function, then totals, as one JSON object.  Returns 0 or -EIO. */
+int ulma_summary_json(FILE *out, const struct ulma_summary *s);
+
+/* Sum over threads of (last - first) event time, and of self time, in ns:
+ * for the time-conservation check. */
+void ulma_summary_thread_times(const struct ulma_summary *s, uint32_t thread, uint64_t *wall_ns,
+			       uint64_t *self_ns);
+
+#endif

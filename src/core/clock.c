@@ -1,0 +1,73 @@
+/* clock.c - TSC detection, paired sampling and calibration (see clock.h). */
+#include "clock.h"
+
+#include <stdlib.h>
+#include <string.h>
+#if ULMA_HAVE_RDTSCP
+#include <cpuid.h>
+#endif
+
+bool ulma_clock_tsc_usable(void)
+{
+	const char *force = getenv("ULMA_CLOCK");
+	if (force && strcmp(force, "monotonic") == 0)
+		return false;
+#if ULMA_HAVE_RDTSCP
+	unsigned a, b, c, d;
+	if (!__get_cpuid(0x80000000u, &a, &b, &c, &d) || a < 0x80000007u)
+		return false;
+	if (!__get_cpuid(0x80000001u, &a, &b, &c, &d) || !(d & (1u << 27))) /* RDTSCP */
+		return false;
+	if (!__get_cpuid(0x80000007u, &a, &b, &c, &d) || !(d & (1u << 8))) /* invariant TSC */
+		return false;
+	return true;
+#else
+	return false;
+#endif
+}
+
+void ulma_clock_sample(bool use_tsc, struct ulma_clock_pair *out)
+{
+	uint64_t best_width = UINT64_MAX;
+	uint32_t cpu;
+	out->ticks = 0;
+	out->ns = 0;
+	for (int i = 0; i < 16; i++) {
+		uint64_t t0 = ulma_clock_now(use_tsc, &cpu);
+		uint64_t ns = ulma_clock_monotonic_ns();
+		uint64_t t1 = ulma_clock_now(use_tsc, &cpu);
+		if (t1 >= t0 && t1 - t0 < best_width) {
+			best_width = t1 - t0;
+			out->ticks = t0 + (t1 - t0) / 2;
+			out->ns = ns;
+		}
+	}
+}
+
+uint64_t ulma_clock_measure_hz(bool use_tsc)
+{
+	struct ulma_clock_pair a, b;
+	if (!use_tsc)
+		return 1000000000u;
+	ulma_clock_sample(true, &a);
+	do
+		ulma_clock_sample(true, &b);
+	while (b.ns - a.ns < 2000000);
+	return (uint64_t)((double)(b.ticks - a.ticks) * 1e9 / (double)(b.ns - a.ns) + 0.5);
+}
+
+void ulma_clock_calibrate(bool use_tsc, const struct ulma_clock_pair *start,
+			  const struct ulma_clock_pair *end, uint64_t fallback_hz,
+			  struct ulma_clock_calibration *out)
+{
+	out->ticks0 = start->ticks;
+	out->ns0 = start->ns;
+	if (!use_tsc) {
+		out->ns_per_tick = 1.0;
+		return;
+	}
+	if (end && end->ns > start->ns + 1000000 && end->ticks > start->ticks)
+		out->ns_per_tick = (double)(end->ns - start->ns) / (double)(end->ticks - start->ticks);
+	else
+		out->ns_per_tick = fallback_hz ? 1e9 / (double)fallback_hz : 1.0;
+}

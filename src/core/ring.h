@@ -1,0 +1,100 @@
+/* ring.h - the per-thread single-producer single-consumer record ring.
+ *
+ * Protocol (as libbpf's ringbuf.c): positions are u64 counts of records that
+ * only grow; the slot index is position & mask.  The producer owns `head`,
+ * the consumer owns `tail`.  The producer writes a record, then publishes
+ * the new head with a release store; the consumer loads head with acquire,
+ * reads the records, then publishes its new tail with a release store, which
+ * the producer loads with acquire before reusing that space.
+ *
+ * The producer never waits in the default mode: when the ring is full it
+ * counts the record as lost, and the next record that fits is preceded by a
+ * ULMA_REC_LOST marker carrying that count.  In lossless mode it waits for
+ * room, unless the monitor's heartbeat has stopped, in which case it falls
+ * back to dropping (and says so in the header's failure bits).
+ *
+ * The fast path (ulma_ring_write) is inline and has one predictable branch;
+ * everything rare lives in ring.c.
+ */
+#ifndef ULMA_RING_H
+#define ULMA_RING_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "ulma/shm.h"
+
+#define ULMA_LIKELY(x) __builtin_expect(!!(x), 1)
+#define ULMA_UNLIKELY(x) __builtin_expect(!!(x), 0)
+
+/* Producer-side state.  Lives in the producer's own memory; owned by one
+ * thread, which is the only one that may call the writer functions. */
+struct ulma_ring_writer {
+	struct ulma_record *records;
+	struct ulma_shm_slot *slot;
+	struct ulma_shm_header *hdr; /* for the lossless heartbeat check */
+	uint64_t mask;
+	uint64_t head;  /* private copy of the next position to write */
+	uint64_t limit; /* head may reach this without looking at tail; 0 forces the slow path */
+	uint64_t lost;  /* records dropped since the last LOST marker */
+	bool lossless;
+	bool use_tsc;
+};
+
+/* Slow path: make room for one record (and a pending LOST marker).
+ * Returns false if the record must be dropped. */
+bool ulma_ring_make_room(struct ulma_ring_writer *w);
+
+/* Append one record.  Never blocks in drop mode; never fails loudly. */
+static inline void ulma_ring_write(struct ulma_ring_writer *w, uint64_t time, uint32_t id,
+				   uint32_t cpu, uint8_t kind)
+{
+	if (ULMA_UNLIKELY(w->head >= w->limit) && !ulma_ring_make_room(w)) {
+		w->lost++;
+		return;
+	}
+	struct ulma_record *r = &w->records[w->head & w->mask];
+	r->time = time;
+	r->id = id;
+	r->cpu = (uint16_t)cpu;
+	r->kind = kind;
+	r->reserved = 0;
+	w->head++;
+	/* release: the record's bytes are visible before the consumer sees head */
+	atomic_store_explicit(&w->slot->head, w->head, memory_order_release);
+}
+
+/* Initialise a writer on a freshly claimed slot (head = tail = 0). */
+void ulma_ring_writer_init(struct ulma_ring_writer *w, struct ulma_shm_header *hdr,
+			   struct ulma_shm_slot *slot, struct ulma_record *records,
+			   uint64_t capacity, bool use_tsc);
+
+/* Try once more to emit a pending LOST marker (at thread exit or stop). */
+void ulma_ring_writer_flush_lost(struct ulma_ring_writer *w);
+
+/* Consumer side: the records in [*tail, *head) are readable.  A head that
+ * runs more than a ring ahead of tail (a corrupt or hostile writer) is
+ * clamped; the skipped count is returned through *skipped. */
+static inline void ulma_ring_readable(struct ulma_shm_slot *slot, uint64_t capacity,
+				      uint64_t *tail, uint64_t *head, uint64_t *skipped)
+{
+	*tail = atomic_load_explicit(&slot->tail, memory_order_relaxed); /* we own tail */
+	/* acquire: pairs with the producer's release; records up to head are complete */
+	*head = atomic_load_explicit(&slot->head, memory_order_acquire);
+	*skipped = 0;
+	if (*head < *tail) {
+		*head = *tail;
+	} else if (*head - *tail > capacity) {
+		*skipped = *head - *tail - capacity;
+		*tail += *skipped;
+	}
+}
+
+/* Consumer: hand records before new_tail back to the producer. */
+static inline void ulma_ring_consume(struct ulma_shm_slot *slot, uint64_t new_tail)
+{
+	/* release: we are done reading those records before the producer reuses them */
+	atomic_store_explicit(&slot->tail, new_tail, memory_order_release);
+}
+
+#endif

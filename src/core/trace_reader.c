@@ -1,0 +1,405 @@
+/* trace_reader.c - bounds-checked decoding of trace chunks (see
+ * trace_reader.h and docs/trace-format.md). */
+#include "trace_reader.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "crc32c.h"
+#include "idmap.h"
+#include "ulma/shm.h"
+#include "ulma/trace_format.h"
+#include "varint.h"
+
+#define MAX_DEPTH (1u << 20)
+#define MAX_THREADS (1u << 20)
+
+struct thread_state {
+	uint32_t *stack; /* dense function indices of open frames */
+	uint32_t depth;
+	uint32_t cap;
+};
+
+struct file_entry {
+	char *path;
+	size_t len;
+};
+
+struct reader {
+	const struct ulma_trace_visitor *v;
+	struct ulma_trace_status *st;
+	struct ulma_idmap func_ids;   /* file id -> dense index */
+	uint32_t nfuncs;
+	struct ulma_idmap file_ids;   /* file id -> index into files */
+	struct file_entry *files;
+	uint32_t nfiles;
+	struct ulma_idmap thread_ids; /* serial + 1 -> dense index */
+	struct thread_state *threads;
+	uint32_t nthreads;
+	bool have_meta;
+};
+
+static int corrupt(struct reader *r, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(r->st->error, sizeof(r->st->error), fmt, ap);
+	va_end(ap);
+	return -EPROTO;
+}
+
+static uint32_t get_u32le(const uint8_t *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+/* Read a varint or fail the chunk. */
+#define NEED_VARINT(r, p, end, out, what)                                                      \
+	do {                                                                                   \
+		if (ulma_varint_get(&(p), (end), &(out)))                                      \
+			return corrupt((r), "truncated %s in chunk at offset %llu", (what),    \
+				       (unsigned long long)(r)->st->bytes);                    \
+	} while (0)
+
+static int parse_string(struct reader *r, const uint8_t **p, const uint8_t *end, const char **s,
+			size_t *len)
+{
+	uint64_t n;
+	NEED_VARINT(r, *p, end, n, "string length");
+	if (n > (uint64_t)(end - *p))
+		return corrupt(r, "string runs past its chunk at offset %llu", (unsigned long long)r->st->bytes);
+	*s = (const char *)*p;
+	*len = (size_t)n;
+	*p += n;
+	return 0;
+}
+
+static int parse_meta(struct reader *r, const uint8_t *p, const uint8_t *end)
+{
+	uint64_t flags, pid, t, ns, hz;
+	struct ulma_trace_meta m;
+	const char *cmd = NULL;
+	size_t clen = 0;
+	NEED_VARINT(r, p, end, flags, "meta flags");
+	NEED_VARINT(r, p, end, pid, "meta pid");
+	NEED_VARINT(r, p, end, t, "meta start ticks");
+	NEED_VARINT(r, p, end, ns, "meta start ns");
+	NEED_VARINT(r, p, end, hz, "meta tick rate");
+	int err = parse_string(r, &p, end, &cmd, &clen);
+	if (err)
+		return err;
+	char *c = malloc(clen + 1);
+	if (!c)
+		return -ENOMEM;
+	memcpy(c, cmd, clen);
+	c[clen] = 0;
+	m.flags = (uint32_t)flags;
+	m.pid = (uint32_t)pid;
+	m.start_ticks = t;
+	m.start_ns = ns;
+	m.tick_hz = hz;
+	m.command = c;
+	r->have_meta = true;
+	err = r->v->on_meta ? r->v->on_meta(r->v->ctx, &m) : 0;
+	free(c);
+	return err;
+}
+
+static int parse_defs(struct reader *r, const uint8_t *p, const uint8_t *end)
+{
+	while (p < end) {
+		uint64_t tag, id, kind, file_id, line;
+		const char *s = NULL;
+		size_t len = 0;
+		uint32_t idx;
+		int err;
+		NEED_VARINT(r, p, end, tag, "definition tag");
+		if (tag == ULMA_DEFTAG_FILE) {
+			NEED_VARINT(r, p, end, id, "file id");
+			if ((err = parse_string(r, &p, end, &s, &len)))
+				return err;
+			if (id == UINT64_MAX || id > UINT32_MAX || ulma_idmap_get(&r->file_ids, id + 1, &idx))
+				return corrupt(r, "file id %llu defined twice or out of range", (unsigned long long)id);
+			struct file_entry *f = realloc(r->files, (r->nfiles + 1) * sizeof(*f));
+			if (!f)
+				return -ENOMEM;
+			r->files = f;
+			f[r->nfiles].path = malloc(len + 1);
+			if (!f[r->nfiles].path)
+				return -ENOMEM;
+			memcpy(f[r->nfiles].path, s, len);
+			f[r->nfiles].path[len] = 0;
+			f[r->nfiles].len = len;
+			if ((err = ulma_idmap_put(&r->file_ids, id + 1, r->nfiles)))
+				return err;
+			r->nfiles++;
+		} else if (tag == ULMA_DEFTAG_FUNC) {
+			uint32_t fidx;
+			NEED_VARINT(r, p, end, id, "function id");
+			NEED_VARINT(r, p, end, kind, "function kind");
+			NEED_VARINT(r, p, end, file_id, "function file");
+			NEED_VARINT(r, p, end, line, "function line");
+			if ((err = parse_string(r, &p, end, &s, &len)))
+				return err;
+			if (id == 0 || id > UINT32_MAX || ulma_idmap_get(&r->func_ids, id, &idx))
+				return corrupt(r, "function id %llu defined twice or out of range",
+					       (unsigned long long)id);
+			if (file_id >= UINT32_MAX || !ulma_idmap_get(&r->file_ids, file_id + 1, &fidx))
+				return corrupt(r, "function %llu names undefined file %llu",
+					       (unsigned long long)id, (unsigned long long)file_id);
+			if ((err = ulma_idmap_put(&r->func_ids, id, r->nfuncs)))
+				return err;
+			struct ulma_trace_func f = {
+				.index = r->nfuncs++,
+				.id = (uint32_t)id,
+				.kind = (uint8_t)kind,
+				.line = line > UINT32_MAX ? UINT32_MAX : (uint32_t)line,
+				.name = s,
+				.name_len = len,
+				.file = r->files[fidx].path,
+				.file_len = r->files[fidx].len,
+			};
+			if (r->v->on_func && (err = r->v->on_func(r->v->ctx, &f)))
+				return err;
+		} else {
+			return corrupt(r, "unknown definition tag %llu", (unsigned long long)tag);
+		}
+	}
+	return 0;
+}
+
+static int parse_thread(struct reader *r, const uint8_t *p, const uint8_t *end)
+{
+	uint64_t serial, pid, tid;
+	uint32_t idx;
+	NEED_VARINT(r, p, end, serial, "thread serial");
+	NEED_VARINT(r, p, end, pid, "thread pid");
+	NEED_VARINT(r, p, end, tid, "thread tid");
+	if (serial == UINT64_MAX || ulma_idmap_get(&r->thread_ids, serial + 1, &idx))
+		return corrupt(r, "thread %llu declared twice", (unsigned long long)serial);
+	if (r->nthreads >= MAX_THREADS)
+		return corrupt(r, "more than %u threads", MAX_THREADS);
+	struct thread_state *t = realloc(r->threads, (r->nthreads + 1) * sizeof(*t));
+	if (!t)
+		return -ENOMEM;
+	r->threads = t;
+	memset(&t[r->nthreads], 0, sizeof(*t));
+	int err = ulma_idmap_put(&r->thread_ids, serial + 1, r->nthreads);
+	if (err)
+		return err;
+	struct ulma_trace_thread info = {r->nthreads++, serial, (uint32_t)pid, (uint32_t)tid};
+	return r->v->on_thread ? r->v->on_thread(r->v->ctx, &info) : 0;
+}
+
+static int push(struct reader *r, struct thread_state *t, uint32_t func)
+{
+	if (t->depth == t->cap) {
+		if (t->cap >= MAX_DEPTH)
+			return corrupt(r, "call stack deeper than %u frames", MAX_DEPTH);
+		uint32_t cap = t->cap ? t->cap * 2 : 64;
+		uint32_t *s = realloc(t->stack, cap * sizeof(*s));
+		if (!s)
+			return -ENOMEM;
+		t->stack = s;
+		t->cap = cap;
+	}
+	t->stack[t->depth++] = func;
+	return 0;
+}
+
+static int parse_events(struct reader *r, const uint8_t *p, const uint8_t *end)
+{
+	uint64_t serial, count, cpu, ticks, word, x;
+	uint32_t tidx, func;
+	int err;
+	NEED_VARINT(r, p, end, serial, "events thread");
+	NEED_VARINT(r, p, end, count, "event count");
+	NEED_VARINT(r, p, end, cpu, "event cpu");
+	NEED_VARINT(r, p, end, ticks, "event base time");
+	if (serial == UINT64_MAX || !ulma_idmap_get(&r->thread_ids, serial + 1, &tidx))
+		return corrupt(r, "events for undeclared thread %llu", (unsigned long long)serial);
+	struct thread_state *t = &r->threads[tidx];
+	struct ulma_trace_event ev = {.thread = tidx, .cpu = (uint32_t)cpu};
+	int (*on_event)(void *, const struct ulma_trace_event *) = r->v->on_event;
+	for (uint64_t i = 0; i < count; i++) {
+		NEED_VARINT(r, p, end, word, "event");
+		uint64_t delta = word >> 2;
+		if (ticks + delta < ticks)
+			return corrupt(r, "event time overflows");
+		ticks += delta;
+		ev.count = 0;
+		switch (word & 3) {
+		case ULMA_TAG_EXIT:
+			if (t->depth == 0)
+				return corrupt(r, "exit with no open frame in thread %llu",
+					       (unsigned long long)serial);
+			ev.kind = ULMA_EV_EXIT;
+			ev.func = t->stack[--t->depth];
+			break;
+		case ULMA_TAG_ENTER:
+			NEED_VARINT(r, p, end, x, "function id");
+			if (x == 0 || x > UINT32_MAX || !ulma_idmap_get(&r->func_ids, x, &func))
+				return corrupt(r, "event uses undefined function %llu", (unsigned long long)x);
+			if ((err = push(r, t, func)))
+				return err;
+			ev.kind = ULMA_EV_ENTER;
+			ev.func = func;
+			break;
+		case ULMA_TAG_ENTER_SAME:
+			if (t->depth == 0)
+				return corrupt(r, "recursive entry with no open frame");
+			func = t->stack[t->depth - 1];
+			if ((err = push(r, t, func)))
+				return err;
+			ev.kind = ULMA_EV_ENTER;
+			ev.func = func;
+			break;
+		default:
+			NEED_VARINT(r, p, end, x, "extension kind");
+			if (x == ULMA_EXT_CPU) {
+				NEED_VARINT(r, p, end, cpu, "cpu");
+				ev.cpu = (uint32_t)cpu;
+				continue; /* not an event of its own */
+			}
+			if (x != ULMA_EXT_LOST)
+				return corrupt(r, "unknown event extension %llu", (unsigned long long)x);
+			NEED_VARINT(r, p, end, ev.count, "lost count");
+			ev.kind = ULMA_EV_LOST;
+			ev.func = 0;
+			break;
+		}
+		ev.ticks = ticks;
+		r->st->events++;
+		if (ticks > r->st->last_ticks)
+			r->st->last_ticks = ticks;
+		if (on_event && (err = on_event(r->v->ctx, &ev)))
+			return err;
+	}
+	if (p != end)
+		return corrupt(r, "events chunk has %td bytes after its last event", end - p);
+	return 0;
+}
+
+static int parse_end(struct reader *r, const uint8_t *p, const uint8_t *end)
+{
+	uint64_t v[6];
+	const char *what[6] = {"end ticks", "end ns", "event total", "lost total", "failures", "exit status"};
+	for (int i = 0; i < 6; i++)
+		NEED_VARINT(r, p, end, v[i], what[i]);
+	struct ulma_trace_end e = {v[0], v[1], v[2], v[3], (uint32_t)v[4], (int32_t)(uint32_t)v[5]};
+	r->st->complete = true;
+	return r->v->on_end ? r->v->on_end(r->v->ctx, &e) : 0;
+}
+
+static int parse_chunk(struct reader *r, uint32_t type, const uint8_t *p, const uint8_t *end)
+{
+	if (!r->have_meta && type != ULMA_CHUNK_META)
+		return corrupt(r, "trace does not start with its session record");
+	switch (type) {
+	case ULMA_CHUNK_META:
+		if (r->have_meta)
+			return corrupt(r, "second session record at offset %llu", (unsigned long long)r->st->bytes);
+		return parse_meta(r, p, end);
+	case ULMA_CHUNK_DEFS:
+		return parse_defs(r, p, end);
+	case ULMA_CHUNK_THREAD:
+		return parse_thread(r, p, end);
+	case ULMA_CHUNK_EVENTS:
+		return parse_events(r, p, end);
+	case ULMA_CHUNK_END:
+		return parse_end(r, p, end);
+	default:
+		return 0; /* a newer writer's chunk: skip it */
+	}
+}
+
+static void reader_free(struct reader *r)
+{
+	for (uint32_t i = 0; i < r->nfiles; i++)
+		free(r->files[i].path);
+	free(r->files);
+	for (uint32_t i = 0; i < r->nthreads; i++)
+		free(r->threads[i].stack);
+	free(r->threads);
+	ulma_idmap_free(&r->func_ids);
+	ulma_idmap_free(&r->file_ids);
+	ulma_idmap_free(&r->thread_ids);
+}
+
+int ulma_trace_read(FILE *f, const struct ulma_trace_visitor *v, struct ulma_trace_status *st)
+{
+	struct reader r = {.v = v, .st = st};
+	uint8_t fh[ULMA_TRACE_FILE_HEADER];
+	uint8_t *payload = NULL;
+	size_t cap = 0;
+	int err = 0;
+
+	memset(st, 0, sizeof(*st));
+	if (fread(fh, 1, sizeof(fh), f) != sizeof(fh) || memcmp(fh, ULMA_TRACE_MAGIC, 8) != 0) {
+		if (ferror(f))
+			return -EIO;
+		return corrupt(&r, "not an ulma trace (bad magic)");
+	}
+	if (get_u32le(fh + 8) != ULMA_TRACE_VERSION)
+		return corrupt(&r, "unsupported trace version %u (this ulma reads %u)", get_u32le(fh + 8),
+			       ULMA_TRACE_VERSION);
+	st->bytes = sizeof(fh);
+	for (;;) {
+		uint8_t ch[ULMA_TRACE_CHUNK_HEADER];
+		size_t got = fread(ch, 1, sizeof(ch), f);
+		if (got != sizeof(ch)) {
+			if (ferror(f))
+				err = -EIO;
+			break; /* clean end, or cut inside a chunk header */
+		}
+		uint32_t type = get_u32le(ch), len = get_u32le(ch + 4), crc = get_u32le(ch + 8);
+		if (len > ULMA_TRACE_MAX_CHUNK) {
+			err = corrupt(&r, "chunk at offset %llu claims %u bytes", (unsigned long long)st->bytes, len);
+			break;
+		}
+		if (len > cap) {
+			uint8_t *p = realloc(payload, len);
+			if (!p) {
+				err = -ENOMEM;
+				break;
+			}
+			payload = p;
+			cap = len;
+		}
+		if (fread(payload, 1, len, f) != len) {
+			if (ferror(f))
+				err = -EIO;
+			break; /* cut inside a payload: the prefix before it stands */
+		}
+		if (ulma_crc32c(0, payload, len) != crc) {
+			err = corrupt(&r, "checksum mismatch in chunk at offset %llu", (unsigned long long)st->bytes);
+			break;
+		}
+		err = parse_chunk(&r, type, payload, payload + len);
+		if (err)
+			break;
+		st->bytes += sizeof(ch) + len;
+		if (st->complete)
+			break;
+	}
+	if (!err && !r.have_meta)
+		err = corrupt(&r, "trace holds no session record (empty or cut in its first chunk)");
+	free(payload);
+	reader_free(&r);
+	return err;
+}
+
+int ulma_trace_read_path(const char *path, const struct ulma_trace_visitor *v,
+			 struct ulma_trace_status *st)
+{
+	FILE *f = fopen(path, "rb");
+	if (!f) {
+		memset(st, 0, sizeof(*st));
+		return -errno;
+	}
+	int err = ulma_trace_read(f, v, st);
+	fclose(f);
+	return err;
+}

@@ -1,0 +1,84 @@
+/* trace_reader.h - decode a trace file, checking every byte.
+ *
+ * The reader walks the chunks in order and calls a visitor for the session
+ * facts, each definition, each thread and each event.  Function and thread
+ * ids are translated to dense indices (0, 1, 2, ... in order of
+ * definition) so consumers can use plain arrays.  A trace that is cut short
+ * is not an error: reading stops at the cut and status.complete is false.
+ * Anything inconsistent (bad magic, checksum, an event before its
+ * definition, an exit with no open frame) is -EPROTO with a one-line reason
+ * in status.error.  Memory use is bounded by one chunk plus the tables.
+ */
+#ifndef ULMA_TRACE_READER_H
+#define ULMA_TRACE_READER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "trace_writer.h"
+
+enum ulma_event_kind {
+	ULMA_EV_ENTER = 1,
+	ULMA_EV_EXIT = 2,
+	ULMA_EV_LOST = 3,
+};
+
+/* Strings are valid only during the callback. */
+struct ulma_trace_func {
+	uint32_t index; /* dense */
+	uint32_t id;    /* as in the file */
+	uint8_t kind;   /* enum ulma_def_kind */
+	uint32_t line;
+	const char *name;
+	size_t name_len;
+	const char *file;
+	size_t file_len;
+};
+
+struct ulma_trace_thread {
+	uint32_t index; /* dense */
+	uint64_t serial;
+	uint32_t pid;
+	uint32_t tid;
+};
+
+struct ulma_trace_event {
+	uint32_t thread; /* dense thread index */
+	uint32_t func;   /* dense function index: entered, or left for EXIT */
+	uint32_t cpu;
+	uint8_t kind;    /* enum ulma_event_kind */
+	uint64_t ticks;  /* absolute session ticks */
+	uint64_t count;  /* LOST only */
+};
+
+/* Each callback may be NULL.  A non-zero return stops reading; it is
+ * returned by ulma_trace_read. */
+struct ulma_trace_visitor {
+	void *ctx;
+	int (*on_meta)(void *ctx, const struct ulma_trace_meta *meta);
+	int (*on_func)(void *ctx, const struct ulma_trace_func *func);
+	int (*on_thread)(void *ctx, const struct ulma_trace_thread *thread);
+	int (*on_event)(void *ctx, const struct ulma_trace_event *event);
+	int (*on_end)(void *ctx, const struct ulma_trace_end *end);
+};
+
+struct ulma_trace_status {
+	bool complete;   /* an END chunk was read */
+	uint64_t bytes;  /* bytes consumed in whole chunks */
+	uint64_t events; /* events decoded */
+	uint64_t last_ticks; /* latest event time seen */
+	char error[256]; /* set when the return value is negative */
+};
+
+/* Decode from f (read sequentially).  Returns 0 (complete or cut short),
+ * -EPROTO for a corrupt or foreign file, -errno for I/O or memory errors,
+ * or a visitor's non-zero value. */
+int ulma_trace_read(FILE *f, const struct ulma_trace_visitor *v, struct ulma_trace_status *st);
+
+/* Convenience: open path and decode. */
+int ulma_trace_read_path(const char *path, const struct ulma_trace_visitor *v,
+			 struct ulma_trace_status *st);
+
+#endif

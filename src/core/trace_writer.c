@@ -1,0 +1,373 @@
+/* trace_writer.c - chunked, delta-varint trace encoding (see trace_writer.h
+ * and docs/trace-format.md). */
+#include "trace_writer.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "crc32c.h"
+#include "ulma/trace_format.h"
+#include "varint.h"
+
+#define STREAM_FLUSH_BYTES (64u << 10)
+
+struct buf {
+	uint8_t *data;
+	size_t len;
+	size_t cap;
+};
+
+struct ulma_trace_stream {
+	struct ulma_trace_writer *owner;
+	uint64_t serial;
+	uint64_t last_ticks; /* time of the previous event in this chunk */
+	uint64_t count;      /* events in the current chunk */
+	uint32_t first_cpu;
+	uint32_t cpu;        /* cpu the decoder currently assumes */
+	struct buf body;
+};
+
+struct ulma_trace_writer {
+	int fd;
+	int error; /* first -errno, sticky */
+	uint64_t bytes;
+	struct buf defs;
+	struct ulma_trace_stream **streams;
+	size_t nstreams;
+	size_t cap_streams;
+};
+
+/* Make room for n more bytes; on failure record -ENOMEM and return false. */
+static bool buf_reserve(struct ulma_trace_writer *w, struct buf *b, size_t n)
+{
+	if (b->len + n <= b->cap)
+		return true;
+	size_t cap = b->cap ? b->cap : 4096;
+	while (cap < b->len + n)
+		cap *= 2;
+	uint8_t *p = realloc(b->data, cap);
+	if (!p) {
+		if (!w->error)
+			w->error = -ENOMEM;
+		return false;
+	}
+	b->data = p;
+	b->cap = cap;
+	return true;
+}
+
+static void buf_varint(struct buf *b, uint64_t v)
+{
+	b->len += ulma_varint_put(b->data + b->len, v);
+}
+
+static void buf_bytes(struct buf *b, const void *p, size_t n)
+{
+	memcpy(b->data + b->len, p, n);
+	b->len += n;
+}
+
+static void put_u32le(uint8_t *p, uint32_t v)
+{
+	p[0] = (uint8_t)v;
+	p[1] = (uint8_t)(v >> 8);
+	p[2] = (uint8_t)(v >> 16);
+	p[3] = (uint8_t)(v >> 24);
+}
+
+static int write_all(struct ulma_trace_writer *w, struct iovec *iov, int n)
+{
+	while (n > 0) {
+		ssize_t r = writev(w->fd, iov, n);
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		w->bytes += (uint64_t)r;
+		while (n > 0 && (size_t)r >= iov->iov_len) {
+			r -= (ssize_t)iov->iov_len;
+			iov++;
+			n--;
+		}
+		if (n > 0) {
+			iov->iov_base = (uint8_t *)iov->iov_base + r;
+			iov->iov_len -= (size_t)r;
+		}
+	}
+	return 0;
+}
+
+/* Write one chunk whose payload is prefix followed by body. */
+static int write_chunk(struct ulma_trace_writer *w, uint32_t type, const uint8_t *prefix, size_t plen,
+		       const uint8_t *body, size_t blen)
+{
+	uint8_t hdr[ULMA_TRACE_CHUNK_HEADER];
+	if (w->error)
+		return w->error;
+	if (plen + blen > ULMA_TRACE_MAX_CHUNK)
+		return w->error = -EFBIG;
+	uint32_t crc = ulma_crc32c(ulma_crc32c(0, prefix, plen), body, blen);
+	put_u32le(hdr, type);
+	put_u32le(hdr + 4, (uint32_t)(plen + blen));
+	put_u32le(hdr + 8, crc);
+	struct iovec iov[3] = {{hdr, sizeof(hdr)}, {(void *)prefix, plen}, {(void *)body, blen}};
+	int err = write_all(w, iov, 3);
+	if (err)
+		w->error = err;
+	return err;
+}
+
+static int flush_defs(struct ulma_trace_writer *w)
+{
+	if (w->defs.len == 0)
+		return w->error;
+	int err = write_chunk(w, ULMA_CHUNK_DEFS, NULL, 0, w->defs.data, w->defs.len);
+	w->defs.len = 0;
+	return err;
+}
+
+/* EVENTS payload: varint serial, count, first cpu; then the body, which
+ * opens with the absolute time of the first event. */
+static int flush_stream(struct ulma_trace_stream *s)
+{
+	struct ulma_trace_writer *w = s->owner;
+	uint8_t prefix[4 * ULMA_VARINT_MAX];
+	size_t n = 0;
+	if (s->count == 0)
+		return w->error;
+	int err = flush_defs(w);
+	if (err)
+		return err;
+	n += ulma_varint_put(prefix + n, s->serial);
+	n += ulma_varint_put(prefix + n, s->count);
+	n += ulma_varint_put(prefix + n, s->first_cpu);
+	err = write_chunk(w, ULMA_CHUNK_EVENTS, prefix, n, s->body.data, s->body.len);
+	s->body.len = 0;
+	s->count = 0;
+	return err;
+}
+
+int ulma_trace_writer_open(const char *path, const struct ulma_trace_meta *meta,
+			   struct ulma_trace_writer **out)
+{
+	struct ulma_trace_writer *w = calloc(1, sizeof(*w));
+	int err;
+	*out = NULL;
+	if (!w)
+		return -ENOMEM;
+	w->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (w->fd < 0) {
+		err = -errno;
+		goto err_free;
+	}
+	uint8_t fh[ULMA_TRACE_FILE_HEADER] = {0};
+	memcpy(fh, ULMA_TRACE_MAGIC, 8);
+	put_u32le(fh + 8, ULMA_TRACE_VERSION);
+	struct iovec iov = {fh, sizeof(fh)};
+	err = write_all(w, &iov, 1);
+	if (err)
+		goto err_close;
+
+	size_t clen = meta->command ? strlen(meta->command) : 0;
+	struct buf m = {0};
+	if (!buf_reserve(w, &m, 7 * ULMA_VARINT_MAX + clen)) {
+		err = -ENOMEM;
+		goto err_close;
+	}
+	buf_varint(&m, meta->flags);
+	buf_varint(&m, meta->pid);
+	buf_varint(&m, meta->start_ticks);
+	buf_varint(&m, meta->start_ns);
+	buf_varint(&m, meta->tick_hz);
+	buf_varint(&m, clen);
+	buf_bytes(&m, meta->command ? meta->command : "", clen);
+	err = write_chunk(w, ULMA_CHUNK_META, NULL, 0, m.data, m.len);
+	free(m.data);
+	if (err)
+		goto err_close;
+	*out = w;
+	return 0;
+
+err_close:
+	close(w->fd);
+err_free:
+	free(w);
+	return err;
+}
+
+int ulma_trace_define_file(struct ulma_trace_writer *w, uint32_t file_id, const char *path, size_t len)
+{
+	if (!buf_reserve(w, &w->defs, 3 * ULMA_VARINT_MAX + len))
+		return w->error;
+	buf_varint(&w->defs, ULMA_DEFTAG_FILE);
+	buf_varint(&w->defs, file_id);
+	buf_varint(&w->defs, len);
+	buf_bytes(&w->defs, path, len);
+	return 0;
+}
+
+int ulma_trace_define_func(struct ulma_trace_writer *w, uint32_t id, uint8_t kind, uint32_t file_id,
+			   uint32_t line, const char *name, size_t len)
+{
+	if (!buf_reserve(w, &w->defs, 6 * ULMA_VARINT_MAX + len))
+		return w->error;
+	buf_varint(&w->defs, ULMA_DEFTAG_FUNC);
+	buf_varint(&w->defs, id);
+	buf_varint(&w->defs, kind);
+	buf_varint(&w->defs, file_id);
+	buf_varint(&w->defs, line);
+	buf_varint(&w->defs, len);
+	buf_bytes(&w->defs, name, len);
+	return 0;
+}
+
+int ulma_trace_stream_open(struct ulma_trace_writer *w, uint64_t serial, uint32_t pid, uint32_t tid,
+			   struct ulma_trace_stream **out)
+{
+	uint8_t p[3 * ULMA_VARINT_MAX];
+	size_t n = 0;
+	*out = NULL;
+	if (w->nstreams == w->cap_streams) {
+		size_t cap = w->cap_streams ? w->cap_streams * 2 : 16;
+		struct ulma_trace_stream **v = realloc(w->streams, cap * sizeof(*v));
+		if (!v)
+			return w->error = -ENOMEM;
+		w->streams = v;
+		w->cap_streams = cap;
+	}
+	struct ulma_trace_stream *s = calloc(1, sizeof(*s));
+	if (!s)
+		return w->error = -ENOMEM;
+	s->owner = w;
+	s->serial = serial;
+	w->streams[w->nstreams++] = s;
+	int err = flush_defs(w);
+	if (err)
+		return err;
+	n += ulma_varint_put(p + n, serial);
+	n += ulma_varint_put(p + n, pid);
+	n += ulma_varint_put(p + n, tid);
+	err = write_chunk(w, ULMA_CHUNK_THREAD, p, n, NULL, 0);
+	if (err)
+		return err;
+	*out = s;
+	return 0;
+}
+
+/* Start the event word; returns false if the buffer could not grow. */
+static bool begin_event(struct ulma_trace_stream *s, uint64_t *ticks, uint32_t cpu)
+{
+	struct ulma_trace_writer *w = s->owner;
+	if (!buf_reserve(w, &s->body, 5 * ULMA_VARINT_MAX))
+		return false;
+	if (s->count == 0) {
+		/* a chunk starts with an absolute time and the current cpu */
+		buf_varint(&s->body, *ticks);
+		s->last_ticks = *ticks;
+		s->first_cpu = s->cpu = cpu;
+	}
+	if (*ticks < s->last_ticks)
+		*ticks = s->last_ticks;
+	if (cpu != s->cpu) {
+		buf_varint(&s->body, ULMA_TAG_EXT);
+		buf_varint(&s->body, ULMA_EXT_CPU);
+		buf_varint(&s->body, cpu);
+		s->cpu = cpu;
+	}
+	return true;
+}
+
+static void end_event(struct ulma_trace_stream *s, uint64_t ticks)
+{
+	s->last_ticks = ticks;
+	s->count++;
+	if (s->body.len >= STREAM_FLUSH_BYTES)
+		flush_stream(s);
+}
+
+void ulma_trace_enter(struct ulma_trace_stream *s, uint64_t ticks, uint32_t cpu, uint32_t id,
+		      uint32_t parent_id)
+{
+	if (!begin_event(s, &ticks, cpu))
+		return;
+	uint64_t delta = (ticks - s->last_ticks) << 2;
+	if (id == parent_id && id != 0) {
+		buf_varint(&s->body, delta | ULMA_TAG_ENTER_SAME);
+	} else {
+		buf_varint(&s->body, delta | ULMA_TAG_ENTER);
+		buf_varint(&s->body, id);
+	}
+	end_event(s, ticks);
+}
+
+void ulma_trace_exit(struct ulma_trace_stream *s, uint64_t ticks, uint32_t cpu)
+{
+	if (!begin_event(s, &ticks, cpu))
+		return;
+	buf_varint(&s->body, (ticks - s->last_ticks) << 2 | ULMA_TAG_EXIT);
+	end_event(s, ticks);
+}
+
+void ulma_trace_lost(struct ulma_trace_stream *s, uint64_t ticks, uint64_t count)
+{
+	if (!begin_event(s, &ticks, s->cpu))
+		return;
+	buf_varint(&s->body, (ticks - s->last_ticks) << 2 | ULMA_TAG_EXT);
+	buf_varint(&s->body, ULMA_EXT_LOST);
+	buf_varint(&s->body, count);
+	end_event(s, ticks);
+}
+
+int ulma_trace_writer_flush(struct ulma_trace_writer *w)
+{
+	flush_defs(w);
+	for (size_t i = 0; i < w->nstreams; i++)
+		flush_stream(w->streams[i]);
+	return w->error;
+}
+
+uint64_t ulma_trace_writer_bytes(const struct ulma_trace_writer *w)
+{
+	return w->bytes;
+}
+
+void ulma_trace_writer_abandon(struct ulma_trace_writer *w)
+{
+	if (!w)
+		return;
+	for (size_t i = 0; i < w->nstreams; i++) {
+		free(w->streams[i]->body.data);
+		free(w->streams[i]);
+	}
+	free(w->streams);
+	free(w->defs.data);
+	if (w->fd >= 0)
+		close(w->fd);
+	free(w);
+}
+
+int ulma_trace_writer_close(struct ulma_trace_writer *w, const struct ulma_trace_end *end)
+{
+	uint8_t p[6 * ULMA_VARINT_MAX];
+	size_t n = 0;
+	int err = ulma_trace_writer_flush(w);
+	if (!err) {
+		n += ulma_varint_put(p + n, end->end_ticks);
+		n += ulma_varint_put(p + n, end->end_ns);
+		n += ulma_varint_put(p + n, end->events);
+		n += ulma_varint_put(p + n, end->lost);
+		n += ulma_varint_put(p + n, end->failures);
+		n += ulma_varint_put(p + n, (uint64_t)(uint32_t)end->exit_status);
+		err = write_chunk(w, ULMA_CHUNK_END, p, n, NULL, 0);
+	}
+	if (close(w->fd) < 0 && !err)
+		err = -errno;
+	w->fd = -1;
+	ulma_trace_writer_abandon(w);
+	return err;
+}

@@ -1,0 +1,289 @@
+/* collector.c - ring draining and stack normalisation (see collector.h). */
+#include "collector.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ulma/shm.h"
+
+#define UNKNOWN_ID UINT32_MAX /* trace id of the "?" function */
+
+struct ulma_collector_slot {
+	bool live;
+	uint64_t serial;
+	uint32_t thread; /* dense thread index */
+	struct ulma_trace_stream *stream;
+	uint32_t *ids;   /* session ids of open frames */
+	uint32_t depth;
+	uint32_t cap;
+	uint64_t last_ticks;
+	uint32_t cpu;
+};
+
+static int set_error(struct ulma_collector *c, int err)
+{
+	if (err && !c->error)
+		c->error = err;
+	return err;
+}
+
+int ulma_collector_init(struct ulma_collector *c, struct ulma_session *s, struct ulma_trace_writer *w)
+{
+	memset(c, 0, sizeof(*c));
+	c->session = s;
+	c->writer = w;
+	ulma_profile_init(&c->profile);
+	c->slots = calloc(s->hdr->slot_count, sizeof(*c->slots));
+	return c->slots ? 0 : -ENOMEM;
+}
+
+void ulma_collector_free(struct ulma_collector *c)
+{
+	if (c->slots)
+		for (uint32_t i = 0; i < c->session->hdr->slot_count; i++)
+			free(c->slots[i].ids);
+	free(c->slots);
+	for (uint32_t i = 0; i < c->nfiles; i++)
+		free(c->files[i]);
+	free(c->files);
+	ulma_idmap_free(&c->func_index);
+	ulma_idmap_free(&c->file_index);
+	ulma_profile_free(&c->profile);
+	memset(c, 0, sizeof(*c));
+}
+
+static uint64_t fnv1a(const char *s, size_t n)
+{
+	uint64_t h = UINT64_C(0xcbf29ce484222325);
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ (uint8_t)s[i]) * UINT64_C(0x100000001b3);
+	return h ? h : 1;
+}
+
+/* Trace file id for a path, defining it on first sight. */
+static int file_id(struct ulma_collector *c, const char *path, size_t len, uint32_t *out)
+{
+	uint64_t h = fnv1a(path, len);
+	uint32_t id;
+	if (ulma_idmap_get(&c->file_index, h, &id) && strlen(c->files[id]) == len &&
+	    memcmp(c->files[id], path, len) == 0) {
+		*out = id;
+		return 0;
+	}
+	char **v = realloc(c->files, (c->nfiles + 1) * sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	c->files = v;
+	if (!(v[c->nfiles] = malloc(len + 1)))
+		return -ENOMEM;
+	memcpy(v[c->nfiles], path, len);
+	v[c->nfiles][len] = 0;
+	id = c->nfiles++;
+	if (!ulma_idmap_get(&c->file_index, h, out)) /* on a hash collision keep the first */
+		ulma_idmap_put(&c->file_index, h, id);
+	*out = id;
+	return c->writer ? ulma_trace_define_file(c->writer, id, path, len) : 0;
+}
+
+static int define(struct ulma_collector *c, uint32_t sid, uint8_t kind, const char *name, size_t nlen,
+		  const char *file, size_t flen, uint32_t line)
+{
+	uint32_t index = c->profile.nfuncs, fid;
+	int err = file_id(c, file, flen, &fid);
+	if (!err)
+		err = ulma_idmap_put(&c->func_index, sid, index);
+	if (!err)
+		err = ulma_profile_add_func(&c->profile, index, kind, name, nlen, file, flen, line);
+	if (!err && c->writer)
+		err = ulma_trace_define_func(c->writer, sid, kind, fid, line, name, nlen);
+	return set_error(c, err);
+}
+
+static int scan_defs(struct ulma_collector *c)
+{
+	struct ulma_def_view d;
+	int r;
+	while ((r = ulma_session_next_def(c->session, &c->def_cursor, &d)) == 1) {
+		uint32_t have;
+		if (ulma_idmap_get(&c->func_index, d.id, &have))
+			continue;
+		int err = define(c, d.id, d.kind, d.name, d.name_len, d.file, d.file_len, d.line);
+		if (err)
+			return err;
+	}
+	return r < 0 ? set_error(c, r) : 0;
+}
+
+/* Dense index for a session id; session id 0 (defs full) and, at the end,
+ * ids whose definition never arrived map to "?".  Returns false to wait. */
+static bool resolve(struct ulma_collector *c, uint32_t *sid, uint32_t *index, bool final)
+{
+	if (*sid != 0 && ulma_idmap_get(&c->func_index, *sid, index))
+		return true;
+	if (*sid != 0) {
+		scan_defs(c);
+		if (ulma_idmap_get(&c->func_index, *sid, index))
+			return true;
+		if (!final)
+			return false;
+	}
+	*sid = UNKNOWN_ID;
+	if (ulma_idmap_get(&c->func_index, UNKNOWN_ID, index))
+		return true;
+	return define(c, UNKNOWN_ID, ULMA_DEF_PY, "?", 1, "?", 1, 0) == 0 &&
+	       ulma_idmap_get(&c->func_index, UNKNOWN_ID, index);
+}
+
+static int open_thread(struct ulma_collector *c, struct ulma_collector_slot *cs, const struct ulma_shm_slot *slot)
+{
+	uint32_t index = c->profile.nthreads;
+	int err = ulma_profile_add_thread(&c->profile, index, slot->serial, slot->pid, slot->tid);
+	if (!err && c->writer)
+		err = ulma_trace_stream_open(c->writer, slot->serial, slot->pid, slot->tid, &cs->stream);
+	if (err)
+		return set_error(c, err);
+	cs->live = true;
+	cs->serial = slot->serial;
+	cs->thread = index;
+	cs->depth = 0;
+	cs->last_ticks = 0;
+	cs->cpu = 0;
+	return 0;
+}
+
+static void emit_exit(struct ulma_collector *c, struct ulma_collector_slot *cs, uint64_t t, uint32_t cpu)
+{
+	cs->depth--;
+	ulma_profile_exit(&c->profile, cs->thread, t);
+	if (cs->stream)
+		ulma_trace_exit(cs->stream, t, cpu);
+}
+
+static void close_frames(struct ulma_collector *c, struct ulma_collector_slot *cs, uint64_t t)
+{
+	if (t < cs->last_ticks)
+		t = cs->last_ticks;
+	while (cs->depth)
+		emit_exit(c, cs, t, cs->cpu);
+	cs->last_ticks = t;
+}
+
+static void record_lost(struct ulma_collector *c, struct ulma_collector_slot *cs, uint64_t t,
+			uint64_t count)
+{
+	ulma_profile_lost(&c->profile, cs->thread, t, count);
+	if (cs->stream)
+		ulma_trace_lost(cs->stream, t, count);
+}
+
+/* Apply one record.  Returns 1 if consumed, 0 to retry later, <0 on error. */
+static int apply(struct ulma_collector *c, struct ulma_collector_slot *cs, const struct ulma_record *r,
+		 bool final)
+{
+	uint64_t t = r->time < cs->last_ticks ? cs->last_ticks : r->time;
+	uint32_t sid = r->id, index;
+	switch (r->kind) {
+	case ULMA_REC_ENTER:
+		if (!resolve(c, &sid, &index, final))
+			return 0;
+		if (cs->depth == cs->cap) {
+			uint32_t cap = cs->cap ? cs->cap * 2 : 64;
+			uint32_t *ids = realloc(cs->ids, cap * sizeof(*ids));
+			if (!ids)
+				return set_error(c, -ENOMEM);
+			cs->ids = ids;
+			cs->cap = cap;
+		}
+		if (ulma_profile_enter(&c->profile, cs->thread, index, t))
+			return set_error(c, -ENOMEM);
+		if (cs->stream)
+			ulma_trace_enter(cs->stream, t, r->cpu, sid, cs->depth ? cs->ids[cs->depth - 1] : 0);
+		cs->ids[cs->depth++] = sid;
+		break;
+	case ULMA_REC_EXIT: {
+		if (sid == 0 || (!ulma_idmap_get(&c->func_index, sid, &index) && final))
+			sid = UNKNOWN_ID;
+		uint32_t d = cs->depth;
+		while (d > 0 && cs->ids[d - 1] != sid)
+			d--;
+		if (d == 0) {
+			c->unmatched++; /* entered before tracing began */
+			return 1;
+		}
+		while (cs->depth >= d)
+			emit_exit(c, cs, t, r->cpu);
+		break;
+	}
+	case ULMA_REC_LOST:
+		record_lost(c, cs, t, r->id);
+		break;
+	default:
+		c->unmatched++; /* unknown kind from a newer writer: skip */
+		return 1;
+	}
+	cs->last_ticks = t;
+	cs->cpu = r->cpu;
+	return 1;
+}
+
+static long drain_slot(struct ulma_collector *c, uint32_t i, bool final)
+{
+	struct ulma_session *s = c->session;
+	struct ulma_shm_slot *slot = &s->slots[i];
+	struct ulma_collector_slot *cs = &c->slots[i];
+	/* acquire: identity fields and, for CLOSED, the final head */
+	uint32_t state = atomic_load_explicit(&slot->state, memory_order_acquire);
+	if (state != ULMA_SLOT_ACTIVE && state != ULMA_SLOT_CLOSED)
+		return 0;
+	if (!cs->live || cs->serial != slot->serial) {
+		int err = open_thread(c, cs, slot);
+		if (err)
+			return err;
+	}
+	uint64_t cap = ulma_session_capacity(s), tail, head, skipped;
+	ulma_ring_readable(slot, cap, &tail, &head, &skipped);
+	if (skipped)
+		record_lost(c, cs, cs->last_ticks, skipped);
+	const struct ulma_record *ring = ulma_session_ring(s, i);
+	long n = 0;
+	while (tail < head) {
+		struct ulma_record r = ring[tail & (cap - 1)];
+		int ok = apply(c, cs, &r, final);
+		if (ok < 0)
+			return ok;
+		if (ok == 0)
+			break;
+		tail++;
+		n++;
+	}
+	ulma_ring_consume(slot, tail);
+	if (state == ULMA_SLOT_CLOSED && tail == head) {
+		close_frames(c, cs, cs->last_ticks);
+		cs->live = false;
+		ulma_session_recycle_slot(s, i);
+	}
+	return n;
+}
+
+long ulma_collector_poll(struct ulma_collector *c, bool final)
+{
+	long total = 0;
+	scan_defs(c);
+	for (uint32_t i = 0; i < c->session->hdr->slot_count; i++) {
+		long n = drain_slot(c, i, final);
+		if (n < 0)
+			return n;
+		total += n;
+	}
+	c->records += (uint64_t)total;
+	return c->error ? c->error : total;
+}
+
+void ulma_collector_close_all(struct ulma_collector *c, uint64_t end_ticks)
+{
+	for (uint32_t i = 0; i < c->session->hdr->slot_count; i++)
+		if (c->slots[i].live)
+			close_frames(c, &c->slots[i], end_ticks);
+	ulma_profile_finish(&c->profile, end_ticks);
+}

@@ -1,0 +1,54 @@
+/* collector.h - drain a session's rings into a profile and a trace file.
+ *
+ * The collector is the monitor's core.  Each poll reads new definitions,
+ * notices new and finished threads, and consumes every ring.  It turns the
+ * raw records into a well-nested stream per thread: exits that match no
+ * open frame (frames entered before tracing began) are dropped, an exit
+ * that matches a deeper frame closes the frames above it (resynchronising
+ * after a loss), and times never run backwards within a thread.  That
+ * stream goes to the profile and, if there is one, to the trace writer, so
+ * a report of the file equals the live summary.  Single-threaded.
+ */
+#ifndef ULMA_COLLECTOR_H
+#define ULMA_COLLECTOR_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "../analysis/profile.h"
+#include "../core/idmap.h"
+#include "../core/session.h"
+#include "../core/trace_writer.h"
+
+struct ulma_collector_slot;
+
+struct ulma_collector {
+	struct ulma_session *session;
+	struct ulma_trace_writer *writer; /* may be NULL */
+	struct ulma_profile profile;
+	struct ulma_idmap func_index; /* session id -> dense function index */
+	struct ulma_idmap file_index; /* hash of path -> trace file id */
+	char **files;
+	uint32_t nfiles;
+	uint64_t def_cursor;
+	struct ulma_collector_slot *slots; /* one per session slot */
+	uint64_t records;      /* ring records consumed */
+	uint64_t unmatched;    /* exits with no matching open frame */
+	int error;             /* first -errno from the writer or allocation */
+};
+
+/* Set up over a mapped session; writer may be NULL.  Returns 0 or -ENOMEM. */
+int ulma_collector_init(struct ulma_collector *c, struct ulma_session *s, struct ulma_trace_writer *w);
+
+/* Drain what is there now.  With `final`, an event whose definition never
+ * arrived is named "?" instead of waiting for it.  Returns the number of
+ * records consumed, or a negative error. */
+long ulma_collector_poll(struct ulma_collector *c, bool final);
+
+/* Close every open frame at `end_ticks` (they end with the session). */
+void ulma_collector_close_all(struct ulma_collector *c, uint64_t end_ticks);
+
+/* Free everything but the session and the writer. */
+void ulma_collector_free(struct ulma_collector *c);
+
+#endif

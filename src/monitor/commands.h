@@ -1,0 +1,14 @@
+/* commands.h - the subcommands of the `ulma` program.  Each takes the
+ * arguments after its own name and returns the process exit status. */
+#ifndef ULMA_COMMANDS_H
+#define ULMA_COMMANDS_H
+
+int ulma_cmd_run(int argc, char **argv);
+int ulma_cmd_report(int argc, char **argv);
+
+/* Print "ulma: " + message to stderr.  For the program only, never the library. */
+void ulma_die_msg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+#define ULMA_EXIT_USAGE 2
+
+#endif

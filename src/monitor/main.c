@@ -1,0 +1,56 @@
+/* main.c - entry point of the `ulma` program: dispatch to a subcommand. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "commands.h"
+
+#ifndef ULMA_VERSION
+#define ULMA_VERSION "0.0.0"
+#endif
+
+static const char usage[] =
+	"usage: ulma <command> [options]\n"
+	"\n"
+	"commands:\n"
+	"  run [options] script.py [args...]   trace a Python program, print a summary, write a trace\n"
+	"  run [options] -m module [args...]   the same for a module\n"
+	"  report TRACE [--format text|json] [--limit N]\n"
+	"                                      summarise a trace file\n"
+	"  version                             print the version\n"
+	"\n"
+	"`ulma <command> --help` describes a command's options.\n";
+
+void ulma_die_msg(const char *fmt, ...)
+{
+	va_list ap;
+	fputs("ulma: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		fputs(usage, stderr);
+		return ULMA_EXIT_USAGE;
+	}
+	const char *cmd = argv[1];
+	if (strcmp(cmd, "run") == 0)
+		return ulma_cmd_run(argc - 2, argv + 2);
+	if (strcmp(cmd, "report") == 0)
+		return ulma_cmd_report(argc - 2, argv + 2);
+	if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
+		printf("ulma %s\n", ULMA_VERSION);
+		return 0;
+	}
+	if (strcmp(cmd, "help") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0) {
+		fputs(usage, stdout);
+		return 0;
+	}
+	ulma_die_msg("unknown command '%s'", cmd);
+	fputs(usage, stderr);
+	return ULMA_EXIT_USAGE;
+}

@@ -1,0 +1,163 @@
+/* report.c - `ulma report TRACE`: the run summary, rebuilt from a trace file. */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../analysis/profile.h"
+#include "../analysis/summary.h"
+#include "../core/trace_reader.h"
+#include "commands.h"
+#include "ulma/trace_format.h"
+
+struct report_ctx {
+	struct ulma_profile profile;
+	struct ulma_trace_meta meta;
+	struct ulma_trace_end end;
+	int error;
+};
+
+static int on_meta(void *ctx, const struct ulma_trace_meta *m)
+{
+	struct report_ctx *r = ctx;
+	r->meta = *m;
+	r->meta.command = NULL; /* not kept past the callback */
+	return 0;
+}
+
+static int on_func(void *ctx, const struct ulma_trace_func *f)
+{
+	struct report_ctx *r = ctx;
+	return ulma_profile_add_func(&r->profile, f->index, f->kind, f->name, f->name_len, f->file,
+				     f->file_len, f->line);
+}
+
+static int on_thread(void *ctx, const struct ulma_trace_thread *t)
+{
+	struct report_ctx *r = ctx;
+	return ulma_profile_add_thread(&r->profile, t->index, t->serial, t->pid, t->tid);
+}
+
+static int on_event(void *ctx, const struct ulma_trace_event *e)
+{
+	struct report_ctx *r = ctx;
+	switch (e->kind) {
+	case ULMA_EV_ENTER:
+		return ulma_profile_enter(&r->profile, e->thread, e->func, e->ticks);
+	case ULMA_EV_EXIT:
+		ulma_profile_exit(&r->profile, e->thread, e->ticks);
+		return 0;
+	default:
+		ulma_profile_lost(&r->profile, e->thread, e->ticks, e->count);
+		return 0;
+	}
+}
+
+static int on_end(void *ctx, const struct ulma_trace_end *e)
+{
+	struct report_ctx *r = ctx;
+	r->end = *e;
+	return 0;
+}
+
+static const char report_usage[] =
+	"usage: ulma report TRACE [--format text|json] [--limit N]\n"
+	"  --format F   text (default) or json (see docs/json.md)\n"
+	"  --limit N    rows in the text table (default 25)\n";
+
+int ulma_cmd_report(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"format", required_argument, NULL, 'f'},
+		{"limit", required_argument, NULL, 'n'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	const char *format = "text";
+	long limit = 25;
+	int c;
+	optind = 0;
+	while ((c = getopt_long(argc + 1, argv - 1, "f:n:h", opts, NULL)) != -1) {
+		char *end;
+		switch (c) {
+		case 'f':
+			format = optarg;
+			break;
+		case 'n':
+			limit = strtol(optarg, &end, 10);
+			if (*end || limit <= 0) {
+				ulma_die_msg("--limit takes a positive number, not '%s'", optarg);
+				return ULMA_EXIT_USAGE;
+			}
+			break;
+		case 'h':
+			fputs(report_usage, stdout);
+			return 0;
+		default:
+			fputs(report_usage, stderr);
+			return ULMA_EXIT_USAGE;
+		}
+	}
+	if (strcmp(format, "text") != 0 && strcmp(format, "json") != 0) {
+		ulma_die_msg("unknown format '%s' (choose text or json)", format);
+		return ULMA_EXIT_USAGE;
+	}
+	if (optind != argc) {
+		ulma_die_msg(optind > argc ? "report needs a trace file" : "report takes one trace file");
+		fputs(report_usage, stderr);
+		return ULMA_EXIT_USAGE;
+	}
+	const char *path = argv[optind - 1];
+
+	struct report_ctx r;
+	memset(&r, 0, sizeof(r));
+	r.end.exit_status = -1;
+	ulma_profile_init(&r.profile);
+	struct ulma_trace_visitor v = {&r, on_meta, on_func, on_thread, on_event, on_end};
+	struct ulma_trace_status st;
+	FILE *f = fopen(path, "rb");
+	if (!f) {
+		ulma_die_msg("cannot open trace '%s': %s", path, strerror(errno));
+		return 1;
+	}
+	fseek(f, 0, SEEK_END);
+	long size = ftell(f);
+	rewind(f);
+	int err = ulma_trace_read(f, &v, &st);
+	fclose(f);
+	if (err) {
+		if (err == -EPROTO)
+			ulma_die_msg("%s: not a readable ulma trace: %s", path, st.error);
+		else
+			ulma_die_msg("%s: %s", path, strerror(-err));
+		ulma_profile_free(&r.profile);
+		return 1;
+	}
+	bool tsc = (r.meta.flags & ULMA_META_TSC) != 0;
+	struct ulma_clock_pair start = {r.meta.start_ticks, r.meta.start_ns};
+	struct ulma_clock_pair endp = {r.end.end_ticks, r.end.end_ns};
+	struct ulma_summary s = {.profile = &r.profile,
+				 .trace_bytes = size > 0 ? (uint64_t)size : 0,
+				 .trace_path = path,
+				 .failures = r.end.failures,
+				 .complete = st.complete,
+				 .exit_status = st.complete ? r.end.exit_status : -1};
+	ulma_clock_calibrate(tsc, &start, st.complete ? &endp : NULL, r.meta.tick_hz, &s.cal);
+	uint64_t end_ticks = st.complete ? r.end.end_ticks : st.last_ticks;
+	ulma_profile_finish(&r.profile, end_ticks);
+	s.duration_ns = st.complete && r.end.end_ns > r.meta.start_ns
+				? r.end.end_ns - r.meta.start_ns
+				: ulma_clock_ticks_to_ns(&s.cal, end_ticks > start.ticks ? end_ticks - start.ticks : 0);
+	if (!st.complete)
+		ulma_die_msg("warning: %s is incomplete (cut short at byte %llu); showing the %llu events it holds",
+			     path, (unsigned long long)st.bytes, (unsigned long long)st.events);
+	err = strcmp(format, "json") == 0 ? ulma_summary_json(stdout, &s)
+					  : ulma_summary_text(stdout, &s, (uint32_t)limit);
+	ulma_profile_free(&r.profile);
+	if (fflush(stdout) != 0 || err) {
+		ulma_die_msg("cannot write the report: %s", strerror(errno ? errno : EIO));
+		return 1;
+	}
+	return 0;
+}

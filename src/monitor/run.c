@@ -1,0 +1,442 @@
+/* run.c - `ulma run`: trace a Python program from start to finish.
+ *
+ * The monitor (this process) creates the session, starts the program as a
+ * child with the session fd, and drains the rings until the child exits.
+ * The child gets the signal dispositions, argv, stdio and environment it
+ * would have had untraced (see python/ulma/_boot.py for the Python side).
+ * When the child exits, the monitor finishes the trace, prints the summary
+ * on stderr and exits the way the child did: same code, or same signal.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../analysis/summary.h"
+#include "../core/clock.h"
+#include "../core/session.h"
+#include "../core/trace_writer.h"
+#include "collector.h"
+#include "commands.h"
+#include "ulma/trace_format.h"
+
+/* The Python side: drop the cwd entry -c puts first, then hand over. */
+static const char boot_code[] = "import sys; del sys.path[0]; import ulma._boot as b; b.main()";
+
+#define FLUSH_EVERY_NS UINT64_C(250000000)
+
+struct run_options {
+	const char *output;
+	const char *python;
+	const char *summary; /* text, json or none */
+	long limit;
+	long ring_records;
+	bool lossless;
+	bool module; /* -m */
+	int nargs;   /* target and its arguments */
+	char **args;
+};
+
+static const char run_usage[] =
+	"usage: ulma run [options] script.py [args...]\n"
+	"       ulma run [options] -m module [args...]\n"
+	"  -o, --output FILE      trace file to write (default ulma.trace)\n"
+	"  --lossless             make the program wait instead of dropping events when a ring is full\n"
+	"  --ring-records N       records per thread ring, a power of two (default 65536 = 1 MiB)\n"
+	"  --summary F            text (default), json or none, printed on stderr at the end\n"
+	"  --limit N              rows in the text summary (default 25)\n"
+	"  --python PATH          interpreter to run (default: $ULMA_PYTHON, else the python3\n"
+	"                         installed beside ulma, else python3 on PATH)\n";
+
+static volatile sig_atomic_t child_pid;
+
+static void forward_signal(int sig)
+{
+	if (child_pid > 0)
+		kill((pid_t)child_pid, sig);
+}
+
+/* Signals a terminal sends to the whole process group: the child gets them
+ * itself, so the monitor ignores them.  Others are forwarded. */
+static const int group_signals[] = {SIGINT, SIGQUIT, SIGPIPE};
+static const int forwarded_signals[] = {SIGTERM, SIGHUP, SIGUSR1, SIGUSR2};
+#define NSIG_SAVED (sizeof(group_signals) / sizeof(int) + sizeof(forwarded_signals) / sizeof(int))
+
+struct saved_signals {
+	int sig[NSIG_SAVED];
+	struct sigaction act[NSIG_SAVED];
+};
+
+static void take_signals(struct saved_signals *saved)
+{
+	size_t k = 0;
+	struct sigaction ign = {.sa_handler = SIG_IGN}, fwd = {.sa_handler = forward_signal,
+							      .sa_flags = SA_RESTART};
+	sigemptyset(&ign.sa_mask);
+	sigemptyset(&fwd.sa_mask);
+	for (size_t i = 0; i < sizeof(group_signals) / sizeof(int); i++, k++) {
+		saved->sig[k] = group_signals[i];
+		sigaction(group_signals[i], &ign, &saved->act[k]);
+	}
+	for (size_t i = 0; i < sizeof(forwarded_signals) / sizeof(int); i++, k++) {
+		saved->sig[k] = forwarded_signals[i];
+		sigaction(forwarded_signals[i], NULL, &saved->act[k]);
+		if (saved->act[k].sa_handler != SIG_IGN)
+			sigaction(forwarded_signals[i], &fwd, NULL);
+	}
+}
+
+static void restore_signals(const struct saved_signals *saved)
+{
+	for (size_t k = 0; k < NSIG_SAVED; k++)
+		sigaction(saved->sig[k], &saved->act[k], NULL);
+}
+
+/* The interpreter to run: --python, $ULMA_PYTHON, python3 beside us, or PATH. */
+static const char *find_python(const char *opt, char *buf, size_t cap)
+{
+	const char *env = getenv("ULMA_PYTHON");
+	if (opt)
+		return opt;
+	if (env && *env)
+		return env;
+	ssize_t n = readlink("/proc/self/exe", buf, cap - 16);
+	if (n > 0) {
+		buf[n] = 0;
+		char *slash = strrchr(buf, '/');
+		if (slash) {
+			static const char *const names[] = {"python3", "python"};
+			for (int i = 0; i < 2; i++) {
+				strcpy(slash + 1, names[i]);
+				if (access(buf, X_OK) == 0)
+					return buf;
+			}
+		}
+	}
+	return "python3";
+}
+
+static int parse_run_options(int argc, char **argv, struct run_options *o)
+{
+	static const struct option opts[] = {
+		{"output", required_argument, NULL, 'o'},
+		{"lossless", no_argument, NULL, 'L'},
+		{"ring-records", required_argument, NULL, 'r'},
+		{"summary", required_argument, NULL, 's'},
+		{"limit", required_argument, NULL, 'n'},
+		{"python", required_argument, NULL, 'p'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	int c;
+	char *end;
+	memset(o, 0, sizeof(*o));
+	o->output = "ulma.trace";
+	o->summary = "text";
+	o->limit = 25;
+	o->ring_records = 1 << 16;
+	optind = 0;
+	/* '+': stop at the script, whose own options are not ours */
+	while ((c = getopt_long(argc + 1, argv - 1, "+o:m:h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'o':
+			o->output = optarg;
+			break;
+		case 'L':
+			o->lossless = true;
+			break;
+		case 'r':
+			o->ring_records = strtol(optarg, &end, 10);
+			if (*end || o->ring_records < 64 || o->ring_records > (1L << 26) ||
+			    (o->ring_records & (o->ring_records - 1))) {
+				ulma_die_msg("--ring-records takes a power of two from 64 to 67108864, not '%s'", optarg);
+				return -1;
+			}
+			break;
+		case 's':
+			o->summary = optarg;
+			if (strcmp(optarg, "text") && strcmp(optarg, "json") && strcmp(optarg, "none")) {
+				ulma_die_msg("--summary takes text, json or none, not '%s'", optarg);
+				return -1;
+			}
+			break;
+		case 'n':
+			o->limit = strtol(optarg, &end, 10);
+			if (*end || o->limit <= 0) {
+				ulma_die_msg("--limit takes a positive number, not '%s'", optarg);
+				return -1;
+			}
+			break;
+		case 'p':
+			o->python = optarg;
+			break;
+		case 'm':
+			o->module = true;
+			optind--; /* the module name stays first among the target's arguments */
+			(argv - 1)[optind] = optarg;
+			goto done;
+		case 'h':
+			fputs(run_usage, stdout);
+			exit(0);
+		default:
+			fputs(run_usage, stderr);
+			return -1;
+		}
+	}
+done:
+	o->args = argv - 1 + optind;
+	o->nargs = argc + 1 - optind;
+	if (o->nargs < 1) {
+		ulma_die_msg("run needs a script to run");
+		fputs(run_usage, stderr);
+		return -1;
+	}
+	return 0;
+}
+
+static int check_script(const char *path)
+{
+	struct stat st;
+	if (stat(path, &st) != 0) {
+		ulma_die_msg("cannot run '%s': %s", path, strerror(errno));
+		return -1;
+	}
+	if (S_ISDIR(st.st_mode)) {
+		ulma_die_msg("cannot run '%s': it is a directory", path);
+		return -1;
+	}
+	if (access(path, R_OK) != 0) {
+		ulma_die_msg("cannot read '%s': %s", path, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+/* Join the target's argv for the trace header. */
+static char *command_line(const struct run_options *o)
+{
+	size_t n = 4;
+	for (int i = 0; i < o->nargs; i++)
+		n += strlen(o->args[i]) + 1;
+	char *s = malloc(n);
+	if (!s)
+		return NULL;
+	strcpy(s, o->module ? "-m " : "");
+	for (int i = 0; i < o->nargs; i++) {
+		strcat(s, o->args[i]);
+		if (i + 1 < o->nargs)
+			strcat(s, " ");
+	}
+	return s;
+}
+
+/* Fork and exec the interpreter.  Returns the pid, or -1 with the exec
+ * error already reported. */
+static pid_t spawn(const struct run_options *o, const char *python, int session_fd,
+		   const struct saved_signals *saved)
+{
+	int pipefd[2];
+	if (pipe2(pipefd, O_CLOEXEC) < 0) {
+		ulma_die_msg("pipe: %s", strerror(errno));
+		return -1;
+	}
+	pid_t pid = fork();
+	if (pid < 0) {
+		ulma_die_msg("fork: %s", strerror(errno));
+		close(pipefd[0]);
+		close(pipefd[1]);
+		return -1;
+	}
+	if (pid == 0) {
+		restore_signals(saved);
+		int fd = fcntl(session_fd, F_DUPFD, 3); /* without close-on-exec */
+		char fdbuf[16];
+		snprintf(fdbuf, sizeof(fdbuf), "%d", fd);
+		setenv("ULMA_SESSION_FD", fdbuf, 1);
+		char **argv = calloc((size_t)o->nargs + 5, sizeof(char *));
+		int k = 0;
+		if (fd >= 0 && argv) {
+			argv[k++] = (char *)python;
+			argv[k++] = "-c";
+			argv[k++] = (char *)boot_code;
+			if (o->module)
+				argv[k++] = "-m";
+			for (int i = 0; i < o->nargs; i++)
+				argv[k++] = o->args[i];
+			argv[k] = NULL;
+			if (strchr(python, '/'))
+				execv(python, argv);
+			else
+				execvp(python, argv);
+		}
+		int e = errno;
+		(void)!write(pipefd[1], &e, sizeof(e));
+		_exit(127);
+	}
+	close(pipefd[1]);
+	int e = 0;
+	ssize_t got;
+	while ((got = read(pipefd[0], &e, sizeof(e))) < 0 && errno == EINTR)
+		;
+	close(pipefd[0]);
+	if (got == (ssize_t)sizeof(e)) {
+		ulma_die_msg("cannot start the Python interpreter '%s': %s (use --python or ULMA_PYTHON)",
+			     python, strerror(e));
+		waitpid(pid, NULL, 0);
+		return -1;
+	}
+	return pid;
+}
+
+/* Exit the way the child did. */
+static int pass_through(int status)
+{
+	if (WIFEXITED(status))
+		return WEXITSTATUS(status);
+	if (WIFSIGNALED(status)) {
+		int sig = WTERMSIG(status);
+		struct rlimit no_core = {0, 0};
+		setrlimit(RLIMIT_CORE, &no_core); /* the child's core dump, if any, is the one that matters */
+		signal(sig, SIG_DFL);
+		sigset_t set;
+		sigemptyset(&set);
+		sigaddset(&set, sig);
+		sigprocmask(SIG_UNBLOCK, &set, NULL);
+		fflush(NULL);
+		raise(sig);
+		return 128 + sig;
+	}
+	return 1;
+}
+
+static void sleep_ns(long ns)
+{
+	struct timespec ts = {0, ns};
+	nanosleep(&ts, NULL);
+}
+
+int ulma_cmd_run(int argc, char **argv)
+{
+	struct run_options o;
+	char pybuf[PATH_MAX];
+	struct saved_signals saved;
+	struct ulma_session_config cfg;
+	struct ulma_session session;
+	struct ulma_trace_writer *writer = NULL;
+	struct ulma_collector col;
+	int err;
+
+	if (parse_run_options(argc, argv, &o) < 0)
+		return ULMA_EXIT_USAGE;
+	if (!o.module && check_script(o.args[0]) < 0)
+		return ULMA_EXIT_USAGE;
+	const char *python = find_python(o.python, pybuf, sizeof(pybuf));
+
+	ulma_session_config_default(&cfg);
+	cfg.lossless = o.lossless;
+	cfg.ring_records = (uint32_t)o.ring_records;
+	cfg.use_tsc = ulma_clock_tsc_usable();
+	err = ulma_session_create(&cfg, &session);
+	if (err) {
+		ulma_die_msg("cannot create the shared-memory session: %s", strerror(-err));
+		return 1;
+	}
+	struct ulma_clock_pair start, endp;
+	uint64_t hz = ulma_clock_measure_hz(cfg.use_tsc);
+	ulma_clock_sample(cfg.use_tsc, &start);
+	char *cmd = command_line(&o);
+	struct ulma_trace_meta meta = {
+		.flags = (cfg.use_tsc ? ULMA_META_TSC : 0) | (o.lossless ? ULMA_META_LOSSLESS : 0),
+		.start_ticks = start.ticks,
+		.start_ns = start.ns,
+		.tick_hz = hz,
+		.command = cmd,
+	};
+	err = ulma_trace_writer_open(o.output, &meta, &writer);
+	free(cmd);
+	if (err) {
+		ulma_die_msg("cannot write the trace to '%s': %s", o.output, strerror(-err));
+		ulma_session_unmap(&session);
+		return ULMA_EXIT_USAGE;
+	}
+	if (ulma_collector_init(&col, &session, writer)) {
+		ulma_die_msg("out of memory");
+		return 1;
+	}
+	atomic_store(&session.hdr->heartbeat_ns, ulma_clock_monotonic_ns());
+
+	take_signals(&saved);
+	pid_t pid = spawn(&o, python, session.fd, &saved);
+	if (pid < 0) {
+		ulma_trace_writer_abandon(writer);
+		unlink(o.output);
+		return 1;
+	}
+	child_pid = pid;
+
+	int status = 0;
+	uint64_t last_flush = ulma_clock_monotonic_ns();
+	for (;;) {
+		long n = ulma_collector_poll(&col, false);
+		uint64_t now = ulma_clock_monotonic_ns();
+		atomic_store_explicit(&session.hdr->heartbeat_ns, now, memory_order_relaxed);
+		if (now - last_flush > FLUSH_EVERY_NS) {
+			ulma_trace_writer_flush(writer);
+			last_flush = now;
+		}
+		pid_t w = waitpid(pid, &status, WNOHANG);
+		if (w == pid)
+			break;
+		if (w < 0 && errno != EINTR) {
+			ulma_die_msg("waitpid: %s", strerror(errno));
+			break;
+		}
+		if (n <= 0)
+			sleep_ns(n < 0 ? 10000000 : 500000);
+	}
+	child_pid = 0;
+	ulma_clock_sample(cfg.use_tsc, &endp);
+	/* drain what the program published before it exited */
+	while (ulma_collector_poll(&col, true) > 0)
+		;
+	ulma_collector_close_all(&col, endp.ticks);
+
+	uint32_t failures = atomic_load(&session.hdr->failures);
+	if (atomic_load(&session.hdr->started) == 0 && status != 0)
+		ulma_die_msg("the program never started tracing; is the ulma package importable by '%s'?",
+			     python);
+	struct ulma_trace_end end = {endp.ticks, endp.ns, col.profile.events, col.profile.lost, failures,
+				     status};
+	int werr = col.error ? col.error : 0;
+	err = ulma_trace_writer_close(writer, &end);
+	if (!werr)
+		werr = err;
+	if (werr)
+		ulma_die_msg("error writing the trace '%s': %s", o.output, strerror(-werr));
+
+	struct stat st;
+	struct ulma_summary s = {.profile = &col.profile,
+				 .duration_ns = endp.ns - start.ns,
+				 .trace_bytes = stat(o.output, &st) == 0 ? (uint64_t)st.st_size : 0,
+				 .trace_path = o.output,
+				 .failures = failures,
+				 .complete = true,
+				 .exit_status = status};
+	ulma_clock_calibrate(cfg.use_tsc, &start, &endp, hz, &s.cal);
+	if (strcmp(o.summary, "text") == 0)
+		ulma_summary_text(stderr, &s, (uint32_t)o.limit);
+	else if (strcmp(o.summary, "json") == 0)
+		ulma_summary_json(stderr, &s);
+	ulma_collector_free(&col);
+	ulma_session_unmap(&session);
+	return pass_through(status);
+}

@@ -1,0 +1,186 @@
+/* hook_monitoring.c - the hook on Python 3.12+: sys.monitoring with C callables.
+ *
+ * Events and what they record (cProfile's mapping, so call counts agree):
+ *   PY_START, PY_RESUME, PY_THROW      -> enter the code object
+ *   PY_RETURN, PY_YIELD, PY_UNWIND     -> leave it
+ *   CALL of a C function or descriptor -> enter the C function
+ *   C_RETURN, C_RAISE of the same      -> leave it
+ * sys.monitoring fires C_RETURN for every callable that is not a Python
+ * function (classes, callable instances), so CALL and C_RETURN apply the
+ * same test (ulma_c_method) to stay balanced.  Monitoring is global, so
+ * every thread, including those started before tracing, is covered.  We
+ * take a free tool id and never evict another tool.
+ */
+#include "tracer.h"
+
+#if PY_VERSION_HEX >= 0x030C0000
+
+static PyObject *on_py_enter(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+	(void)self;
+	(void)nargs;
+	ulma_emit(ULMA_REC_ENTER, ulma_code_id((PyCodeObject *)args[0]));
+	Py_RETURN_NONE;
+}
+
+static PyObject *on_py_exit(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+	(void)self;
+	(void)nargs;
+	ulma_emit(ULMA_REC_EXIT, ulma_code_id((PyCodeObject *)args[0]));
+	Py_RETURN_NONE;
+}
+
+static inline void c_event(PyObject *callable, uint8_t kind)
+{
+	PyMethodDef *ml = ulma_c_method(callable);
+	if (ml) {
+		uint32_t id = ulma_cfunc_id(callable, ml);
+		if (ULMA_LIKELY(id != ULMA_ID_SKIP))
+			ulma_emit(kind, id);
+	}
+}
+
+static PyObject *on_call(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+	(void)self;
+	(void)nargs;
+	c_event(args[2], ULMA_REC_ENTER);
+	Py_RETURN_NONE;
+}
+
+static PyObject *on_c_exit(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+	(void)self;
+	(void)nargs;
+	c_event(args[2], ULMA_REC_EXIT);
+	Py_RETURN_NONE;
+}
+
+static PyMethodDef callbacks[] = {
+	{"_on_py_enter", (PyCFunction)(void (*)(void))on_py_enter, METH_FASTCALL, NULL},
+	{"_on_py_exit", (PyCFunction)(void (*)(void))on_py_exit, METH_FASTCALL, NULL},
+	{"_on_call", (PyCFunction)(void (*)(void))on_call, METH_FASTCALL, NULL},
+	{"_on_c_exit", (PyCFunction)(void (*)(void))on_c_exit, METH_FASTCALL, NULL},
+};
+
+/* event name -> index into callbacks */
+static const struct {
+	const char *event;
+	int callback;
+} wiring[] = {
+	{"PY_START", 0}, {"PY_RESUME", 0}, {"PY_THROW", 0}, {"PY_RETURN", 1}, {"PY_YIELD", 1},
+	{"PY_UNWIND", 1}, {"CALL", 2},     {"C_RETURN", 3}, {"C_RAISE", 3},
+};
+#define NWIRING (sizeof(wiring) / sizeof(wiring[0]))
+
+
+static PyObject *monitoring_module(void)
+{
+	PyObject *sys = PyImport_ImportModule("sys");
+	if (!sys)
+		return NULL;
+	PyObject *mon = PyObject_GetAttrString(sys, "monitoring");
+	Py_DECREF(sys);
+	return mon;
+}
+
+static int register_all(PyObject *mon, int tool, PyObject *module, bool install)
+{
+	PyObject *events = PyObject_GetAttrString(mon, "events");
+	long mask = 0;
+	int rc = -1;
+	if (!events)
+		return -1;
+	for (size_t i = 0; i < NWIRING; i++) {
+		PyObject *ev = PyObject_GetAttrString(events, wiring[i].event);
+		if (!ev)
+			goto out;
+		long bit = PyLong_AsLong(ev);
+		PyObject *fn = install ? PyCFunction_New(&callbacks[wiring[i].callback], module) : Py_None;
+		PyObject *r = fn ? PyObject_CallMethod(mon, "register_callback", "iOO", tool, ev, fn) : NULL;
+		if (install)
+			Py_XDECREF(fn);
+		Py_DECREF(ev);
+		if (!r)
+			goto out;
+		Py_DECREF(r);
+		mask |= bit;
+	}
+	PyObject *r = PyObject_CallMethod(mon, "set_events", "il", tool, install ? mask : 0L);
+	if (r) {
+		Py_DECREF(r);
+		rc = 0;
+	}
+out:
+	Py_DECREF(events);
+	return rc;
+}
+
+int ulma_hook_install(PyObject *module)
+{
+	PyObject *mon = monitoring_module();
+	if (!mon)
+		return -1;
+	/* 2 is PROFILER_ID; 3-5 are free for anyone.  Take the first unused. */
+	static const int candidates[] = {2, 3, 4, 5};
+	int tool = -1;
+	for (size_t i = 0; i < 4 && tool < 0; i++) {
+		PyObject *r = PyObject_CallMethod(mon, "use_tool_id", "is", candidates[i], "ulma");
+		if (r) {
+			Py_DECREF(r);
+			tool = candidates[i];
+		} else if (PyErr_ExceptionMatches(PyExc_ValueError)) {
+			PyErr_Clear();
+		} else {
+			Py_DECREF(mon);
+			return -1;
+		}
+	}
+	if (tool < 0) {
+		Py_DECREF(mon);
+		PyErr_SetString(PyExc_RuntimeError, "ulma: every sys.monitoring tool id is in use");
+		return -1;
+	}
+	if (register_all(mon, tool, module, true) < 0) {
+		PyObject *et, *ev, *tb;
+		PyErr_Fetch(&et, &ev, &tb);
+		register_all(mon, tool, module, false);
+		PyObject_CallMethod(mon, "free_tool_id", "i", tool);
+		PyErr_Clear();
+		PyErr_Restore(et, ev, tb);
+		Py_DECREF(mon);
+		return -1;
+	}
+	ulma_tracer.tool_id = tool;
+	Py_DECREF(mon);
+	return 0;
+}
+
+int ulma_hook_remove(void)
+{
+	if (ulma_tracer.tool_id < 0)
+		return 0;
+	PyObject *mon = monitoring_module();
+	if (!mon)
+		return -1;
+	int rc = register_all(mon, ulma_tracer.tool_id, NULL, false);
+	PyObject *r = PyObject_CallMethod(mon, "free_tool_id", "i", ulma_tracer.tool_id);
+	Py_XDECREF(r);
+	if (!r)
+		rc = -1;
+	ulma_tracer.tool_id = -1;
+	Py_DECREF(mon);
+	return rc;
+}
+
+void ulma_hook_forget(void)
+{
+	PyObject *et, *ev, *tb;
+	PyErr_Fetch(&et, &ev, &tb);
+	if (ulma_hook_remove() < 0)
+		PyErr_Clear();
+	PyErr_Restore(et, ev, tb);
+}
+
+#endif

@@ -1,0 +1,152 @@
+/* module.c - the ulma._ulma extension: start and stop tracing into a session.
+ *
+ * start(fd) maps the monitor's session and installs the hook on every
+ * thread; stop() removes it and closes every thread's writer so the
+ * monitor can drain the last records.  Multi-phase init; the tracer state
+ * is process-wide because interpreter hooks are, so the module refuses to
+ * load into a second interpreter.
+ */
+#include "tracer.h"
+
+#include <errno.h>
+#include <string.h>
+#include <unistd.h>
+
+struct ulma_tracer ulma_tracer = {.extra_index = -1, .tool_id = -1};
+
+static PyObject *start(PyObject *module, PyObject *arg);
+static PyObject *stop(PyObject *module, PyObject *unused);
+static PyObject *after_fork_child(PyObject *module, PyObject *unused);
+static PyObject *is_active(PyObject *module, PyObject *unused);
+
+static PyMethodDef module_methods[] = {
+	{"start", start, METH_O,
+	 "start(fd)\n--\n\nTrace every thread of this process into the ulma session behind fd."},
+	{"stop", stop, METH_NOARGS, "stop()\n--\n\nStop tracing and hand every thread's last records over."},
+	{"is_active", is_active, METH_NOARGS, "is_active()\n--\n\nTrue while this process is traced."},
+	{"_after_fork_child", after_fork_child, METH_NOARGS, NULL},
+	{NULL, NULL, 0, NULL},
+};
+
+bool ulma_is_own_method(const PyMethodDef *ml)
+{
+	return ml >= module_methods && ml < module_methods + sizeof(module_methods) / sizeof(module_methods[0]);
+}
+
+static PyObject *start(PyObject *module, PyObject *arg)
+{
+	struct ulma_tracer *t = &ulma_tracer;
+	long fd = PyLong_AsLong(arg);
+	if (fd == -1 && PyErr_Occurred())
+		return NULL;
+	if (t->active) {
+		PyErr_SetString(PyExc_RuntimeError, "ulma: this process is already being traced");
+		return NULL;
+	}
+	if (ulma_intern_init() < 0 || ulma_threads_init() < 0)
+		return NULL;
+	if (t->session.hdr)
+		ulma_session_unmap(&t->session);
+	int err = ulma_session_map_fd((int)fd, &t->session);
+	if (err) {
+		PyErr_Format(PyExc_OSError, "ulma: cannot map session fd %ld: %s", fd,
+			     err == -EPROTO ? "not an ulma session of this version" : strerror(-err));
+		return NULL;
+	}
+	t->use_tsc = (t->session.hdr->flags & ULMA_SHM_CLOCK_TSC) != 0;
+	ulma_intern_reset();
+	t->generation++;
+	t->active = true;
+	uint32_t none = 0;
+	atomic_compare_exchange_strong(&t->session.hdr->program_pid, &none, (uint32_t)getpid());
+	atomic_fetch_add(&t->session.hdr->started, 1);
+	atomic_store(&t->session.hdr->tracing, 1);
+	if (ulma_hook_install(module) < 0) {
+		t->active = false;
+		return NULL;
+	}
+	Py_RETURN_NONE;
+}
+
+static PyObject *stop(PyObject *module, PyObject *unused)
+{
+	(void)module;
+	(void)unused;
+	struct ulma_tracer *t = &ulma_tracer;
+	if (!t->active)
+		Py_RETURN_NONE;
+	int rc = ulma_hook_remove();
+	t->active = false;
+	ulma_threads_close_all();
+	atomic_store(&t->session.hdr->tracing, 0);
+	if (rc < 0)
+		return NULL;
+	Py_RETURN_NONE;
+}
+
+static PyObject *is_active(PyObject *module, PyObject *unused)
+{
+	(void)module;
+	(void)unused;
+	return PyBool_FromLong(ulma_tracer.active);
+}
+
+/* os.register_at_fork(after_in_child=...): the child is not traced (yet);
+ * drop the inherited hook so it costs the child nothing. */
+static PyObject *after_fork_child(PyObject *module, PyObject *unused)
+{
+	(void)module;
+	(void)unused;
+	ulma_hook_forget();
+	ulma_tracer.active = false;
+	Py_RETURN_NONE;
+}
+
+static int module_exec(PyObject *module)
+{
+	static int loaded;
+	if (loaded++) {
+		PyErr_SetString(PyExc_ImportError, "ulma._ulma can be loaded once per process");
+		return -1;
+	}
+	PyObject *os = PyImport_ImportModule("os");
+	if (!os)
+		return -1;
+	PyObject *hook = PyObject_GetAttrString(module, "_after_fork_child");
+	PyObject *kw = hook ? Py_BuildValue("{s:O}", "after_in_child", hook) : NULL;
+	PyObject *reg = PyObject_GetAttrString(os, "register_at_fork");
+	PyObject *args = PyTuple_New(0);
+	PyObject *r = reg && kw && args ? PyObject_Call(reg, args, kw) : NULL;
+	Py_XDECREF(args);
+	Py_XDECREF(reg);
+	Py_XDECREF(kw);
+	Py_XDECREF(hook);
+	Py_DECREF(os);
+	if (!r)
+		return -1;
+	Py_DECREF(r);
+	return PyModule_AddStringConstant(module, "HOOK",
+					  PY_VERSION_HEX >= 0x030C0000 ? "sys.monitoring" : "PyEval_SetProfile");
+}
+
+static PyModuleDef_Slot module_slots[] = {
+	{Py_mod_exec, (void *)module_exec},
+#if PY_VERSION_HEX >= 0x030C0000
+	{Py_mod_multiple_interpreters, Py_MOD_MULTIPLE_INTERPRETERS_NOT_SUPPORTED},
+#endif
+	{0, NULL},
+};
+
+static struct PyModuleDef module_def = {
+	PyModuleDef_HEAD_INIT,
+	.m_name = "ulma._ulma",
+	.m_doc = "The in-process half of ulma: a C hook writing into shared-memory rings.",
+	.m_size = 0,
+	.m_methods = module_methods,
+	.m_slots = module_slots,
+};
+
+PyMODINIT_FUNC PyInit__ulma(void)
+{
+	return PyModuleDef_Init(&module_def);
+}

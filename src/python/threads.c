@@ -1,0 +1,126 @@
+/* threads.c - one ring writer per thread, attached on the thread's first
+ * event and closed when the thread exits or tracing stops.
+ *
+ * The writer pointer lives in initial-exec TLS, so the fast path reads it
+ * with one instruction.  A pthread key's destructor tells us when a thread
+ * ends, so its slot can be drained and reused.  After fork the child drops
+ * its inherited writers: they point into its parent's rings.
+ */
+#include "tracer.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+__thread struct ulma_thread_writer *ulma_tls_writer __attribute__((tls_model("initial-exec")));
+
+static pthread_key_t exit_key;
+static pthread_mutex_t writers_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* A slotless thread writes into this ring of one record that is always
+ * full, so every event counts as lost and nothing is stored. */
+static struct ulma_shm_slot full_slot;
+
+static void unlink_writer(struct ulma_thread_writer *w)
+{
+	pthread_mutex_lock(&writers_lock);
+	for (struct ulma_thread_writer **p = &ulma_tracer.writers; *p; p = &(*p)->next) {
+		if (*p == w) {
+			*p = w->next;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&writers_lock);
+}
+
+/* Hand a writer's losses and slot back to the session. */
+static void close_writer(struct ulma_thread_writer *w)
+{
+	if (w->closed || w->generation != ulma_tracer.generation || !ulma_tracer.session.hdr)
+		return;
+	w->closed = true;
+	if (w->has_slot)
+		ulma_session_close_slot(&w->ring);
+	else if (w->ring.lost)
+		atomic_fetch_add_explicit(&ulma_tracer.session.hdr->lost_no_slot, w->ring.lost,
+					  memory_order_relaxed);
+}
+
+static void on_thread_exit(void *arg)
+{
+	struct ulma_thread_writer *w = arg;
+	close_writer(w);
+	unlink_writer(w);
+	if (ulma_tls_writer == w)
+		ulma_tls_writer = NULL;
+	free(w);
+}
+
+static void after_fork_child(void)
+{
+	/* our inherited writers belong to the parent; forget them without freeing
+	 * what other (now gone) threads owned */
+	ulma_tracer.generation++;
+	ulma_tracer.active = false;
+	ulma_tracer.writers = NULL;
+	ulma_tls_writer = NULL;
+	pthread_mutex_init(&writers_lock, NULL);
+}
+
+int ulma_threads_init(void)
+{
+	static bool done;
+	if (done)
+		return 0;
+	if (pthread_key_create(&exit_key, on_thread_exit) != 0 ||
+	    pthread_atfork(NULL, NULL, after_fork_child) != 0) {
+		PyErr_SetString(PyExc_RuntimeError, "ulma: cannot register thread handlers");
+		return -1;
+	}
+	done = true;
+	return 0;
+}
+
+struct ulma_thread_writer *ulma_thread_attach(void)
+{
+	struct ulma_tracer *t = &ulma_tracer;
+	if (!t->active)
+		return NULL;
+	struct ulma_thread_writer *w = ulma_tls_writer;
+	if (w) { /* from an earlier session: reuse the memory */
+		unlink_writer(w);
+	} else {
+		w = malloc(sizeof(*w));
+		if (!w) {
+			atomic_fetch_or_explicit(&t->session.hdr->failures, ULMA_FAIL_NOMEM, memory_order_relaxed);
+			return NULL;
+		}
+	}
+	memset(w, 0, sizeof(*w));
+	w->generation = t->generation;
+	int slot = ulma_session_claim_slot(&t->session, (uint32_t)getpid(), (uint32_t)syscall(SYS_gettid),
+					   &w->ring);
+	if (slot >= 0) {
+		w->has_slot = true;
+	} else {
+		ulma_ring_writer_init(&w->ring, t->session.hdr, &full_slot, NULL, 1, t->use_tsc);
+		w->ring.head = 1;
+		w->ring.lossless = false;
+	}
+	pthread_mutex_lock(&writers_lock);
+	w->next = t->writers;
+	t->writers = w;
+	pthread_mutex_unlock(&writers_lock);
+	ulma_tls_writer = w;
+	pthread_setspecific(exit_key, w);
+	return w;
+}
+
+void ulma_threads_close_all(void)
+{
+	pthread_mutex_lock(&writers_lock);
+	for (struct ulma_thread_writer *w = ulma_tracer.writers; w; w = w->next)
+		close_writer(w);
+	pthread_mutex_unlock(&writers_lock);
+}

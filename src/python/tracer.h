@@ -1,0 +1,126 @@
+/* tracer.h - process-wide state of the in-process hook and its fast path.
+ *
+ * A traced process holds one tracer: the mapped session, the id caches and
+ * the list of per-thread writers.  The hook (hook_monitoring.c on 3.12+,
+ * hook_profile.c before) turns each interpreter event into one call of
+ * ulma_emit: read the clock, write a 16-byte record into this thread's
+ * ring, return.  Everything else (attaching a thread, interning a name) is
+ * a slow path taken once per thread or per function.  The hook never
+ * raises; failures become sticky bits in the session header.
+ *
+ * All functions here run with the GIL held, except the thread-exit and
+ * fork handlers, which touch only this process's own memory.
+ */
+#ifndef ULMA_TRACER_H
+#define ULMA_TRACER_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "../core/clock.h"
+#include "../core/idmap.h"
+#include "../core/ring.h"
+#include "../core/session.h"
+
+#define ULMA_ID_SKIP UINT32_MAX /* a function we never record (our own) */
+
+struct ulma_thread_writer {
+	struct ulma_ring_writer ring;
+	uint32_t generation; /* session generation this writer belongs to */
+	bool has_slot;
+	bool closed;
+	struct ulma_thread_writer *next; /* in ulma_tracer.writers */
+};
+
+struct ulma_tracer {
+	bool active;
+	bool use_tsc;
+	uint32_t generation; /* bumped by every start and by fork */
+	struct ulma_session session;
+	Py_ssize_t extra_index; /* co_extra slot for code ids, -1 until requested */
+	struct ulma_idmap cfuncs; /* PyMethodDef* -> id, for this generation */
+	struct ulma_thread_writer *writers;
+	int tool_id; /* sys.monitoring tool, -1 if none */
+};
+
+extern struct ulma_tracer ulma_tracer;
+extern __thread struct ulma_thread_writer *ulma_tls_writer __attribute__((tls_model("initial-exec")));
+
+/* threads.c: attach the calling thread to the session (slow path).
+ * Returns NULL when tracing is off; a thread without a free slot gets a
+ * writer that counts its events as lost. */
+struct ulma_thread_writer *ulma_thread_attach(void);
+int ulma_threads_init(void);
+/* Close every writer of the current generation (tracing stops). */
+void ulma_threads_close_all(void);
+
+static inline void ulma_emit(uint8_t kind, uint32_t id)
+{
+	struct ulma_thread_writer *w = ulma_tls_writer;
+	if (ULMA_UNLIKELY(!w || w->generation != ulma_tracer.generation)) {
+		w = ulma_thread_attach();
+		if (!w)
+			return;
+	}
+	uint32_t cpu;
+	uint64_t t = ulma_clock_now(ulma_tracer.use_tsc, &cpu);
+	ulma_ring_write(&w->ring, t, id, cpu, kind);
+}
+
+/* intern.c: ids for code objects (cached in co_extra) and C functions. */
+int ulma_intern_init(void);
+void ulma_intern_reset(void);
+uint32_t ulma_code_id_slow(PyCodeObject *co);
+uint32_t ulma_cfunc_id_slow(PyObject *callable, PyMethodDef *ml);
+bool ulma_is_own_method(const PyMethodDef *ml);
+
+#if PY_VERSION_HEX >= 0x030C0000
+#define ULMA_CODE_GET_EXTRA PyUnstable_Code_GetExtra
+#define ULMA_CODE_SET_EXTRA PyUnstable_Code_SetExtra
+#define ULMA_REQUEST_EXTRA PyUnstable_Eval_RequestCodeExtraIndex
+#else
+#define ULMA_CODE_GET_EXTRA _PyCode_GetExtra
+#define ULMA_CODE_SET_EXTRA _PyCode_SetExtra
+#define ULMA_REQUEST_EXTRA _PyEval_RequestCodeExtraIndex
+#endif
+
+static inline uint32_t ulma_code_id(PyCodeObject *co)
+{
+	void *extra;
+	if (ULMA_LIKELY(ULMA_CODE_GET_EXTRA((PyObject *)co, ulma_tracer.extra_index, &extra) == 0)) {
+		uintptr_t v = (uintptr_t)extra;
+		if (ULMA_LIKELY((uint32_t)(v >> 32) == ulma_tracer.generation))
+			return (uint32_t)v;
+	}
+	return ulma_code_id_slow(co);
+}
+
+/* The PyMethodDef of a C function or method descriptor, else NULL.
+ * Mirrors cProfile: only these count as C calls. */
+static inline PyMethodDef *ulma_c_method(PyObject *callable)
+{
+	if (PyCFunction_Check(callable))
+		return ((PyCFunctionObject *)callable)->m_ml;
+	if (Py_IS_TYPE(callable, &PyMethodDescr_Type))
+		return ((PyMethodDescrObject *)callable)->d_method;
+	return NULL;
+}
+
+static inline uint32_t ulma_cfunc_id(PyObject *callable, PyMethodDef *ml)
+{
+	uint32_t id;
+	if (ULMA_LIKELY(ulma_idmap_get(&ulma_tracer.cfuncs, (uint64_t)(uintptr_t)ml, &id)))
+		return id;
+	return ulma_cfunc_id_slow(callable, ml);
+}
+
+/* hooks: install and remove the interpreter hook for all threads.
+ * Return 0, or -1 with a Python exception set. */
+int ulma_hook_install(PyObject *module);
+int ulma_hook_remove(void);
+/* After fork in the child: drop the hook without touching the session. */
+void ulma_hook_forget(void);
+
+#endif
