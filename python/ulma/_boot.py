@@ -14,13 +14,13 @@ import atexit
 import os
 import sys
 
+from ulma import _ulma
+
 _state = {"die_by_sigint": False}
 
 
 def _finish():
     # registered first, so it runs last among atexit handlers
-    from ulma import _ulma
-
     _ulma.stop()
     if _state["die_by_sigint"]:
         import signal
@@ -60,8 +60,6 @@ def _report(exc):
 
 
 def main():
-    from ulma import _ulma
-
     fd = int(os.environ.pop("ULMA_SESSION_FD"))
     args = sys.argv[1:]
     module_mode = args[0] == "-m"
@@ -87,10 +85,7 @@ def main():
             sys.exit(1)
 
     atexit.register(_finish)
-    try:
-        _ulma.start(fd)
-    finally:
-        os.close(fd)
+    _ulma.start(fd, (_finish.__code__,))
     try:
         if module_mode:
             import runpy

@@ -34,6 +34,8 @@ static bool monitor_alive(const struct ulma_shm_header *hdr)
 /* Space for `need` records between head and the consumer's tail? */
 static bool has_room(struct ulma_ring_writer *w, uint64_t need, uint64_t *tail)
 {
+	/* the consumer only frees what it saw published: publish before asking */
+	ulma_ring_publish(w);
 	/* acquire: pairs with the consumer's release of tail */
 	*tail = atomic_load_explicit(&w->slot->tail, memory_order_acquire);
 	return w->head + need - *tail <= w->mask + 1;
@@ -79,14 +81,13 @@ bool ulma_ring_make_room(struct ulma_ring_writer *w)
 		r->reserved = 0;
 		w->head++;
 		w->lost -= r->id;
-		atomic_store_explicit(&w->slot->head, w->head, memory_order_release);
 	}
 	/* a huge loss is reported in several markers; keep taking the slow path */
 	w->limit = w->lost ? 0 : tail + w->mask + 1;
 	return true;
 }
 
-void ulma_ring_writer_flush_lost(struct ulma_ring_writer *w)
+void ulma_ring_writer_flush(struct ulma_ring_writer *w)
 {
 	if (w->lost) {
 		bool lossless = w->lossless;
@@ -94,4 +95,5 @@ void ulma_ring_writer_flush_lost(struct ulma_ring_writer *w)
 		(void)ulma_ring_make_room(w);
 		w->lossless = lossless;
 	}
+	ulma_ring_publish(w);
 }

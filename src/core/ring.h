@@ -2,8 +2,11 @@
  *
  * Protocol (as libbpf's ringbuf.c): positions are u64 counts of records that
  * only grow; the slot index is position & mask.  The producer owns `head`,
- * the consumer owns `tail`.  The producer writes a record, then publishes
- * the new head with a release store; the consumer loads head with acquire,
+ * the consumer owns `tail`.  The producer writes records and publishes the
+ * new head with a release store once per batch of ULMA_RING_BATCH records
+ * (a whole number of cache lines), so the consumer never reads a line the
+ * producer is still filling; ulma_ring_publish flushes a partial batch at
+ * thread exit and when tracing stops.  The consumer loads head with acquire,
  * reads the records, then publishes its new tail with a release store, which
  * the producer loads with acquire before reusing that space.
  *
@@ -23,6 +26,8 @@
 #include <stdint.h>
 
 #include "ulma/shm.h"
+
+#define ULMA_RING_BATCH 32u /* records per publication: 512 bytes, 8 cache lines */
 
 #define ULMA_LIKELY(x) __builtin_expect(!!(x), 1)
 #define ULMA_UNLIKELY(x) __builtin_expect(!!(x), 0)
@@ -60,7 +65,14 @@ static inline void ulma_ring_write(struct ulma_ring_writer *w, uint64_t time, ui
 	r->kind = kind;
 	r->reserved = 0;
 	w->head++;
-	/* release: the record's bytes are visible before the consumer sees head */
+	if (ULMA_UNLIKELY((w->head & (ULMA_RING_BATCH - 1)) == 0))
+		/* release: the batch's bytes are visible before the consumer sees head */
+		atomic_store_explicit(&w->slot->head, w->head, memory_order_release);
+}
+
+/* Publish records written since the last batch boundary. */
+static inline void ulma_ring_publish(struct ulma_ring_writer *w)
+{
 	atomic_store_explicit(&w->slot->head, w->head, memory_order_release);
 }
 
@@ -69,8 +81,9 @@ void ulma_ring_writer_init(struct ulma_ring_writer *w, struct ulma_shm_header *h
 			   struct ulma_shm_slot *slot, struct ulma_record *records,
 			   uint64_t capacity, bool use_tsc);
 
-/* Try once more to emit a pending LOST marker (at thread exit or stop). */
-void ulma_ring_writer_flush_lost(struct ulma_ring_writer *w);
+/* Emit a pending LOST marker if it fits, and publish everything written
+ * (at thread exit and when tracing stops). */
+void ulma_ring_writer_flush(struct ulma_ring_writer *w);
 
 /* Consumer side: the records in [*tail, *head) are readable.  A head that
  * runs more than a ring ahead of tail (a corrupt or hostile writer) is

@@ -179,7 +179,7 @@ int ulma_session_claim_slot(struct ulma_session *s, uint32_t pid, uint32_t tid,
 
 void ulma_session_close_slot(struct ulma_ring_writer *w)
 {
-	ulma_ring_writer_flush_lost(w);
+	ulma_ring_writer_flush(w);
 	/* release: every published record precedes CLOSED */
 	atomic_store_explicit(&w->slot->state, ULMA_SLOT_CLOSED, memory_order_release);
 }
@@ -187,6 +187,8 @@ void ulma_session_close_slot(struct ulma_ring_writer *w)
 void ulma_session_recycle_slot(struct ulma_session *s, uint32_t i)
 {
 	struct ulma_shm_slot *slot = &s->slots[i];
+	/* a zeroed ring lets a salvage after a crash tell new records from old */
+	memset(ulma_session_ring(s, i), 0, (size_t)s->hdr->ring_records * sizeof(struct ulma_record));
 	atomic_store_explicit(&slot->head, 0, memory_order_relaxed);
 	atomic_store_explicit(&slot->tail, 0, memory_order_relaxed);
 	slot->pid = slot->tid = 0;

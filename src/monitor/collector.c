@@ -227,6 +227,28 @@ static int apply(struct ulma_collector *c, struct ulma_collector_slot *cs, const
 	return 1;
 }
 
+/* The process is gone: take the records it wrote after its last batch
+ * publication.  They follow head in time order; a record from the ring's
+ * previous lap is older than the last one consumed, and never-written
+ * memory is zero, so the first record that breaks the order ends them. */
+static long salvage(struct ulma_collector *c, struct ulma_collector_slot *cs,
+		    const struct ulma_record *ring, uint64_t cap, uint64_t *tail)
+{
+	long n = 0;
+	uint64_t floor = cs->last_ticks;
+	for (uint32_t k = 0; k < ULMA_RING_BATCH && k < cap; k++) {
+		struct ulma_record r = ring[*tail & (cap - 1)];
+		if (r.kind < ULMA_REC_ENTER || r.kind > ULMA_REC_LOST || r.time < floor || r.time == 0)
+			break;
+		floor = r.time;
+		if (apply(c, cs, &r, true) <= 0)
+			break;
+		(*tail)++;
+		n++;
+	}
+	return n;
+}
+
 static long drain_slot(struct ulma_collector *c, uint32_t i, bool final)
 {
 	struct ulma_session *s = c->session;
@@ -257,6 +279,8 @@ static long drain_slot(struct ulma_collector *c, uint32_t i, bool final)
 		tail++;
 		n++;
 	}
+	if (final && state == ULMA_SLOT_ACTIVE && tail == head)
+		n += salvage(c, cs, ring, cap, &tail);
 	ulma_ring_consume(slot, tail);
 	if (state == ULMA_SLOT_CLOSED && tail == head) {
 		close_frames(c, cs, cs->last_ticks);

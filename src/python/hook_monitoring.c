@@ -35,9 +35,7 @@ static inline void c_event(PyObject *callable, uint8_t kind)
 {
 	PyMethodDef *ml = ulma_c_method(callable);
 	if (ml) {
-		uint32_t id = ulma_cfunc_id(callable, ml);
-		if (ULMA_LIKELY(id != ULMA_ID_SKIP))
-			ulma_emit(kind, id);
+		ulma_emit(kind, ulma_cfunc_id(callable, ml));
 	}
 }
 

@@ -30,8 +30,7 @@ static int profile_func(PyObject *obj, PyFrameObject *frame, int what, PyObject 
 	case PyTrace_C_EXCEPTION:
 		if (PyCFunction_Check(arg)) {
 			uint32_t id = ulma_cfunc_id(arg, ((PyCFunctionObject *)arg)->m_ml);
-			if (ULMA_LIKELY(id != ULMA_ID_SKIP))
-				ulma_emit(what == PyTrace_C_CALL ? ULMA_REC_ENTER : ULMA_REC_EXIT, id);
+			ulma_emit(what == PyTrace_C_CALL ? ULMA_REC_ENTER : ULMA_REC_EXIT, id);
 		}
 		break;
 	default:

@@ -14,14 +14,15 @@
 
 struct ulma_tracer ulma_tracer = {.extra_index = -1, .tool_id = -1};
 
-static PyObject *start(PyObject *module, PyObject *arg);
+static PyObject *start(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
 static PyObject *stop(PyObject *module, PyObject *unused);
 static PyObject *after_fork_child(PyObject *module, PyObject *unused);
 static PyObject *is_active(PyObject *module, PyObject *unused);
 
 static PyMethodDef module_methods[] = {
-	{"start", start, METH_O,
-	 "start(fd)\n--\n\nTrace every thread of this process into the ulma session behind fd."},
+	{"start", (PyCFunction)(void (*)(void))start, METH_FASTCALL,
+	 "start(fd, skip=())\n--\n\nTrace every thread of this process into the ulma session behind fd,\n"
+	 "which is closed.  Code objects in skip are never recorded."},
 	{"stop", stop, METH_NOARGS, "stop()\n--\n\nStop tracing and hand every thread's last records over."},
 	{"is_active", is_active, METH_NOARGS, "is_active()\n--\n\nTrue while this process is traced."},
 	{"_after_fork_child", after_fork_child, METH_NOARGS, NULL},
@@ -33,10 +34,34 @@ bool ulma_is_own_method(const PyMethodDef *ml)
 	return ml >= module_methods && ml < module_methods + sizeof(module_methods) / sizeof(module_methods[0]);
 }
 
-static PyObject *start(PyObject *module, PyObject *arg)
+/* Mark code objects (our own bootstrap) as never recorded. */
+static int mark_skipped(PyObject *skip)
+{
+	PyObject *seq = PySequence_Fast(skip, "ulma: skip must be a sequence of code objects");
+	if (!seq)
+		return -1;
+	for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq); i++) {
+		PyObject *co = PySequence_Fast_GET_ITEM(seq, i);
+		uintptr_t v = (uintptr_t)ulma_tracer.generation << 32 | ULMA_ID_SKIP;
+		if (!PyCode_Check(co) || ULMA_CODE_SET_EXTRA(co, ulma_tracer.extra_index, (void *)v) < 0) {
+			if (!PyErr_Occurred())
+				PyErr_SetString(PyExc_TypeError, "ulma: skip must hold code objects");
+			Py_DECREF(seq);
+			return -1;
+		}
+	}
+	Py_DECREF(seq);
+	return 0;
+}
+
+static PyObject *start(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
 	struct ulma_tracer *t = &ulma_tracer;
-	long fd = PyLong_AsLong(arg);
+	if (nargs < 1 || nargs > 2) {
+		PyErr_SetString(PyExc_TypeError, "start(fd, skip=()) takes one or two arguments");
+		return NULL;
+	}
+	long fd = PyLong_AsLong(args[0]);
 	if (fd == -1 && PyErr_Occurred())
 		return NULL;
 	if (t->active) {
@@ -48,6 +73,7 @@ static PyObject *start(PyObject *module, PyObject *arg)
 	if (t->session.hdr)
 		ulma_session_unmap(&t->session);
 	int err = ulma_session_map_fd((int)fd, &t->session);
+	close((int)fd); /* the mapping keeps the session; the program never sees our fd */
 	if (err) {
 		PyErr_Format(PyExc_OSError, "ulma: cannot map session fd %ld: %s", fd,
 			     err == -EPROTO ? "not an ulma session of this version" : strerror(-err));
@@ -56,6 +82,8 @@ static PyObject *start(PyObject *module, PyObject *arg)
 	t->use_tsc = (t->session.hdr->flags & ULMA_SHM_CLOCK_TSC) != 0;
 	ulma_intern_reset();
 	t->generation++;
+	if (nargs == 2 && mark_skipped(args[1]) < 0)
+		return NULL;
 	t->active = true;
 	uint32_t none = 0;
 	atomic_compare_exchange_strong(&t->session.hdr->program_pid, &none, (uint32_t)getpid());

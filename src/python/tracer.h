@@ -58,6 +58,8 @@ void ulma_threads_close_all(void);
 
 static inline void ulma_emit(uint8_t kind, uint32_t id)
 {
+	if (ULMA_UNLIKELY(id == ULMA_ID_SKIP))
+		return;
 	struct ulma_thread_writer *w = ulma_tls_writer;
 	if (ULMA_UNLIKELY(!w || w->generation != ulma_tracer.generation)) {
 		w = ulma_thread_attach();
@@ -101,6 +103,8 @@ static inline uint32_t ulma_code_id(PyCodeObject *co)
  * Mirrors cProfile: only these count as C calls. */
 static inline PyMethodDef *ulma_c_method(PyObject *callable)
 {
+	if (ULMA_LIKELY(Py_IS_TYPE(callable, &PyFunction_Type)))
+		return NULL; /* the common case, decided without a subtype walk */
 	if (PyCFunction_Check(callable))
 		return ((PyCFunctionObject *)callable)->m_ml;
 	if (Py_IS_TYPE(callable, &PyMethodDescr_Type))

@@ -1,0 +1,67 @@
+# ulma - build, demo and test entry points.  `make demo` and `make test` are
+# the two commands the README opens with; both work on a fresh machine.
+
+PYTHON   ?= python3
+# every CPython 3.9-3.13 the machine has (pyenv layout), else $(PYTHON)
+PYTHONS  ?= $(or $(sort $(wildcard /root/.pyenv/versions/3.9*/bin/python3 /root/.pyenv/versions/3.1[0-3]*/bin/python3)),$(shell command -v $(PYTHON)))
+JOBS     ?= 2
+FUZZ_SECONDS ?= 60
+BUILD    := build
+
+.PHONY: demo install deps test unit asan tsan fuzz pytest bench clean
+
+demo: install
+	ulma run examples/fib.py
+
+install:
+	$(PYTHON) -m pip install --quiet .
+
+# Debian packages the tests need (clang for libFuzzer); installs only what is missing.
+deps:
+	@bash scripts/ensure-deps.sh
+
+test: deps unit asan tsan fuzz pytest
+	@echo "all test suites passed"
+
+$(BUILD)/c/build.ninja:
+	cmake -S . -B $(BUILD)/c -G Ninja -DULMA_BUILD_TESTS=ON -DULMA_WERROR=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo
+
+unit: $(BUILD)/c/build.ninja
+	cmake --build $(BUILD)/c -j $(JOBS)
+	ctest --test-dir $(BUILD)/c --output-on-failure
+
+asan:
+	CC=clang cmake -S . -B $(BUILD)/asan -G Ninja -DULMA_BUILD_TESTS=ON -DULMA_WERROR=ON \
+	  -DULMA_SANITIZE=address,undefined -DCMAKE_BUILD_TYPE=Debug
+	cmake --build $(BUILD)/asan -j $(JOBS)
+	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --test-dir $(BUILD)/asan --output-on-failure
+
+tsan:
+	CC=clang cmake -S . -B $(BUILD)/tsan -G Ninja -DULMA_BUILD_TESTS=ON -DULMA_WERROR=ON \
+	  -DULMA_SANITIZE=thread -DCMAKE_BUILD_TYPE=Debug
+	cmake --build $(BUILD)/tsan -j $(JOBS)
+	ctest --test-dir $(BUILD)/tsan --output-on-failure -R ring
+
+fuzz:
+	CC=clang cmake -S . -B $(BUILD)/fuzz -G Ninja -DULMA_FUZZ=ON -DULMA_SANITIZE=address,undefined \
+	  -DCMAKE_BUILD_TYPE=Debug
+	cmake --build $(BUILD)/fuzz -j $(JOBS) --target fuzz_trace_reader
+	bash tests/fuzz/run.sh $(BUILD)/fuzz/fuzz_trace_reader $(FUZZ_SECONDS)
+
+# one virtual environment per Python version, each with ulma installed from this tree
+pytest:
+	@set -e; for py in $(PYTHONS); do \
+	  v=$$($$py -c 'import sys; print("%d.%d" % sys.version_info[:2])'); \
+	  env=$(BUILD)/venv-$$v; \
+	  echo "=== pytest on Python $$v ($$py)"; \
+	  [ -x $$env/bin/python ] || $$py -m venv $$env; \
+	  $$env/bin/python -m pip install --quiet --upgrade pip >/dev/null; \
+	  $$env/bin/python -m pip install --quiet pytest . ; \
+	  $$env/bin/python -m pytest -q tests/py; \
+	done
+
+bench: install
+	$(PYTHON) bench/overhead.py
+
+clean:
+	rm -rf $(BUILD) *.trace
