@@ -24,7 +24,7 @@ static uint32_t pow2_at_least(uint32_t v)
 void ulma_session_config_default(struct ulma_session_config *cfg)
 {
 	cfg->slot_count = 128;
-	cfg->ring_records = 1u << 16;
+	cfg->ring_records = 1u << 18;
 	cfg->defs_size = 16u << 20;
 	cfg->lossless = false;
 	cfg->use_tsc = true;

@@ -26,7 +26,7 @@ struct ulma_session_config {
 	bool use_tsc;
 };
 
-/* Defaults: 128 slots of 64 Ki records (1 MiB) and 16 MiB of definitions.
+/* Defaults: 128 slots of 256 Ki records (4 MiB) and 16 MiB of definitions.
  * The memfd is sparse; only pages a thread touches cost memory. */
 void ulma_session_config_default(struct ulma_session_config *cfg);
 

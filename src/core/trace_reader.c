@@ -223,7 +223,7 @@ static int parse_events(struct reader *r, const uint8_t *p, const uint8_t *end)
 	struct thread_state *t = &r->threads[tidx];
 	struct ulma_trace_event ev = {.thread = tidx, .cpu = (uint32_t)cpu};
 	int (*on_event)(void *, const struct ulma_trace_event *) = r->v->on_event;
-	for (uint64_t i = 0; i < count; i++) {
+	for (uint64_t i = 0; i < count;) {
 		NEED_VARINT(r, p, end, word, "event");
 		uint64_t delta = word >> 2;
 		if (ticks + delta < ticks)
@@ -261,7 +261,9 @@ static int parse_events(struct reader *r, const uint8_t *p, const uint8_t *end)
 			if (x == ULMA_EXT_CPU) {
 				NEED_VARINT(r, p, end, cpu, "cpu");
 				ev.cpu = (uint32_t)cpu;
-				continue; /* not an event of its own */
+				if (delta)
+					return corrupt(r, "cpu change carries a time");
+				continue; /* not an event of its own: i does not advance */
 			}
 			if (x != ULMA_EXT_LOST)
 				return corrupt(r, "unknown event extension %llu", (unsigned long long)x);
@@ -271,6 +273,7 @@ static int parse_events(struct reader *r, const uint8_t *p, const uint8_t *end)
 			break;
 		}
 		ev.ticks = ticks;
+		i++;
 		r->st->events++;
 		if (ticks > r->st->last_ticks)
 			r->st->last_ticks = ticks;

@@ -51,7 +51,7 @@ static const char run_usage[] =
 	"       ulma run [options] -m module [args...]\n"
 	"  -o, --output FILE      trace file to write (default ulma.trace)\n"
 	"  --lossless             make the program wait instead of dropping events when a ring is full\n"
-	"  --ring-records N       records per thread ring, a power of two (default 65536 = 1 MiB)\n"
+	"  --ring-records N       records per thread ring, a power of two (default 262144 = 4 MiB)\n"
 	"  --summary F            text (default), json or none, printed on stderr at the end\n"
 	"  --limit N              rows in the text summary (default 25)\n"
 	"  --python PATH          interpreter to run (default: $ULMA_PYTHON, else the python3\n"
@@ -143,7 +143,7 @@ static int parse_run_options(int argc, char **argv, struct run_options *o)
 	o->output = "ulma.trace";
 	o->summary = "text";
 	o->limit = 25;
-	o->ring_records = 1 << 16;
+	o->ring_records = 1 << 18;
 	optind = 0;
 	/* '+': stop at the script, whose own options are not ours */
 	while ((c = getopt_long(argc + 1, argv - 1, "+o:m:h", opts, NULL)) != -1) {

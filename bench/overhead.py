@@ -1,0 +1,78 @@
+"""Overhead of `ulma run` against the untraced program and `python -m cProfile`.
+
+Usage: python bench/overhead.py [--rounds N] [--workloads fib,mergesort]
+
+For each workload in bench/workloads/, runs the three variants interleaved
+(untraced, ulma, cProfile, untraced, ulma, ...) N times each, so machine
+noise hits all of them alike, and prints the median wall time ratio to
+untraced.  Every tool writes to a file (ulma's trace, cProfile's -o), so no
+tool pays for printing.  ulma's row also gives the trace size and bytes per
+event.  Uses the `ulma` program installed beside this Python.
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+WORKLOADS = os.path.join(HERE, "workloads")
+
+
+def ulma_binary():
+    sys.path.insert(0, os.path.join(HERE, "..", "python"))
+    from ulma._locate import ulma_binary as locate
+
+    found = locate()
+    if not found:
+        sys.exit("bench: cannot find the ulma program; run `make install` first")
+    return found
+
+
+def timed(cmd, env):
+    t = time.perf_counter()
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, env=env)
+    return time.perf_counter() - t
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--workloads", default="fib,mergesort")
+    args = ap.parse_args()
+    ulma = ulma_binary()
+    env = dict(os.environ, ULMA_PYTHON=sys.executable)
+    out = tempfile.mkdtemp(prefix="ulma-bench-")
+    trace = os.path.join(out, "w.trace")
+    prof = os.path.join(out, "w.prof")
+    print("Python %s, %d rounds, median wall-time ratio to untraced" % (
+        sys.version.split()[0], args.rounds))
+    print("%-10s %10s %10s %10s %12s %10s" % ("workload", "untraced", "ulma", "cProfile",
+                                              "trace", "B/event"))
+    for name in args.workloads.split(","):
+        script = os.path.join(WORKLOADS, name + ".py")
+        variants = {
+            "untraced": [sys.executable, script],
+            "ulma": [ulma, "run", "--summary", "none", "-o", trace, script],
+            "cProfile": [sys.executable, "-m", "cProfile", "-o", prof, script],
+        }
+        times = {k: [] for k in variants}
+        for _ in range(args.rounds):
+            for k, cmd in variants.items():
+                times[k].append(timed(cmd, env))
+        base = statistics.median(times["untraced"])
+        rep = subprocess.run([ulma, "report", trace, "--format", "json"], check=True,
+                             capture_output=True, text=True, env=env)
+        summary = json.loads(rep.stdout)
+        print("%-10s %9.2fs %9.2fx %9.2fx %10.1fMB %10.2f   (lost %d)" % (
+            name, base, statistics.median(times["ulma"]) / base,
+            statistics.median(times["cProfile"]) / base, summary["trace_bytes"] / 1e6,
+            summary["bytes_per_event"], summary["lost"]))
+        sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()
