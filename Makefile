@@ -11,7 +11,7 @@ BUILD    := build
 .PHONY: demo install deps test unit asan tsan fuzz pytest bench clean
 
 demo: install
-	ulma run examples/fib.py
+	$(PYTHON) -m ulma run examples/fib.py
 
 install:
 	$(PYTHON) -m pip install --quiet .

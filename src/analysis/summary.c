@@ -110,8 +110,14 @@ int ulma_summary_text(FILE *out, const struct ulma_summary *s, uint32_t limit)
 	free(order);
 
 	uint32_t procs = count_processes(p);
-	fprintf(out, "\ntotals: %.3f s wall, %u thread%s, %u process%s\n", (double)s->duration_ns / 1e9,
-		p->nthreads, p->nthreads == 1 ? "" : "s", procs, procs == 1 ? "" : "es");
+	char ending[64] = "";
+	if (s->exit_status >= 0 && WIFEXITED(s->exit_status))
+		snprintf(ending, sizeof(ending), ", exit status %d", WEXITSTATUS(s->exit_status));
+	else if (s->exit_status >= 0 && WIFSIGNALED(s->exit_status))
+		snprintf(ending, sizeof(ending), ", killed by signal %d (%s)", WTERMSIG(s->exit_status),
+			 strsignal(WTERMSIG(s->exit_status)));
+	fprintf(out, "\ntotals: %.3f s wall, %u thread%s, %u process%s%s\n", (double)s->duration_ns / 1e9,
+		p->nthreads, p->nthreads == 1 ? "" : "s", procs, procs == 1 ? "" : "es", ending);
 	uint64_t all = p->events + p->lost;
 	fprintf(out, "events: %llu captured, %llu lost (%.2f%%)\n", (unsigned long long)p->events,
 		(unsigned long long)p->lost, all ? 100.0 * (double)p->lost / (double)all : 0.0);

@@ -146,6 +146,8 @@ int ulma_cmd_report(int argc, char **argv)
 	ulma_clock_calibrate(tsc, &start, st.complete ? &endp : NULL, r.meta.tick_hz, &s.cal);
 	uint64_t end_ticks = st.complete ? r.end.end_ticks : st.last_ticks;
 	ulma_profile_finish(&r.profile, end_ticks);
+	if (st.complete && r.end.lost > r.profile.lost)
+		r.profile.lost = r.end.lost; /* includes threads that never got a ring */
 	s.duration_ns = st.complete && r.end.end_ns > r.meta.start_ns
 				? r.end.end_ns - r.meta.start_ns
 				: ulma_clock_ticks_to_ns(&s.cal, end_ticks > start.ticks ? end_ticks - start.ticks : 0);

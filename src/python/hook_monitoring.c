@@ -9,7 +9,8 @@
  * function (classes, callable instances), so CALL and C_RETURN apply the
  * same test (ulma_c_method) to stay balanced.  Monitoring is global, so
  * every thread, including those started before tracing, is covered.  We
- * take a free tool id and never evict another tool.
+ * take a free tool id (3 or 4 first, leaving PROFILER_ID to the program)
+ * and never evict another tool.
  */
 #include "tracer.h"
 
@@ -120,8 +121,9 @@ int ulma_hook_install(PyObject *module)
 	PyObject *mon = monitoring_module();
 	if (!mon)
 		return -1;
-	/* 2 is PROFILER_ID; 3-5 are free for anyone.  Take the first unused. */
-	static const int candidates[] = {2, 3, 4, 5};
+	/* 3 and 4 belong to no one; 2 (PROFILER_ID) and 5 (OPTIMIZER_ID) only
+	 * if those are free, so a traced program can still run cProfile itself. */
+	static const int candidates[] = {4, 3, 2, 5};
 	int tool = -1;
 	for (size_t i = 0; i < 4 && tool < 0; i++) {
 		PyObject *r = PyObject_CallMethod(mon, "use_tool_id", "is", candidates[i], "ulma");
