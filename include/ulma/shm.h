@@ -97,7 +97,7 @@ struct ulma_shm_header {
 	_Atomic uint32_t next_id;       /* next function id; 0 is never used */
 	_Atomic uint32_t failures;      /* enum ulma_shm_failure, sticky */
 	_Atomic uint64_t next_serial;   /* next thread serial */
-	_Atomic uint64_t lost_no_slot;  /* events dropped because no slot was free */
+	_Atomic uint64_t lost_unmarked; /* drops no LOST marker reports: no free slot, or a ring still full at thread exit */
 	_Atomic uint64_t heartbeat_ns;  /* monitor's CLOCK_MONOTONIC, refreshed while alive */
 	_Atomic uint32_t program_pid;   /* first process that started tracing */
 	_Atomic uint32_t tracing;       /* 1 while some process traces into the session */

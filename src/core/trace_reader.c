@@ -146,7 +146,7 @@ static int parse_defs(struct reader *r, const uint8_t *p, const uint8_t *end)
 			if (id == 0 || id > UINT32_MAX || ulma_idmap_get(&r->func_ids, id, &idx))
 				return corrupt(r, "function id %llu defined twice or out of range",
 					       (unsigned long long)id);
-			if (file_id >= UINT32_MAX || !ulma_idmap_get(&r->file_ids, file_id + 1, &fidx))
+			if (file_id > UINT32_MAX || !ulma_idmap_get(&r->file_ids, file_id + 1, &fidx))
 				return corrupt(r, "function %llu names undefined file %llu",
 					       (unsigned long long)id, (unsigned long long)file_id);
 			if ((err = ulma_idmap_put(&r->func_ids, id, r->nfuncs)))
@@ -380,7 +380,7 @@ int ulma_trace_read(FILE *f, const struct ulma_trace_visitor *v, struct ulma_tra
 			err = corrupt(&r, "checksum mismatch in chunk at offset %llu", (unsigned long long)st->bytes);
 			break;
 		}
-		err = parse_chunk(&r, type, payload, payload + len);
+		err = parse_chunk(&r, type, payload, len ? payload + len : payload);
 		if (err)
 			break;
 		st->bytes += sizeof(ch) + len;

@@ -263,10 +263,13 @@ int ulma_trace_stream_open(struct ulma_trace_writer *w, uint64_t serial, uint32_
 static bool begin_event(struct ulma_trace_stream *s, uint64_t *ticks, uint32_t cpu)
 {
 	struct ulma_trace_writer *w = s->owner;
+	/* a delta must fit in 62 bits beside its tag: past that, start a chunk,
+	 * whose first event carries an absolute time */
+	if (s->count && *ticks > s->last_ticks && *ticks - s->last_ticks >= (UINT64_C(1) << 62))
+		flush_stream(s);
 	if (!buf_reserve(w, &s->body, 5 * ULMA_VARINT_MAX))
 		return false;
 	if (s->count == 0) {
-		/* a chunk starts with an absolute time and the current cpu */
 		buf_varint(&s->body, *ticks);
 		s->last_ticks = *ticks;
 		s->first_cpu = s->cpu = cpu;

@@ -411,7 +411,7 @@ int ulma_cmd_run(int argc, char **argv)
 	ulma_collector_close_all(&col, endp.ticks);
 
 	uint32_t failures = atomic_load(&session.hdr->failures);
-	col.profile.lost += atomic_load(&session.hdr->lost_no_slot); /* threads that found no slot */
+	col.profile.lost += atomic_load(&session.hdr->lost_unmarked); /* drops no marker reports */
 	if (atomic_load(&session.hdr->started) == 0 && status != 0)
 		ulma_die_msg("the program never started tracing; is the ulma package importable by '%s'?",
 			     python);

@@ -15,19 +15,30 @@
 #include "tracer.h"
 
 #if PY_VERSION_HEX >= 0x030C0000
+#include <structmember.h>
 
-static PyObject *on_py_enter(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+/* The callbacks are instances of a small heap type whose vectorcall slot
+ * points straight at them: sys.monitoring then calls our C function with no
+ * PyCFunction wrapper in between (2.8% of a traced fib in perf). */
+struct callback {
+	PyObject_HEAD
+	vectorcallfunc vectorcall;
+};
+
+static PyObject *on_py_enter(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
 	(void)self;
-	(void)nargs;
+	(void)nargsf;
+	(void)kwnames;
 	ulma_emit(ULMA_REC_ENTER, ulma_code_id((PyCodeObject *)args[0]));
 	Py_RETURN_NONE;
 }
 
-static PyObject *on_py_exit(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+static PyObject *on_py_exit(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
 	(void)self;
-	(void)nargs;
+	(void)nargsf;
+	(void)kwnames;
 	ulma_emit(ULMA_REC_EXIT, ulma_code_id((PyCodeObject *)args[0]));
 	Py_RETURN_NONE;
 }
@@ -35,33 +46,56 @@ static PyObject *on_py_exit(PyObject *self, PyObject *const *args, Py_ssize_t na
 static inline void c_event(PyObject *callable, uint8_t kind)
 {
 	PyMethodDef *ml = ulma_c_method(callable);
-	if (ml) {
+	if (ml)
 		ulma_emit(kind, ulma_cfunc_id(callable, ml));
-	}
 }
 
-static PyObject *on_call(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+static PyObject *on_call(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
 	(void)self;
-	(void)nargs;
+	(void)nargsf;
+	(void)kwnames;
 	c_event(args[2], ULMA_REC_ENTER);
 	Py_RETURN_NONE;
 }
 
-static PyObject *on_c_exit(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+static PyObject *on_c_exit(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
 	(void)self;
-	(void)nargs;
+	(void)nargsf;
+	(void)kwnames;
 	c_event(args[2], ULMA_REC_EXIT);
 	Py_RETURN_NONE;
 }
 
-static PyMethodDef callbacks[] = {
-	{"_on_py_enter", (PyCFunction)(void (*)(void))on_py_enter, METH_FASTCALL, NULL},
-	{"_on_py_exit", (PyCFunction)(void (*)(void))on_py_exit, METH_FASTCALL, NULL},
-	{"_on_call", (PyCFunction)(void (*)(void))on_call, METH_FASTCALL, NULL},
-	{"_on_c_exit", (PyCFunction)(void (*)(void))on_c_exit, METH_FASTCALL, NULL},
+static const vectorcallfunc callbacks[] = {on_py_enter, on_py_exit, on_call, on_c_exit};
+
+static PyMemberDef callback_members[] = {
+	{"__vectorcalloffset__", T_PYSSIZET, offsetof(struct callback, vectorcall), READONLY, NULL},
+	{NULL, 0, 0, 0, NULL},
 };
+
+static PyType_Slot callback_slots[] = {
+	{Py_tp_members, callback_members},
+	{Py_tp_call, PyVectorcall_Call},
+	{0, NULL},
+};
+
+static PyType_Spec callback_spec = {
+	.name = "ulma._ulma.Callback",
+	.basicsize = sizeof(struct callback),
+	.flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL | Py_TPFLAGS_IMMUTABLETYPE |
+		 Py_TPFLAGS_DISALLOW_INSTANTIATION,
+	.slots = callback_slots,
+};
+
+static PyObject *new_callback(PyTypeObject *type, vectorcallfunc fn)
+{
+	struct callback *cb = PyObject_New(struct callback, type);
+	if (cb)
+		cb->vectorcall = fn;
+	return (PyObject *)cb;
+}
 
 /* event name -> index into callbacks */
 static const struct {
@@ -73,7 +107,6 @@ static const struct {
 };
 #define NWIRING (sizeof(wiring) / sizeof(wiring[0]))
 
-
 static PyObject *monitoring_module(void)
 {
 	PyObject *sys = PyImport_ImportModule("sys");
@@ -84,7 +117,7 @@ static PyObject *monitoring_module(void)
 	return mon;
 }
 
-static int register_all(PyObject *mon, int tool, PyObject *module, bool install)
+static int register_all(PyObject *mon, int tool, PyTypeObject *type, bool install)
 {
 	PyObject *events = PyObject_GetAttrString(mon, "events");
 	long mask = 0;
@@ -96,7 +129,7 @@ static int register_all(PyObject *mon, int tool, PyObject *module, bool install)
 		if (!ev)
 			goto out;
 		long bit = PyLong_AsLong(ev);
-		PyObject *fn = install ? PyCFunction_New(&callbacks[wiring[i].callback], module) : Py_None;
+		PyObject *fn = install ? new_callback(type, callbacks[wiring[i].callback]) : Py_None;
 		PyObject *r = fn ? PyObject_CallMethod(mon, "register_callback", "iOO", tool, ev, fn) : NULL;
 		if (install)
 			Py_XDECREF(fn);
@@ -118,6 +151,12 @@ out:
 
 int ulma_hook_install(PyObject *module)
 {
+	static PyTypeObject *type;
+	if (!type) {
+		type = (PyTypeObject *)PyType_FromModuleAndSpec(module, &callback_spec, NULL);
+		if (!type)
+			return -1;
+	}
 	PyObject *mon = monitoring_module();
 	if (!mon)
 		return -1;
@@ -142,10 +181,10 @@ int ulma_hook_install(PyObject *module)
 		PyErr_SetString(PyExc_RuntimeError, "ulma: every sys.monitoring tool id is in use");
 		return -1;
 	}
-	if (register_all(mon, tool, module, true) < 0) {
+	if (register_all(mon, tool, type, true) < 0) {
 		PyObject *et, *ev, *tb;
 		PyErr_Fetch(&et, &ev, &tb);
-		register_all(mon, tool, module, false);
+		register_all(mon, tool, type, false);
 		PyObject_CallMethod(mon, "free_tool_id", "i", tool);
 		PyErr_Clear();
 		PyErr_Restore(et, ev, tb);

@@ -41,10 +41,11 @@ static void close_writer(struct ulma_thread_writer *w)
 		return;
 	w->closed = true;
 	if (w->has_slot)
-		ulma_session_close_slot(&w->ring);
-	else if (w->ring.lost)
-		atomic_fetch_add_explicit(&ulma_tracer.session.hdr->lost_no_slot, w->ring.lost,
+		ulma_session_close_slot(&w->ring); /* writes the LOST marker if it fits */
+	if (w->ring.lost) /* no slot, or no room left for the marker: count it here */
+		atomic_fetch_add_explicit(&ulma_tracer.session.hdr->lost_unmarked, w->ring.lost,
 					  memory_order_relaxed);
+	w->ring.lost = 0;
 }
 
 static void on_thread_exit(void *arg)

@@ -31,7 +31,7 @@
 #define UNDER_TSAN 0
 #endif
 
-#define N_RECORDS (UNDER_TSAN ? 1000000u : 5000000u)
+#define N_RECORDS (UNDER_TSAN ? 2000000u : 5000000u)
 
 struct producer {
 	struct ulma_session *s;

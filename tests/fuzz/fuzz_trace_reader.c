@@ -1,0 +1,178 @@
+/* fuzz_trace_reader.c - libFuzzer target for the trace reader.
+ *
+ * Each input is decoded twice: as given, and with every whole chunk's
+ * CRC-32C recomputed, so that mutations get past the checksum and reach the
+ * chunk parsers.  A visitor exercises every callback and feeds a
+ * struct ulma_profile the way `ulma report` does.  Besides the sanitizers,
+ * the harness aborts when the reader breaks its own contract: dense indices
+ * out of order, an event naming an unknown thread or function, a result
+ * other than 0 / -EPROTO, -EPROTO without a reason, or a status that
+ * disagrees with what was visited. */
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis/profile.h"
+#include "core/crc32c.h"
+#include "core/trace_reader.h"
+#include "ulma/trace_format.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+struct fuzz_ctx {
+	struct ulma_profile prof;
+	uint32_t nfuncs;
+	uint32_t nthreads;
+	uint64_t events;
+	uint64_t last_ticks;
+	int metas;
+	int ends;
+};
+
+#define REQUIRE(cond)                                                                              \
+	do {                                                                                       \
+		if (!(cond)) {                                                                     \
+			fprintf(stderr, "fuzz_trace_reader: contract broken: %s (line %d)\n", #cond, \
+				__LINE__);                                                         \
+			abort();                                                                   \
+		}                                                                                  \
+	} while (0)
+
+static int on_meta(void *c, const struct ulma_trace_meta *m)
+{
+	struct fuzz_ctx *x = c;
+	REQUIRE(x->metas == 0 && x->nfuncs == 0 && x->nthreads == 0 && x->events == 0);
+	REQUIRE(m->command != NULL);
+	(void)strlen(m->command);
+	x->metas++;
+	return 0;
+}
+
+static int on_func(void *c, const struct ulma_trace_func *f)
+{
+	struct fuzz_ctx *x = c;
+	REQUIRE(x->metas == 1 && x->ends == 0);
+	REQUIRE(f->index == x->nfuncs);
+	REQUIRE(f->id != 0);
+	REQUIRE(f->name != NULL || f->name_len == 0);
+	REQUIRE(f->file != NULL);
+	x->nfuncs++;
+	return ulma_profile_add_func(&x->prof, f->index, f->kind, f->name ? f->name : "", f->name_len, f->file,
+				     f->file_len, f->line) ? -ENOMEM : 0;
+}
+
+static int on_thread(void *c, const struct ulma_trace_thread *t)
+{
+	struct fuzz_ctx *x = c;
+	REQUIRE(x->metas == 1 && x->ends == 0);
+	REQUIRE(t->index == x->nthreads);
+	x->nthreads++;
+	return ulma_profile_add_thread(&x->prof, t->index, t->serial, t->pid, t->tid) ? -ENOMEM : 0;
+}
+
+static int on_event(void *c, const struct ulma_trace_event *e)
+{
+	struct fuzz_ctx *x = c;
+	REQUIRE(x->metas == 1 && x->ends == 0);
+	REQUIRE(e->thread < x->nthreads);
+	x->events++;
+	if (e->ticks > x->last_ticks)
+		x->last_ticks = e->ticks;
+	switch (e->kind) {
+	case ULMA_EV_ENTER:
+		REQUIRE(e->func < x->nfuncs);
+		return ulma_profile_enter(&x->prof, e->thread, e->func, e->ticks) ? -ENOMEM : 0;
+	case ULMA_EV_EXIT:
+		REQUIRE(e->func < x->nfuncs);
+		REQUIRE(x->prof.threads[e->thread].depth > 0);
+		REQUIRE(x->prof.threads[e->thread].stack[x->prof.threads[e->thread].depth - 1].func == e->func);
+		ulma_profile_exit(&x->prof, e->thread, e->ticks);
+		return 0;
+	case ULMA_EV_LOST:
+		ulma_profile_lost(&x->prof, e->thread, e->ticks, e->count);
+		return 0;
+	default:
+		REQUIRE(e->kind == ULMA_EV_ENTER || e->kind == ULMA_EV_EXIT || e->kind == ULMA_EV_LOST);
+		return 0;
+	}
+}
+
+static int on_end(void *c, const struct ulma_trace_end *e)
+{
+	struct fuzz_ctx *x = c;
+	REQUIRE(x->metas == 1 && x->ends == 0);
+	(void)e;
+	x->ends++;
+	return 0;
+}
+
+static void read_once(const uint8_t *data, size_t size)
+{
+	struct fuzz_ctx x;
+	struct ulma_trace_status st;
+	struct ulma_trace_visitor v = {&x, on_meta, on_func, on_thread, on_event, on_end};
+	memset(&x, 0, sizeof(x));
+	ulma_profile_init(&x.prof);
+	/* fmemopen refuses a zero size: an empty input reads from /dev/null */
+	FILE *f = size ? fmemopen((void *)data, size, "rb") : fopen("/dev/null", "rb");
+	if (!f) {
+		ulma_profile_free(&x.prof);
+		return;
+	}
+	int rc = ulma_trace_read(f, &v, &st);
+	fclose(f);
+
+	REQUIRE(rc == 0 || rc == -EPROTO || rc == -ENOMEM);
+	if (rc == -EPROTO)
+		REQUIRE(st.error[0] != 0 && memchr(st.error, 0, sizeof(st.error)) != NULL);
+	if (rc == 0) {
+		REQUIRE(x.metas == 1);
+		REQUIRE(st.bytes >= ULMA_TRACE_FILE_HEADER && st.bytes <= size);
+		REQUIRE(st.events == x.events);
+		REQUIRE(st.last_ticks == x.last_ticks);
+		REQUIRE(st.complete == (x.ends == 1));
+	}
+	ulma_profile_finish(&x.prof, x.last_ticks);
+	for (uint32_t i = 0; i < x.prof.nthreads; i++)
+		REQUIRE(x.prof.threads[i].depth == 0);
+	uint32_t *order = ulma_profile_sorted_by_self(&x.prof);
+	free(order);
+	ulma_profile_free(&x.prof);
+}
+
+/* A copy of the input with every complete chunk's checksum made right. */
+static uint8_t *fix_checksums(const uint8_t *data, size_t size)
+{
+	uint8_t *d = malloc(size ? size : 1);
+	if (!d)
+		return NULL;
+	memcpy(d, data, size);
+	size_t off = ULMA_TRACE_FILE_HEADER;
+	while (off + ULMA_TRACE_CHUNK_HEADER <= size) {
+		uint32_t len = (uint32_t)d[off + 4] | (uint32_t)d[off + 5] << 8 | (uint32_t)d[off + 6] << 16 |
+			       (uint32_t)d[off + 7] << 24;
+		if (len > size - off - ULMA_TRACE_CHUNK_HEADER)
+			break;
+		uint32_t crc = ulma_crc32c(0, d + off + ULMA_TRACE_CHUNK_HEADER, len);
+		d[off + 8] = (uint8_t)crc;
+		d[off + 9] = (uint8_t)(crc >> 8);
+		d[off + 10] = (uint8_t)(crc >> 16);
+		d[off + 11] = (uint8_t)(crc >> 24);
+		off += ULMA_TRACE_CHUNK_HEADER + len;
+	}
+	return d;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	read_once(data, size);
+	uint8_t *fixed = fix_checksums(data, size);
+	if (fixed) {
+		if (size > ULMA_TRACE_FILE_HEADER && memcmp(fixed, data, size) != 0)
+			read_once(fixed, size);
+		free(fixed);
+	}
+	return 0;
+}

@@ -1,0 +1,156 @@
+/* make_seeds.c - write a small seed corpus of valid traces for the trace
+ * reader fuzzer, using the real trace writer, and check that each one reads
+ * back.  usage: fuzz_make_seeds DIR
+ *
+ *   basic.ulma  two threads, nesting, direct recursion (ENTER_SAME), cpu
+ *               changes, a LOST marker, two flushes, END
+ *   cut.ulma    an abandoned writer: no END, a frame left open
+ *   wide.ulma   many functions and files, long names, large time deltas
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "core/trace_reader.h"
+#include "core/trace_writer.h"
+#include "ulma/shm.h"
+#include "ulma/trace_format.h"
+
+static int write_basic(const char *path)
+{
+	struct ulma_trace_meta meta = {ULMA_META_TSC, 4242, 1000, 777000, 2500000000u, "python3 fib.py 20"};
+	struct ulma_trace_writer *w;
+	struct ulma_trace_stream *a, *b;
+	int err = ulma_trace_writer_open(path, &meta, &w);
+	if (err)
+		return err;
+	ulma_trace_define_file(w, 0, "fib.py", 6);
+	ulma_trace_define_file(w, 1, "<builtin>", 9);
+	ulma_trace_define_func(w, 1, ULMA_DEF_PY, 0, 1, "<module>", 8);
+	ulma_trace_define_func(w, 2, ULMA_DEF_PY, 0, 4, "fib", 3);
+	ulma_trace_define_func(w, 3, ULMA_DEF_C, 1, 0, "print", 5);
+	if ((err = ulma_trace_stream_open(w, 0, 4242, 4242, &a)) ||
+	    (err = ulma_trace_stream_open(w, 1, 4242, 4243, &b))) {
+		ulma_trace_writer_abandon(w);
+		return err;
+	}
+	ulma_trace_enter(a, 1100, 0, 1, 0);
+	ulma_trace_enter(a, 1110, 0, 2, 1);
+	ulma_trace_enter(a, 1120, 0, 2, 2);
+	ulma_trace_enter(a, 1130, 0, 2, 2);
+	ulma_trace_exit(a, 1140, 0);
+	ulma_trace_exit(a, 1150, 1);
+	ulma_trace_enter(b, 1155, 1, 2, 0);
+	ulma_trace_exit(b, 1165, 1);
+	ulma_trace_writer_flush(w);
+	ulma_trace_lost(a, 1170, 12);
+	ulma_trace_enter(a, 1180, 1, 3, 2);
+	ulma_trace_exit(a, 1190, 1);
+	ulma_trace_exit(a, 1200, 0);
+	ulma_trace_exit(a, 1300, 0);
+	struct ulma_trace_end end = {1400, 778000, 13, 12, ULMA_FAIL_NO_SLOT, 0};
+	return ulma_trace_writer_close(w, &end);
+}
+
+static int write_cut(const char *path)
+{
+	struct ulma_trace_meta meta = {0, 7, 0, 0, 1000000000u, NULL};
+	struct ulma_trace_writer *w;
+	struct ulma_trace_stream *a;
+	int err = ulma_trace_writer_open(path, &meta, &w);
+	if (err)
+		return err;
+	ulma_trace_define_file(w, 3, "a.py", 4);
+	ulma_trace_define_func(w, 9, ULMA_DEF_PY, 3, 2, "main", 4);
+	ulma_trace_define_func(w, 10, ULMA_DEF_PY, 3, 8, "work", 4);
+	if ((err = ulma_trace_stream_open(w, 5, 7, 8, &a))) {
+		ulma_trace_writer_abandon(w);
+		return err;
+	}
+	ulma_trace_enter(a, 50, 2, 9, 0);
+	ulma_trace_enter(a, 60, 2, 10, 9);
+	ulma_trace_exit(a, 70, 3);
+	err = ulma_trace_writer_flush(w);
+	ulma_trace_writer_abandon(w);
+	return err;
+}
+
+static int write_wide(const char *path)
+{
+	struct ulma_trace_meta meta = {ULMA_META_LOSSLESS, 1, UINT64_C(1) << 40, 5, 3000000000u, "x"};
+	struct ulma_trace_writer *w;
+	struct ulma_trace_stream *s[3];
+	char name[300];
+	int err = ulma_trace_writer_open(path, &meta, &w);
+	if (err)
+		return err;
+	for (uint32_t f = 0; f < 4; f++) {
+		snprintf(name, sizeof(name), "/very/long/path/to/package/module_%u.py", f);
+		ulma_trace_define_file(w, f * 1000, name, strlen(name));
+	}
+	for (uint32_t i = 1; i <= 12; i++) {
+		int n = snprintf(name, sizeof(name), "Class%u.method_with_a_longer_name_%u", i, i * 7);
+		ulma_trace_define_func(w, i * 300, i % 3 ? ULMA_DEF_PY : ULMA_DEF_C, (i % 4) * 1000, i * 11, name,
+				       (size_t)n);
+	}
+	for (int t = 0; t < 3; t++)
+		if ((err = ulma_trace_stream_open(w, (uint64_t)t * 1000000, 1, 100 + (uint32_t)t, &s[t]))) {
+			ulma_trace_writer_abandon(w);
+			return err;
+		}
+	uint64_t now = UINT64_C(1) << 40;
+	uint32_t stack[3][16], depth[3] = {0, 0, 0};
+	uint64_t seed = 12345;
+	for (int i = 0; i < 240; i++) {
+		seed = seed * 6364136223846793005u + 1442695040888963407u;
+		int t = (int)((seed >> 33) % 3);
+		now += (seed >> 40) % 4 == 0 ? (UINT64_C(1) << 30) : (seed >> 50) % 100;
+		uint32_t cpu = (uint32_t)((seed >> 20) % 4);
+		if (depth[t] == 0 || (depth[t] < 16 && (seed >> 45) % 2)) {
+			uint32_t id = (uint32_t)((seed >> 24) % 12 + 1) * 300;
+			uint32_t parent = depth[t] ? stack[t][depth[t] - 1] : 0;
+			ulma_trace_enter(s[t], now, cpu, id, parent);
+			stack[t][depth[t]++] = id;
+		} else {
+			ulma_trace_exit(s[t], now, cpu);
+			depth[t]--;
+		}
+		if (i == 120)
+			ulma_trace_writer_flush(w);
+	}
+	struct ulma_trace_end end = {now, 6, 240, 0, 0, 256};
+	return ulma_trace_writer_close(w, &end);
+}
+
+int main(int argc, char **argv)
+{
+	static const struct {
+		const char *name;
+		int (*write)(const char *);
+		int complete;
+	} seeds[] = {{"basic.ulma", write_basic, 1}, {"cut.ulma", write_cut, 0}, {"wide.ulma", write_wide, 1}};
+	char path[4096];
+	if (argc != 2) {
+		fprintf(stderr, "usage: %s DIR\n", argv[0]);
+		return 2;
+	}
+	for (size_t i = 0; i < sizeof(seeds) / sizeof(seeds[0]); i++) {
+		snprintf(path, sizeof(path), "%s/%s", argv[1], seeds[i].name);
+		int err = seeds[i].write(path);
+		if (err) {
+			fprintf(stderr, "make_seeds: writing %s: %s\n", path, strerror(-err));
+			return 1;
+		}
+		struct ulma_trace_visitor none = {0};
+		struct ulma_trace_status st;
+		err = ulma_trace_read_path(path, &none, &st);
+		if (err || st.complete != seeds[i].complete || st.events == 0) {
+			fprintf(stderr, "make_seeds: %s does not read back (rc %d, complete %d, events %llu): %s\n",
+				path, err, st.complete, (unsigned long long)st.events, st.error);
+			return 1;
+		}
+		printf("seed %s: %llu bytes, %llu events%s\n", path, (unsigned long long)st.bytes,
+		       (unsigned long long)st.events, st.complete ? "" : ", incomplete");
+	}
+	return 0;
+}

@@ -1,0 +1,255 @@
+/* test_profile.c - per-function aggregation (src/analysis/profile.h): self,
+ * total and calls on a hand-built nested stream; recursion counted once in
+ * total; finish closing open frames; lost counts; the self-time
+ * conservation law (a thread always inside a frame has self ticks summing
+ * to its wall span) on a long pseudo-random stream; clear; sorting. */
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis/profile.h"
+#include "tap.h"
+#include "ulma/shm.h"
+
+static void add_funcs(struct ulma_profile *p, int n)
+{
+	static const char *const names[] = {"A", "B", "C", "D", "E", "F", "G", "H"};
+	for (int i = 0; i < n; i++)
+		ulma_profile_add_func(p, (uint32_t)i, ULMA_DEF_PY, names[i], 1, "m.py", 4, (uint32_t)(10 * i));
+}
+
+static int row_is(const struct ulma_profile *p, uint32_t f, uint64_t calls, uint64_t total, uint64_t self)
+{
+	const struct ulma_func_row *r = &p->funcs[f];
+	int ok = r->calls == calls && r->total_ticks == total && r->self_ticks == self;
+	if (!ok)
+		tap_diag("func %u (%s): calls %llu total %llu self %llu; expected %llu %llu %llu", f, r->name,
+			 (unsigned long long)r->calls, (unsigned long long)r->total_ticks,
+			 (unsigned long long)r->self_ticks, (unsigned long long)calls, (unsigned long long)total,
+			 (unsigned long long)self);
+	return ok;
+}
+
+static void test_nested(void)
+{
+	struct ulma_profile p;
+	ulma_profile_init(&p);
+	add_funcs(&p, 3);
+	CHECK(p.nfuncs == 3 && strcmp(p.funcs[1].name, "B") == 0 && strcmp(p.funcs[1].file, "m.py") == 0 &&
+		      p.funcs[2].line == 20 && p.funcs[0].kind == ULMA_DEF_PY,
+	      "functions stored with name, file, line, kind");
+	ulma_profile_add_thread(&p, 0, 5, 100, 101);
+	CHECK(p.nthreads == 1 && p.threads[0].serial == 5 && p.threads[0].pid == 100 && p.threads[0].tid == 101,
+	      "thread stored");
+
+	/* A [0,100): B [10,50): C [20,35); then C [60,70) */
+	ulma_profile_enter(&p, 0, 0, 0);
+	ulma_profile_enter(&p, 0, 1, 10);
+	ulma_profile_enter(&p, 0, 2, 20);
+	ulma_profile_exit(&p, 0, 35);
+	ulma_profile_exit(&p, 0, 50);
+	ulma_profile_enter(&p, 0, 2, 60);
+	ulma_profile_exit(&p, 0, 70);
+	ulma_profile_exit(&p, 0, 100);
+	CHECK(row_is(&p, 0, 1, 100, 50), "A: 1 call, total 100, self 50");
+	CHECK(row_is(&p, 1, 1, 40, 25), "B: 1 call, total 40, self 25");
+	CHECK(row_is(&p, 2, 2, 25, 25), "C: 2 calls, total 25, self 25");
+	const struct ulma_thread_row *t = &p.threads[0];
+	CHECK(t->depth == 0 && t->events == 8 && t->first_ticks == 0 && t->last_ticks == 100 && t->self_ticks == 100,
+	      "thread: stack empty, 8 events, span [0,100], self 100");
+	CHECK(p.events == 8 && p.first_ticks == 0 && p.last_ticks == 100, "profile: 8 events over [0,100]");
+
+	/* an exit with no open frame is ignored */
+	ulma_profile_exit(&p, 0, 200);
+	CHECK(p.events == 8 && p.last_ticks == 100 && row_is(&p, 0, 1, 100, 50), "stray exit changes nothing");
+
+	uint32_t *order = ulma_profile_sorted_by_self(&p);
+	/* self: A 50, B 25, C 25 (C has more calls, so before B) */
+	CHECK(order && order[0] == 0 && order[1] == 2 && order[2] == 1,
+	      "sorted by self, ties broken by calls: A, C, B");
+	free(order);
+	ulma_profile_free(&p);
+	CHECK(p.funcs == NULL && p.threads == NULL && p.nfuncs == 0, "free resets the profile");
+}
+
+static void test_recursion(void)
+{
+	struct ulma_profile p;
+	ulma_profile_init(&p);
+	add_funcs(&p, 2);
+	ulma_profile_add_thread(&p, 0, 0, 1, 1);
+	/* A [0,50): A [10,40): A [20,30) */
+	ulma_profile_enter(&p, 0, 0, 0);
+	ulma_profile_enter(&p, 0, 0, 10);
+	ulma_profile_enter(&p, 0, 0, 20);
+	ulma_profile_exit(&p, 0, 30);
+	ulma_profile_exit(&p, 0, 40);
+	ulma_profile_exit(&p, 0, 50);
+	CHECK(row_is(&p, 0, 3, 50, 50), "A->A->A: 3 calls, total 50 (outermost only), self 50");
+
+	/* mutual recursion A [100,200): B [110,190): A [120,180): B [130,170) */
+	ulma_profile_enter(&p, 0, 0, 100);
+	ulma_profile_enter(&p, 0, 1, 110);
+	ulma_profile_enter(&p, 0, 0, 120);
+	ulma_profile_enter(&p, 0, 1, 130);
+	ulma_profile_exit(&p, 0, 170);
+	ulma_profile_exit(&p, 0, 180);
+	ulma_profile_exit(&p, 0, 190);
+	ulma_profile_exit(&p, 0, 200);
+	/* A: self [100,110)+[190,200) + [120,130)+[170,180) = 40; B: [110,120)+[180,190) + 40 = 60 */
+	CHECK(row_is(&p, 0, 5, 150, 90), "A after mutual recursion: 5 calls, total 50+100, self 50+40");
+	CHECK(row_is(&p, 1, 2, 80, 60), "B in mutual recursion: 2 calls, total 80 (outermost), self 60");
+
+	/* recursion on two threads at once: each thread's outermost frame counts */
+	ulma_profile_add_thread(&p, 1, 1, 1, 2);
+	ulma_profile_enter(&p, 0, 1, 300);
+	ulma_profile_enter(&p, 1, 1, 305);
+	ulma_profile_enter(&p, 0, 1, 310);
+	ulma_profile_enter(&p, 1, 1, 315);
+	ulma_profile_exit(&p, 0, 320);
+	ulma_profile_exit(&p, 1, 325);
+	ulma_profile_exit(&p, 0, 330);
+	ulma_profile_exit(&p, 1, 335);
+	CHECK(row_is(&p, 1, 6, 80 + 30 + 30, 60 + 60), "B recursing on two threads: total counts each thread's outermost frame");
+	ulma_profile_free(&p);
+}
+
+static void test_finish(void)
+{
+	struct ulma_profile p;
+	ulma_profile_init(&p);
+	add_funcs(&p, 2);
+	ulma_profile_add_thread(&p, 0, 0, 1, 1);
+	ulma_profile_add_thread(&p, 1, 1, 1, 2);
+	ulma_profile_add_thread(&p, 2, 2, 1, 3); /* never sees an event */
+	/* thread 0: A [0, open): B [10, open) */
+	ulma_profile_enter(&p, 0, 0, 0);
+	ulma_profile_enter(&p, 0, 1, 10);
+	/* thread 1: A [50, open), last event at 150 (> finish time) */
+	ulma_profile_enter(&p, 1, 0, 50);
+	ulma_profile_lost(&p, 1, 150, 7);
+	ulma_profile_finish(&p, 100);
+	/* thread 0 closes at 100: B 90, A total 100 self 10.  Thread 1 closes
+	 * at its last event 150: A total 100 self 100. */
+	CHECK(row_is(&p, 1, 1, 90, 90), "finish closes B at 100: total 90, self 90");
+	CHECK(row_is(&p, 0, 2, 200, 110), "finish closes both A frames (one at 100, one at its thread's last event 150)");
+	CHECK(p.threads[0].depth == 0 && p.threads[1].depth == 0, "no frame left open");
+	CHECK(p.threads[0].last_ticks == 100 && p.threads[1].last_ticks == 150, "threads end at 100 and 150");
+	CHECK(p.threads[0].self_ticks == 100 && p.threads[1].self_ticks == 100, "thread self sums equal their spans");
+	CHECK(p.threads[1].lost == 7 && p.lost == 7 && p.threads[0].lost == 0, "lost counted per thread and in total");
+	CHECK(p.threads[2].seen == 0 && p.threads[2].events == 0 && p.threads[2].self_ticks == 0,
+	      "an idle thread stays empty");
+	CHECK(p.last_ticks == 150, "profile ends at 150");
+	/* finish is idempotent */
+	ulma_profile_finish(&p, 500);
+	CHECK(row_is(&p, 0, 2, 200, 110) && p.threads[0].last_ticks == 100, "a second finish changes nothing");
+	ulma_profile_free(&p);
+}
+
+static void test_clear(void)
+{
+	struct ulma_profile p;
+	ulma_profile_init(&p);
+	add_funcs(&p, 2);
+	ulma_profile_add_thread(&p, 0, 0, 1, 1);
+	ulma_profile_enter(&p, 0, 0, 0);
+	ulma_profile_enter(&p, 0, 1, 10);
+	ulma_profile_exit(&p, 0, 20);
+	ulma_profile_clear(&p, 1000);
+	CHECK(row_is(&p, 0, 0, 0, 0) && row_is(&p, 1, 0, 0, 0) && p.events == 0 && p.threads[0].depth == 1,
+	      "clear forgets counts but keeps the open frame");
+	ulma_profile_exit(&p, 0, 1100);
+	CHECK(row_is(&p, 0, 0, 100, 100), "the open frame restarts at the clear time");
+	CHECK(strcmp(p.funcs[1].name, "B") == 0, "definitions survive clear");
+	ulma_profile_free(&p);
+}
+
+/* xorshift64*: deterministic pseudo-random stream */
+static uint64_t rng_next(uint64_t *s)
+{
+	*s ^= *s >> 12;
+	*s ^= *s << 25;
+	*s ^= *s >> 27;
+	return *s * UINT64_C(2685821657736338717);
+}
+
+static void test_conservation(void)
+{
+	enum { NT = 3, NF = 8, STEPS = 200000 };
+	struct ulma_profile p;
+	uint64_t seed = 0x9E3779B97F4A7C15u;
+	uint64_t now[NT], start[NT], calls[NF] = {0};
+	uint32_t depth[NT] = {0};
+	ulma_profile_init(&p);
+	add_funcs(&p, NF);
+	for (int t = 0; t < NT; t++) {
+		ulma_profile_add_thread(&p, (uint32_t)t, (uint64_t)t, 1, (uint32_t)t);
+		start[t] = now[t] = 1000 * (uint64_t)(t + 1);
+		/* each thread always stays inside its root frame */
+		ulma_profile_enter(&p, (uint32_t)t, 0, now[t]);
+		calls[0]++;
+		depth[t] = 1;
+	}
+	for (int i = 0; i < STEPS; i++) {
+		uint64_t r = rng_next(&seed);
+		uint32_t t = (uint32_t)(r % NT);
+		now[t] += (r >> 8) % 50; /* zero deltas included */
+		bool go_in = depth[t] == 1 || ((r >> 20) % 100 < 50 && depth[t] < 40);
+		if (go_in) {
+			uint32_t f = (uint32_t)((r >> 32) % NF);
+			ulma_profile_enter(&p, t, f, now[t]);
+			calls[f]++;
+			depth[t]++;
+		} else {
+			ulma_profile_exit(&p, t, now[t]);
+			depth[t]--;
+		}
+	}
+	/* leave some frames open; finish closes them at each thread's clock */
+	uint64_t end = 0;
+	for (int t = 0; t < NT; t++) {
+		now[t] += 13;
+		ulma_profile_lost(&p, (uint32_t)t, now[t], 1);
+		if (now[t] > end)
+			end = now[t];
+	}
+	ulma_profile_finish(&p, 0); /* 0: every thread closes at its own last event */
+	int ok = 1;
+	uint64_t self_sum = 0, span_sum = 0, call_bad = 0, total_bad = 0;
+	for (int t = 0; t < NT; t++) {
+		const struct ulma_thread_row *tr = &p.threads[t];
+		if (tr->self_ticks != now[t] - start[t] || tr->depth != 0 || tr->first_ticks != start[t] ||
+		    tr->last_ticks != now[t]) {
+			ok = 0;
+			tap_diag("thread %d: self %llu span %llu", t, (unsigned long long)tr->self_ticks,
+				 (unsigned long long)(now[t] - start[t]));
+		}
+		span_sum += now[t] - start[t];
+	}
+	for (int f = 0; f < NF; f++) {
+		self_sum += p.funcs[f].self_ticks;
+		if (p.funcs[f].calls != calls[f])
+			call_bad++;
+		if (p.funcs[f].total_ticks < p.funcs[f].self_ticks)
+			total_bad++;
+	}
+	CHECK(ok, "each thread's self ticks equal its wall span (%d threads, %d steps)", NT, STEPS);
+	CHECK_EQ_U64(self_sum, span_sum, "sum of self over functions equals the sum of thread spans");
+	CHECK_EQ_U64(call_bad, 0, "calls per function equal the enters fed");
+	CHECK_EQ_U64(total_bad, 0, "total >= self for every function");
+	/* the root function A's total is exactly the sum of the spans: every
+	 * thread's outermost frame is an A that lasts the whole span */
+	CHECK_EQ_U64(p.funcs[0].total_ticks, span_sum, "root function total equals the summed spans");
+	CHECK(p.last_ticks == end && p.lost == NT, "profile end and lost totals");
+	ulma_profile_free(&p);
+}
+
+int main(void)
+{
+	test_nested();
+	test_recursion();
+	test_finish();
+	test_clear();
+	test_conservation();
+	return tap_done();
+}
