@@ -38,6 +38,7 @@ def _fresh_main_module(path):
     import builtins
 
     mod = type(sys)("__main__")
+    mod.__annotations__ = {}
     mod.__file__ = path
     mod.__cached__ = None
     mod.__builtins__ = builtins
@@ -52,10 +53,11 @@ def _fresh_main_module(path):
 
 
 def _report(exc):
-    # drop our own frames: the traceback starts in the program
+    # drop our own frames: the traceback starts in the program, as untraced
     tb = exc.__traceback__
     while tb is not None and tb.tb_frame.f_code.co_filename == __file__:
         tb = tb.tb_next
+    exc.__traceback__ = tb  # the default hook prints this, not its argument
     sys.excepthook(type(exc), exc, tb)
 
 
@@ -71,7 +73,8 @@ def main():
     else:
         target = args[0]
         sys.argv[:] = args
-        path = os.path.abspath(target)
+        # CPython joins the cwd and the path as given, without normalising it
+        path = target if os.path.isabs(target) else os.path.join(os.getcwd(), target)
         sys.path.insert(0, os.path.dirname(os.path.realpath(target)))
         main_mod = _fresh_main_module(path)
         try:

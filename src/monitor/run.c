@@ -29,8 +29,18 @@
 #include "commands.h"
 #include "ulma/trace_format.h"
 
-/* The Python side: drop the cwd entry -c puts first, then hand over. */
-static const char boot_code[] = "import sys; del sys.path[0]; import ulma._boot as b; b.main()";
+/* The Python side: drop the cwd entry -c puts first, then hand over.  An
+ * interpreter that cannot import ulma exits with BOOT_NO_ULMA before any of
+ * the program runs, and the monitor explains. */
+#define BOOT_NO_ULMA 126
+static const char boot_code[] =
+	"import sys; del sys.path[0]\n"
+	"try:\n"
+	"    import ulma._boot as b\n"
+	"except ImportError as e:\n"
+	"    sys.stderr.write('ulma: %s\\n' % e); sys.stderr.flush()\n"
+	"    import os; os._exit(126)\n"
+	"b.main()\n";
 
 #define FLUSH_EVERY_NS UINT64_C(250000000)
 
@@ -245,19 +255,28 @@ static pid_t spawn(const struct run_options *o, const char *python, int session_
 		   const struct saved_signals *saved)
 {
 	int pipefd[2];
+	sigset_t forwarded, old_mask;
+	/* a forwarded signal that arrives before child_pid is known would be
+	 * lost: hold them until it is set */
+	sigemptyset(&forwarded);
+	for (size_t i = 0; i < sizeof(forwarded_signals) / sizeof(int); i++)
+		sigaddset(&forwarded, forwarded_signals[i]);
 	if (pipe2(pipefd, O_CLOEXEC) < 0) {
 		ulma_die_msg("pipe: %s", strerror(errno));
 		return -1;
 	}
+	sigprocmask(SIG_BLOCK, &forwarded, &old_mask);
 	pid_t pid = fork();
 	if (pid < 0) {
 		ulma_die_msg("fork: %s", strerror(errno));
+		sigprocmask(SIG_SETMASK, &old_mask, NULL);
 		close(pipefd[0]);
 		close(pipefd[1]);
 		return -1;
 	}
 	if (pid == 0) {
 		restore_signals(saved);
+		sigprocmask(SIG_SETMASK, &old_mask, NULL);
 		int fd = fcntl(session_fd, F_DUPFD, 3); /* without close-on-exec */
 		char fdbuf[16];
 		snprintf(fdbuf, sizeof(fdbuf), "%d", fd);
@@ -282,6 +301,8 @@ static pid_t spawn(const struct run_options *o, const char *python, int session_
 		(void)!write(pipefd[1], &e, sizeof(e));
 		_exit(127);
 	}
+	child_pid = pid;
+	sigprocmask(SIG_SETMASK, &old_mask, NULL); /* a held signal is forwarded now */
 	close(pipefd[1]);
 	int e = 0;
 	ssize_t got;
@@ -292,6 +313,7 @@ static pid_t spawn(const struct run_options *o, const char *python, int session_
 		ulma_die_msg("cannot start the Python interpreter '%s': %s (use --python or ULMA_PYTHON)",
 			     python, strerror(e));
 		waitpid(pid, NULL, 0);
+		child_pid = 0;
 		return -1;
 	}
 	return pid;
@@ -381,7 +403,6 @@ int ulma_cmd_run(int argc, char **argv)
 		unlink(o.output);
 		return 1;
 	}
-	child_pid = pid;
 
 	int status = 0;
 	uint64_t last_flush = ulma_clock_monotonic_ns();
@@ -410,11 +431,19 @@ int ulma_cmd_run(int argc, char **argv)
 		;
 	ulma_collector_close_all(&col, endp.ticks);
 
+	if (WIFEXITED(status) && WEXITSTATUS(status) == BOOT_NO_ULMA &&
+	    atomic_load(&session.hdr->started) == 0) {
+		ulma_die_msg("the interpreter '%s' cannot load the ulma package; choose one that has it "
+			     "with --python or ULMA_PYTHON",
+			     python);
+		ulma_trace_writer_abandon(writer);
+		unlink(o.output);
+		ulma_collector_free(&col);
+		ulma_session_unmap(&session);
+		return 1;
+	}
 	uint32_t failures = atomic_load(&session.hdr->failures);
 	col.profile.lost += atomic_load(&session.hdr->lost_unmarked); /* drops no marker reports */
-	if (atomic_load(&session.hdr->started) == 0 && status != 0)
-		ulma_die_msg("the program never started tracing; is the ulma package importable by '%s'?",
-			     python);
 	struct ulma_trace_end end = {endp.ticks, endp.ns, col.profile.events, col.profile.lost, failures,
 				     status};
 	int werr = col.error ? col.error : 0;

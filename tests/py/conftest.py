@@ -28,6 +28,7 @@ def base_env(extra=None):
     env["ULMA_PYTHON"] = sys.executable
     env.pop("ULMA_SESSION_FD", None)
     env.pop("PYTHONSTARTUP", None)
+    env["PYTHONDONTWRITEBYTECODE"] = "1"  # keep tests/py/programs free of __pycache__
     if extra:
         env.update(extra)
     return env

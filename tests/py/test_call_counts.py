@@ -8,7 +8,6 @@ events per code object (generator and coroutine resumes included, as
 cProfile counts them).
 """
 import json
-import os
 import sys
 
 import pytest
@@ -171,3 +170,18 @@ def test_sorted_and_list_append_exact_counts(prog, traced_json):
     assert rows["list.append"]["calls"] == 11
     for name in ("builtins.sorted", "list.append"):
         assert rows[name]["file"] == "~" and rows[name]["line"] == 0
+
+
+def test_forked_children_do_not_disturb_the_parents_counts(prog, traced_json):
+    """Children forked while tracing share the parent's rings' memory: none
+    of their calls may leak into the parent's threads.  Whether children are
+    traced or not, each traced process made exactly 8361 calls of fib."""
+    path = prog("fork_fib.py")
+    data, proc = traced_json(path)
+    assert proc.stdout == b"2584\n"
+    assert data["lost"] == 0
+    procs = data["processes"]
+    assert procs in (1, 4)
+    rows = {f["name"]: f["calls"] for f in data["functions"] if f["file"] == path}
+    assert rows["fib"] == 8361 * procs
+    assert rows.get("child_only", 0) == procs - 1

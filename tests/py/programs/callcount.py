@@ -14,9 +14,11 @@ import os
 import runpy
 import sys
 import threading
+from threading import get_ident
 
-py_calls = {}
-c_calls = {}
+# One pair of tables per thread: a thread switch can happen inside the
+# profile function, so a shared "d[k] = d.get(k, 0) + 1" would lose updates.
+tables = {}  # thread ident -> (python calls, C calls)
 
 
 def _c_key(fn):
@@ -28,18 +30,29 @@ def _c_key(fn):
 
 
 def counter(frame, event, arg):
+    if event != "call" and event != "c_call":
+        return
+    mine = tables.get(get_ident())
+    if mine is None:
+        mine = tables[get_ident()] = ({}, {})
     if event == "call":
         co = frame.f_code
         key = (co.co_filename, co.co_firstlineno, co.co_name)
-        py_calls[key] = py_calls.get(key, 0) + 1
-    elif event == "c_call":
+        mine[0][key] = mine[0].get(key, 0) + 1
+    else:
         key = _c_key(arg)
-        c_calls[key] = c_calls.get(key, 0) + 1
+        mine[1][key] = mine[1].get(key, 0) + 1
 
 
 def dump(path):
     sys.setprofile(None)
     threading.setprofile(None)
+    py_calls, c_calls = {}, {}
+    for py, c in list(tables.values()):
+        for key, n in py.items():
+            py_calls[key] = py_calls.get(key, 0) + n
+        for key, n in c.items():
+            c_calls[key] = c_calls.get(key, 0) + n
     with open(path, "w") as f:
         json.dump(
             {

@@ -2,7 +2,7 @@
 naive fib, a fixed amount of it per thread."""
 import threading
 
-REPS = 30
+REPS = 60
 
 
 def fib(n):

@@ -1,6 +1,8 @@
-"""Does some work, then kills itself with SIGKILL."""
+"""Does some work, then kills itself: with SIGKILL, or with the signal
+named by its first argument (SIGABRT goes through os.abort())."""
 import os
 import signal
+import sys
 
 
 def fib(n):
@@ -8,5 +10,8 @@ def fib(n):
 
 
 print("fib", fib(15), flush=True)
-os.kill(os.getpid(), signal.SIGKILL)
+name = sys.argv[1] if len(sys.argv) > 1 else "SIGKILL"
+if name == "SIGABRT":
+    os.abort()
+os.kill(os.getpid(), getattr(signal, name))
 print("still alive")
