@@ -1,5 +1,8 @@
 """Overhead of `ulma run` against the untraced program and `python -m cProfile`.
 
+Columns: ulma (every call, builtins included, as cProfile), ulma --no-c-calls
+(Python functions only), cProfile.
+
 Usage: python bench/overhead.py [--rounds N] [--workloads fib,mergesort]
 
 For each workload in bench/workloads/, runs the three variants interleaved
@@ -50,13 +53,14 @@ def main():
     prof = os.path.join(out, "w.prof")
     print("Python %s, %d rounds, median wall-time ratio to untraced" % (
         sys.version.split()[0], args.rounds))
-    print("%-10s %10s %10s %10s %12s %10s" % ("workload", "untraced", "ulma", "cProfile",
-                                              "trace", "B/event"))
+    print("%-10s %10s %10s %12s %10s %12s %10s" % ("workload", "untraced", "ulma", "ulma --no-c",
+                                                   "cProfile", "trace", "B/event"))
     for name in args.workloads.split(","):
         script = os.path.join(WORKLOADS, name + ".py")
         variants = {
             "untraced": [sys.executable, script],
             "ulma": [ulma, "run", "--summary", "none", "-o", trace, script],
+            "ulma-py": [ulma, "run", "--summary", "none", "--no-c-calls", "-o", trace + ".py", script],
             "cProfile": [sys.executable, "-m", "cProfile", "-o", prof, script],
         }
         times = {k: [] for k in variants}
@@ -67,8 +71,9 @@ def main():
         rep = subprocess.run([ulma, "report", trace, "--format", "json"], check=True,
                              capture_output=True, text=True, env=env)
         summary = json.loads(rep.stdout)
-        print("%-10s %9.2fs %9.2fx %9.2fx %10.1fMB %10.2f   (lost %d)" % (
+        print("%-10s %9.2fs %9.2fx %11.2fx %9.2fx %10.1fMB %10.2f   (lost %d)" % (
             name, base, statistics.median(times["ulma"]) / base,
+            statistics.median(times["ulma-py"]) / base,
             statistics.median(times["cProfile"]) / base, summary["trace_bytes"] / 1e6,
             summary["bytes_per_event"], summary["lost"]))
         sys.stdout.flush()

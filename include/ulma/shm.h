@@ -25,6 +25,7 @@
 enum ulma_shm_flag {
 	ULMA_SHM_LOSSLESS = 1u << 0,  /* writers wait for room instead of dropping */
 	ULMA_SHM_CLOCK_TSC = 1u << 1, /* record times are TSC ticks, else CLOCK_MONOTONIC ns */
+	ULMA_SHM_NO_C_CALLS = 1u << 2, /* record Python functions only, not builtins */
 };
 
 /* Sticky failure bits set by writers, reported by the monitor at the end. */

@@ -47,6 +47,7 @@ enum ulma_ext_kind {
 enum ulma_meta_flag {
 	ULMA_META_TSC = 1u << 0,      /* ticks are TSC ticks (else ns) */
 	ULMA_META_LOSSLESS = 1u << 1, /* recorded with --lossless */
+	ULMA_META_NO_C_CALLS = 1u << 2, /* recorded with --no-c-calls: no builtins */
 };
 
 #endif

@@ -28,6 +28,7 @@ void ulma_session_config_default(struct ulma_session_config *cfg)
 	cfg->defs_size = 16u << 20;
 	cfg->lossless = false;
 	cfg->use_tsc = true;
+	cfg->c_calls = true;
 }
 
 /* Compute the layout for a geometry; shared by create and validate. */
@@ -90,7 +91,8 @@ int ulma_session_create(const struct ulma_session_config *cfg, struct ulma_sessi
 	h->version = ULMA_SHM_VERSION;
 	h->header_size = sizeof(*h);
 	h->total_size = geo.total_size;
-	h->flags = (cfg->lossless ? ULMA_SHM_LOSSLESS : 0) | (cfg->use_tsc ? ULMA_SHM_CLOCK_TSC : 0);
+	h->flags = (cfg->lossless ? ULMA_SHM_LOSSLESS : 0) | (cfg->use_tsc ? ULMA_SHM_CLOCK_TSC : 0) |
+		   (cfg->c_calls ? 0 : ULMA_SHM_NO_C_CALLS);
 	h->slot_count = geo.slot_count;
 	h->ring_records = geo.ring_records;
 	h->record_size = sizeof(struct ulma_record);

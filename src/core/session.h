@@ -24,6 +24,7 @@ struct ulma_session_config {
 	uint64_t defs_size;    /* bytes for definitions */
 	bool lossless;
 	bool use_tsc;
+	bool c_calls; /* record calls of builtins and other C functions */
 };
 
 /* Defaults: 128 slots of 256 Ki records (4 MiB) and 16 MiB of definitions.

@@ -51,6 +51,7 @@ struct run_options {
 	long limit;
 	long ring_records;
 	bool lossless;
+	bool no_c_calls;
 	bool module; /* -m */
 	int nargs;   /* target and its arguments */
 	char **args;
@@ -61,6 +62,7 @@ static const char run_usage[] =
 	"       ulma run [options] -m module [args...]\n"
 	"  -o, --output FILE      trace file to write (default ulma.trace)\n"
 	"  --lossless             make the program wait instead of dropping events when a ring is full\n"
+	"  --no-c-calls           record Python functions only, not builtins (less overhead, see docs/hooks.md)\n"
 	"  --ring-records N       records per thread ring, a power of two (default 262144 = 4 MiB)\n"
 	"  --summary F            text (default), json or none, printed on stderr at the end\n"
 	"  --limit N              rows in the text summary (default 25)\n"
@@ -140,6 +142,7 @@ static int parse_run_options(int argc, char **argv, struct run_options *o)
 	static const struct option opts[] = {
 		{"output", required_argument, NULL, 'o'},
 		{"lossless", no_argument, NULL, 'L'},
+		{"no-c-calls", no_argument, NULL, 'C'},
 		{"ring-records", required_argument, NULL, 'r'},
 		{"summary", required_argument, NULL, 's'},
 		{"limit", required_argument, NULL, 'n'},
@@ -163,6 +166,9 @@ static int parse_run_options(int argc, char **argv, struct run_options *o)
 			break;
 		case 'L':
 			o->lossless = true;
+			break;
+		case 'C':
+			o->no_c_calls = true;
 			break;
 		case 'r':
 			o->ring_records = strtol(optarg, &end, 10);
@@ -365,6 +371,7 @@ int ulma_cmd_run(int argc, char **argv)
 
 	ulma_session_config_default(&cfg);
 	cfg.lossless = o.lossless;
+	cfg.c_calls = !o.no_c_calls;
 	cfg.ring_records = (uint32_t)o.ring_records;
 	cfg.use_tsc = ulma_clock_tsc_usable();
 	err = ulma_session_create(&cfg, &session);
@@ -377,7 +384,8 @@ int ulma_cmd_run(int argc, char **argv)
 	ulma_clock_sample(cfg.use_tsc, &start);
 	char *cmd = command_line(&o);
 	struct ulma_trace_meta meta = {
-		.flags = (cfg.use_tsc ? ULMA_META_TSC : 0) | (o.lossless ? ULMA_META_LOSSLESS : 0),
+		.flags = (cfg.use_tsc ? ULMA_META_TSC : 0) | (o.lossless ? ULMA_META_LOSSLESS : 0) |
+			 (o.no_c_calls ? ULMA_META_NO_C_CALLS : 0),
 		.start_ticks = start.ticks,
 		.start_ns = start.ns,
 		.tick_hz = hz,

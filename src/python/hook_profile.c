@@ -28,7 +28,7 @@ static int profile_func(PyObject *obj, PyFrameObject *frame, int what, PyObject 
 	case PyTrace_C_CALL:
 	case PyTrace_C_RETURN:
 	case PyTrace_C_EXCEPTION:
-		if (PyCFunction_Check(arg)) {
+		if (ulma_tracer.c_calls && PyCFunction_Check(arg)) {
 			uint32_t id = ulma_cfunc_id(arg, ((PyCFunctionObject *)arg)->m_ml);
 			ulma_emit(what == PyTrace_C_CALL ? ULMA_REC_ENTER : ULMA_REC_EXIT, id);
 		}

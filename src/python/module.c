@@ -80,6 +80,7 @@ static PyObject *start(PyObject *module, PyObject *const *args, Py_ssize_t nargs
 		return NULL;
 	}
 	t->use_tsc = (t->session.hdr->flags & ULMA_SHM_CLOCK_TSC) != 0;
+	t->c_calls = (t->session.hdr->flags & ULMA_SHM_NO_C_CALLS) == 0;
 	ulma_intern_reset();
 	t->generation++;
 	if (nargs == 2 && mark_skipped(args[1]) < 0)

@@ -37,6 +37,7 @@ struct ulma_thread_writer {
 struct ulma_tracer {
 	bool active;
 	bool use_tsc;
+	bool c_calls; /* record builtins (no --no-c-calls) */
 	uint32_t generation; /* bumped by every start and by fork */
 	struct ulma_session session;
 	Py_ssize_t extra_index; /* co_extra slot for code ids, -1 until requested */
