@@ -103,13 +103,4 @@ int ulma_hook_remove(void)
 	return rc;
 }
 
-void ulma_hook_forget(void)
-{
-	PyObject *et, *ev, *tb;
-	PyErr_Fetch(&et, &ev, &tb);
-	if (ulma_hook_remove() < 0)
-		PyErr_Clear();
-	PyErr_Restore(et, ev, tb);
-}
-
 #endif

@@ -120,6 +120,15 @@ static PyObject *is_active(PyObject *module, PyObject *unused)
 	return PyBool_FromLong(ulma_tracer.active);
 }
 
+void ulma_hook_forget(void)
+{
+	PyObject *et, *ev, *tb;
+	PyErr_Fetch(&et, &ev, &tb);
+	if (ulma_hook_remove() < 0)
+		PyErr_Clear();
+	PyErr_Restore(et, ev, tb);
+}
+
 /* os.register_at_fork(after_in_child=...): the child is not traced (yet);
  * drop the inherited hook so it costs the child nothing. */
 static PyObject *after_fork_child(PyObject *module, PyObject *unused)
