@@ -429,8 +429,7 @@ int ulma_cmd_run(int argc, char **argv)
 			ulma_die_msg("waitpid: %s", strerror(errno));
 			break;
 		}
-		if (n <= 0)
-			sleep_ns(n < 0 ? 10000000 : 500000);
+		sleep_ns(n < 0 ? 10000000 : n > 0 ? 200000 : 500000);
 	}
 	child_pid = 0;
 	ulma_clock_sample(cfg.use_tsc, &endp);
