@@ -8,6 +8,7 @@
 #include "ulma/shm.h"
 
 #define UNKNOWN_ID UINT32_MAX /* trace id of the "?" function */
+#define DENSE_IDS (1u << 24)  /* session ids below this resolve through an array */
 
 struct ulma_collector_slot {
 	bool live;
@@ -44,6 +45,7 @@ void ulma_collector_free(struct ulma_collector *c)
 		for (uint32_t i = 0; i < c->session->hdr->slot_count; i++)
 			free(c->slots[i].ids);
 	free(c->slots);
+	free(c->by_id);
 	for (uint32_t i = 0; i < c->nfiles; i++)
 		free(c->files[i]);
 	free(c->files);
@@ -93,6 +95,20 @@ static int define(struct ulma_collector *c, uint32_t sid, uint8_t kind, const ch
 	int err = file_id(c, file, flen, &fid);
 	if (!err)
 		err = ulma_idmap_put(&c->func_index, sid, index);
+	if (!err && sid < DENSE_IDS) {
+		if (sid >= c->nby_id) {
+			uint32_t n = c->nby_id ? c->nby_id : 1024;
+			while (n <= sid)
+				n *= 2;
+			uint32_t *v = realloc(c->by_id, n * sizeof(*v));
+			if (!v)
+				return set_error(c, -ENOMEM);
+			memset(v + c->nby_id, 0, (n - c->nby_id) * sizeof(*v));
+			c->by_id = v;
+			c->nby_id = n;
+		}
+		c->by_id[sid] = index + 1;
+	}
 	if (!err)
 		err = ulma_profile_add_func(&c->profile, index, kind, name, nlen, file, flen, line);
 	if (!err && c->writer)
@@ -119,6 +135,10 @@ static int scan_defs(struct ulma_collector *c)
  * ids whose definition never arrived map to "?".  Returns false to wait. */
 static bool resolve(struct ulma_collector *c, uint32_t *sid, uint32_t *index, bool final)
 {
+	if (ULMA_LIKELY(*sid < c->nby_id && c->by_id[*sid])) {
+		*index = c->by_id[*sid] - 1;
+		return true;
+	}
 	if (*sid != 0 && ulma_idmap_get(&c->func_index, *sid, index))
 		return true;
 	if (*sid != 0) {

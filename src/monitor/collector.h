@@ -27,6 +27,8 @@ struct ulma_collector {
 	struct ulma_trace_writer *writer; /* may be NULL */
 	struct ulma_profile profile;
 	struct ulma_idmap func_index; /* session id -> dense function index */
+	uint32_t *by_id;              /* the same for small ids: index + 1, 0 = unknown */
+	uint32_t nby_id;
 	struct ulma_idmap file_index; /* hash of path -> trace file id */
 	char **files;
 	uint32_t nfiles;
