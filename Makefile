@@ -8,7 +8,7 @@ JOBS     ?= 2
 FUZZ_SECONDS ?= 60
 BUILD    := build
 
-.PHONY: demo install deps test unit asan tsan fuzz pytest bench clean
+.PHONY: demo install deps test unit asan tsan fuzz pytest bench bench-peers clean
 
 demo: install
 	$(PYTHON) -m ulma run examples/fib.py
@@ -61,6 +61,11 @@ pytest:
 
 bench: install
 	$(PYTHON) bench/overhead.py
+
+# ulma against VizTracer, yappi, pyinstrument, py-spy, Scalene, memray and cProfile
+# (installs them into build/bench-peers-X.Y); regenerates docs/benchmarks.md
+bench-peers:
+	for py in $(PYTHONS); do $$py bench/peers.py --write-doc docs/benchmarks.md; done
 
 clean:
 	rm -rf $(BUILD) *.trace
