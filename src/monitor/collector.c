@@ -2,6 +2,7 @@
 #include "collector.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -46,6 +47,8 @@ void ulma_collector_free(struct ulma_collector *c)
 			free(c->slots[i].ids);
 	free(c->slots);
 	free(c->by_id);
+	free(c->canon);
+	ulma_idmap_free(&c->by_content);
 	for (uint32_t i = 0; i < c->nfiles; i++)
 		free(c->files[i]);
 	free(c->files);
@@ -88,27 +91,66 @@ static int file_id(struct ulma_collector *c, const char *path, size_t len, uint3
 	return c->writer ? ulma_trace_define_file(c->writer, id, path, len) : 0;
 }
 
+static uint64_t content_key(uint8_t kind, const char *name, size_t nlen, const char *file, size_t flen,
+			    uint32_t line)
+{
+	uint64_t h = fnv1a(name, nlen) * 31 + fnv1a(file, flen);
+	h = h * 31 + line;
+	h = h * 31 + kind;
+	return h ? h : 1;
+}
+
+static bool same_function(const struct ulma_func_row *f, uint8_t kind, const char *name, size_t nlen,
+			  const char *file, size_t flen, uint32_t line)
+{
+	return f->kind == kind && f->line == line && strlen(f->name) == nlen && strlen(f->file) == flen &&
+	       memcmp(f->name, name, nlen) == 0 && memcmp(f->file, file, flen) == 0;
+}
+
+static int map_id(struct ulma_collector *c, uint32_t sid, uint32_t index)
+{
+	int err = ulma_idmap_put(&c->func_index, sid, index);
+	if (err || sid >= DENSE_IDS)
+		return err;
+	if (sid >= c->nby_id) {
+		uint32_t n = c->nby_id ? c->nby_id : 1024;
+		while (n <= sid)
+			n *= 2;
+		uint32_t *v = realloc(c->by_id, n * sizeof(*v));
+		if (!v)
+			return -ENOMEM;
+		memset(v + c->nby_id, 0, (n - c->nby_id) * sizeof(*v));
+		c->by_id = v;
+		c->nby_id = n;
+	}
+	c->by_id[sid] = index + 1;
+	return 0;
+}
+
 static int define(struct ulma_collector *c, uint32_t sid, uint8_t kind, const char *name, size_t nlen,
 		  const char *file, size_t flen, uint32_t line)
 {
-	uint32_t index = c->profile.nfuncs, fid;
+	uint64_t key = content_key(kind, name, nlen, file, flen, line);
+	uint32_t index, fid;
+	if (ulma_idmap_get(&c->by_content, key, &index) &&
+	    same_function(&c->profile.funcs[index], kind, name, nlen, file, flen, line))
+		return set_error(c, map_id(c, sid, index)); /* another process's id for it */
+	index = c->profile.nfuncs;
+	if (index >= c->ncanon) {
+		uint32_t n = c->ncanon ? c->ncanon * 2 : 1024;
+		uint32_t *v = realloc(c->canon, n * sizeof(*v));
+		if (!v)
+			return set_error(c, -ENOMEM);
+		c->canon = v;
+		c->ncanon = n;
+	}
+	c->canon[index] = sid;
 	int err = file_id(c, file, flen, &fid);
 	if (!err)
-		err = ulma_idmap_put(&c->func_index, sid, index);
-	if (!err && sid < DENSE_IDS) {
-		if (sid >= c->nby_id) {
-			uint32_t n = c->nby_id ? c->nby_id : 1024;
-			while (n <= sid)
-				n *= 2;
-			uint32_t *v = realloc(c->by_id, n * sizeof(*v));
-			if (!v)
-				return set_error(c, -ENOMEM);
-			memset(v + c->nby_id, 0, (n - c->nby_id) * sizeof(*v));
-			c->by_id = v;
-			c->nby_id = n;
-		}
-		c->by_id[sid] = index + 1;
-	}
+		err = map_id(c, sid, index);
+	uint32_t seen;
+	if (!err && !ulma_idmap_get(&c->by_content, key, &seen)) /* on a collision keep the first */
+		err = ulma_idmap_put(&c->by_content, key, index);
 	if (!err)
 		err = ulma_profile_add_func(&c->profile, index, kind, name, nlen, file, flen, line);
 	if (!err && c->writer)
@@ -131,28 +173,32 @@ static int scan_defs(struct ulma_collector *c)
 	return r < 0 ? set_error(c, r) : 0;
 }
 
-/* Dense index for a session id; session id 0 (defs full) and, at the end,
- * ids whose definition never arrived map to "?".  Returns false to wait. */
+/* Dense index and canonical id for a session id, which is replaced by the
+ * canonical one.  Session id 0 (defs full) and, at the end, ids whose
+ * definition never arrived map to "?".  Returns false to wait. */
 static bool resolve(struct ulma_collector *c, uint32_t *sid, uint32_t *index, bool final)
 {
 	if (ULMA_LIKELY(*sid < c->nby_id && c->by_id[*sid])) {
 		*index = c->by_id[*sid] - 1;
+		*sid = c->canon[*index];
 		return true;
 	}
 	if (*sid != 0 && ulma_idmap_get(&c->func_index, *sid, index))
-		return true;
+		goto found;
 	if (*sid != 0) {
 		scan_defs(c);
 		if (ulma_idmap_get(&c->func_index, *sid, index))
-			return true;
+			goto found;
 		if (!final)
 			return false;
 	}
-	*sid = UNKNOWN_ID;
-	if (ulma_idmap_get(&c->func_index, UNKNOWN_ID, index))
-		return true;
-	return define(c, UNKNOWN_ID, ULMA_DEF_PY, "?", 1, "?", 1, 0) == 0 &&
-	       ulma_idmap_get(&c->func_index, UNKNOWN_ID, index);
+	if (!ulma_idmap_get(&c->func_index, UNKNOWN_ID, index) &&
+	    (define(c, UNKNOWN_ID, ULMA_DEF_PY, "?", 1, "?", 1, 0) != 0 ||
+	     !ulma_idmap_get(&c->func_index, UNKNOWN_ID, index)))
+		return false;
+found:
+	*sid = c->canon[*index];
+	return true;
 }
 
 static int open_thread(struct ulma_collector *c, struct ulma_collector_slot *cs, const struct ulma_shm_slot *slot)
@@ -222,8 +268,9 @@ static int apply(struct ulma_collector *c, struct ulma_collector_slot *cs, const
 		cs->ids[cs->depth++] = sid;
 		break;
 	case ULMA_REC_EXIT: {
-		if (sid == 0 || (!ulma_idmap_get(&c->func_index, sid, &index) && final))
-			sid = UNKNOWN_ID;
+		/* match on canonical ids; an exit whose id is unknown matches "?" */
+		if (!resolve(c, &sid, &index, true))
+			return 1;
 		uint32_t d = cs->depth;
 		while (d > 0 && cs->ids[d - 1] != sid)
 			d--;
@@ -269,7 +316,8 @@ static long salvage(struct ulma_collector *c, struct ulma_collector_slot *cs,
 	return n;
 }
 
-static long drain_slot(struct ulma_collector *c, uint32_t i, bool final)
+/* dead_at: 0, or the time the slot's process was found dead */
+static long drain_slot(struct ulma_collector *c, uint32_t i, bool final, uint64_t dead_at)
 {
 	struct ulma_session *s = c->session;
 	struct ulma_shm_slot *slot = &s->slots[i];
@@ -299,11 +347,11 @@ static long drain_slot(struct ulma_collector *c, uint32_t i, bool final)
 		tail++;
 		n++;
 	}
-	if (final && state == ULMA_SLOT_ACTIVE && tail == head)
+	if ((final || dead_at) && state == ULMA_SLOT_ACTIVE && tail == head)
 		n += salvage(c, cs, ring, cap, &tail);
 	ulma_ring_consume(slot, tail);
-	if (state == ULMA_SLOT_CLOSED && tail == head) {
-		close_frames(c, cs, cs->last_ticks);
+	if ((state == ULMA_SLOT_CLOSED || dead_at) && tail == head) {
+		close_frames(c, cs, dead_at ? dead_at : cs->last_ticks);
 		cs->live = false;
 		ulma_session_recycle_slot(s, i);
 	}
@@ -315,13 +363,30 @@ long ulma_collector_poll(struct ulma_collector *c, bool final)
 	long total = 0;
 	scan_defs(c);
 	for (uint32_t i = 0; i < c->session->hdr->slot_count; i++) {
-		long n = drain_slot(c, i, final);
+		long n = drain_slot(c, i, final, 0);
 		if (n < 0)
 			return n;
 		total += n;
 	}
 	c->records += (uint64_t)total;
 	return c->error ? c->error : total;
+}
+
+int ulma_collector_reap(struct ulma_collector *c, uint64_t now_ticks)
+{
+	int freed = 0;
+	for (uint32_t i = 0; i < c->session->hdr->slot_count; i++) {
+		struct ulma_shm_slot *slot = &c->session->slots[i];
+		if (!c->slots[i].live ||
+		    atomic_load_explicit(&slot->state, memory_order_acquire) != ULMA_SLOT_ACTIVE)
+			continue;
+		/* a zombie still answers: only a reaped process is gone for good */
+		if (slot->pid == 0 || kill((pid_t)slot->pid, 0) == 0 || errno != ESRCH)
+			continue;
+		if (drain_slot(c, i, true, now_ticks ? now_ticks : 1) >= 0 && !c->slots[i].live)
+			freed++;
+	}
+	return freed;
 }
 
 void ulma_collector_close_all(struct ulma_collector *c, uint64_t end_ticks)

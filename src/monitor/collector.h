@@ -5,7 +5,10 @@
  * raw records into a well-nested stream per thread: exits that match no
  * open frame (frames entered before tracing began) are dropped, an exit
  * that matches a deeper frame closes the frames above it (resynchronising
- * after a loss), and times never run backwards within a thread.  That
+ * after a loss), and times never run backwards within a thread.  Processes
+ * forked from the program intern the same function under ids of their
+ * own; definitions with equal content map to one canonical id, so a
+ * function is one row whichever process ran it.  That
  * stream goes to the profile and, if there is one, to the trace writer, so
  * a report of the file equals the live summary.  Single-threaded.
  */
@@ -29,6 +32,9 @@ struct ulma_collector {
 	struct ulma_idmap func_index; /* session id -> dense function index */
 	uint32_t *by_id;              /* the same for small ids: index + 1, 0 = unknown */
 	uint32_t nby_id;
+	struct ulma_idmap by_content; /* hash of (kind, name, file, line) -> dense index */
+	uint32_t *canon;              /* dense index -> canonical (first) session id */
+	uint32_t ncanon;
 	struct ulma_idmap file_index; /* hash of path -> trace file id */
 	char **files;
 	uint32_t nfiles;
@@ -46,6 +52,12 @@ int ulma_collector_init(struct ulma_collector *c, struct ulma_session *s, struct
  * arrived is named "?" instead of waiting for it.  Returns the number of
  * records consumed, or a negative error. */
 long ulma_collector_poll(struct ulma_collector *c, bool final);
+
+/* Finish the threads of processes that died without stopping (a forked
+ * child leaving by os._exit, a crash): take their last records, close their
+ * frames at now_ticks (when the death was noticed) and free their slots.
+ * Returns the number of slots freed. */
+int ulma_collector_reap(struct ulma_collector *c, uint64_t now_ticks);
 
 /* Close every open frame at `end_ticks` (they end with the session). */
 void ulma_collector_close_all(struct ulma_collector *c, uint64_t end_ticks);

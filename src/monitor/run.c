@@ -43,6 +43,7 @@ static const char boot_code[] =
 	"b.main()\n";
 
 #define FLUSH_EVERY_NS UINT64_C(250000000)
+#define REAP_EVERY_NS UINT64_C(10000000) /* how soon a dead child's frames close */
 
 struct run_options {
 	const char *output;
@@ -413,11 +414,17 @@ int ulma_cmd_run(int argc, char **argv)
 	}
 
 	int status = 0;
-	uint64_t last_flush = ulma_clock_monotonic_ns();
+	uint64_t last_flush = ulma_clock_monotonic_ns(), last_reap = last_flush;
 	for (;;) {
 		long n = ulma_collector_poll(&col, false);
 		uint64_t now = ulma_clock_monotonic_ns();
 		atomic_store_explicit(&session.hdr->heartbeat_ns, now, memory_order_relaxed);
+		if (now - last_reap > REAP_EVERY_NS) {
+			uint32_t cpu;
+			/* forked children that left by os._exit or crashed */
+			ulma_collector_reap(&col, ulma_clock_now(cfg.use_tsc, &cpu));
+			last_reap = now;
+		}
 		if (now - last_flush > FLUSH_EVERY_NS) {
 			ulma_trace_writer_flush(writer);
 			last_flush = now;

@@ -16,7 +16,6 @@ struct ulma_tracer ulma_tracer = {.extra_index = -1, .tool_id = -1};
 
 static PyObject *start(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
 static PyObject *stop(PyObject *module, PyObject *unused);
-static PyObject *after_fork_child(PyObject *module, PyObject *unused);
 static PyObject *is_active(PyObject *module, PyObject *unused);
 
 static PyMethodDef module_methods[] = {
@@ -25,7 +24,6 @@ static PyMethodDef module_methods[] = {
 	 "which is closed.  Code objects in skip are never recorded."},
 	{"stop", stop, METH_NOARGS, "stop()\n--\n\nStop tracing and hand every thread's last records over."},
 	{"is_active", is_active, METH_NOARGS, "is_active()\n--\n\nTrue while this process is traced."},
-	{"_after_fork_child", after_fork_child, METH_NOARGS, NULL},
 	{NULL, NULL, 0, NULL},
 };
 
@@ -83,6 +81,7 @@ static PyObject *start(PyObject *module, PyObject *const *args, Py_ssize_t nargs
 	t->c_calls = (t->session.hdr->flags & ULMA_SHM_NO_C_CALLS) == 0;
 	ulma_intern_reset();
 	t->generation++;
+	t->writer_generation++;
 	if (nargs == 2 && mark_skipped(args[1]) < 0)
 		return NULL;
 	t->active = true;
@@ -120,26 +119,6 @@ static PyObject *is_active(PyObject *module, PyObject *unused)
 	return PyBool_FromLong(ulma_tracer.active);
 }
 
-void ulma_hook_forget(void)
-{
-	PyObject *et, *ev, *tb;
-	PyErr_Fetch(&et, &ev, &tb);
-	if (ulma_hook_remove() < 0)
-		PyErr_Clear();
-	PyErr_Restore(et, ev, tb);
-}
-
-/* os.register_at_fork(after_in_child=...): the child is not traced (yet);
- * drop the inherited hook so it costs the child nothing. */
-static PyObject *after_fork_child(PyObject *module, PyObject *unused)
-{
-	(void)module;
-	(void)unused;
-	ulma_hook_forget();
-	ulma_tracer.active = false;
-	Py_RETURN_NONE;
-}
-
 static int module_exec(PyObject *module)
 {
 	static int loaded;
@@ -147,22 +126,6 @@ static int module_exec(PyObject *module)
 		PyErr_SetString(PyExc_ImportError, "ulma._ulma can be loaded once per process");
 		return -1;
 	}
-	PyObject *os = PyImport_ImportModule("os");
-	if (!os)
-		return -1;
-	PyObject *hook = PyObject_GetAttrString(module, "_after_fork_child");
-	PyObject *kw = hook ? Py_BuildValue("{s:O}", "after_in_child", hook) : NULL;
-	PyObject *reg = PyObject_GetAttrString(os, "register_at_fork");
-	PyObject *args = PyTuple_New(0);
-	PyObject *r = reg && kw && args ? PyObject_Call(reg, args, kw) : NULL;
-	Py_XDECREF(args);
-	Py_XDECREF(reg);
-	Py_XDECREF(kw);
-	Py_XDECREF(hook);
-	Py_DECREF(os);
-	if (!r)
-		return -1;
-	Py_DECREF(r);
 	return PyModule_AddStringConstant(module, "HOOK",
 					  PY_VERSION_HEX >= 0x030C0000 ? "sys.monitoring" : "PyEval_SetProfile");
 }

@@ -3,8 +3,10 @@
  *
  * The writer pointer lives in initial-exec TLS, so the fast path reads it
  * with one instruction.  A pthread key's destructor tells us when a thread
- * ends, so its slot can be drained and reused.  After fork the child drops
- * its inherited writers: they point into its parent's rings.
+ * ends, so its slot can be drained and reused.  A forked child inherits the
+ * session mapping and the hook, so it goes on tracing, but not through its
+ * parent's writers: a new generation makes each of its threads claim a slot
+ * of its own, under the child's pid.
  */
 #include "tracer.h"
 
@@ -37,7 +39,7 @@ static void unlink_writer(struct ulma_thread_writer *w)
 /* Hand a writer's losses and slot back to the session. */
 static void close_writer(struct ulma_thread_writer *w)
 {
-	if (w->closed || w->generation != ulma_tracer.generation || !ulma_tracer.session.hdr)
+	if (w->closed || w->generation != ulma_tracer.writer_generation || !ulma_tracer.session.hdr)
 		return;
 	w->closed = true;
 	if (w->has_slot)
@@ -60,10 +62,9 @@ static void on_thread_exit(void *arg)
 
 static void after_fork_child(void)
 {
-	/* our inherited writers belong to the parent; forget them without freeing
-	 * what other (now gone) threads owned */
-	ulma_tracer.generation++;
-	ulma_tracer.active = false;
+	/* the inherited writers write into the parent's rings: forget them (the
+	 * memory of the parent's other threads is not ours to free) */
+	ulma_tracer.writer_generation++; /* ids stay valid: the session is the same */
 	ulma_tracer.writers = NULL;
 	ulma_tls_writer = NULL;
 	pthread_mutex_init(&writers_lock, NULL);
@@ -99,7 +100,7 @@ struct ulma_thread_writer *ulma_thread_attach(void)
 		}
 	}
 	memset(w, 0, sizeof(*w));
-	w->generation = t->generation;
+	w->generation = t->writer_generation;
 	int slot = ulma_session_claim_slot(&t->session, (uint32_t)getpid(), (uint32_t)syscall(SYS_gettid),
 					   &w->ring);
 	if (slot >= 0) {

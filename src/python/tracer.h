@@ -28,7 +28,7 @@
 
 struct ulma_thread_writer {
 	struct ulma_ring_writer ring;
-	uint32_t generation; /* session generation this writer belongs to */
+	uint32_t generation; /* writer generation this writer belongs to */
 	bool has_slot;
 	bool closed;
 	struct ulma_thread_writer *next; /* in ulma_tracer.writers */
@@ -38,7 +38,9 @@ struct ulma_tracer {
 	bool active;
 	bool use_tsc;
 	bool c_calls; /* record builtins (no --no-c-calls) */
-	uint32_t generation; /* bumped by every start and by fork */
+	uint32_t generation;        /* id generation: bumped by start; tags cached ids */
+	uint32_t writer_generation; /* bumped by start and by fork: a writer of an older
+				     * one belongs to another session or process */
 	struct ulma_session session;
 	Py_ssize_t extra_index; /* co_extra slot for code ids, -1 until requested */
 	struct ulma_idmap cfuncs; /* PyMethodDef* -> id, for this generation */
@@ -62,7 +64,7 @@ static inline void ulma_emit(uint8_t kind, uint32_t id)
 	if (ULMA_UNLIKELY(id == ULMA_ID_SKIP))
 		return;
 	struct ulma_thread_writer *w = ulma_tls_writer;
-	if (ULMA_UNLIKELY(!w || w->generation != ulma_tracer.generation)) {
+	if (ULMA_UNLIKELY(!w || w->generation != ulma_tracer.writer_generation)) {
 		w = ulma_thread_attach();
 		if (!w)
 			return;
@@ -125,7 +127,5 @@ static inline uint32_t ulma_cfunc_id(PyObject *callable, PyMethodDef *ml)
  * Return 0, or -1 with a Python exception set. */
 int ulma_hook_install(PyObject *module);
 int ulma_hook_remove(void);
-/* After fork in the child: drop the hook without touching the session. */
-void ulma_hook_forget(void);
 
 #endif

@@ -172,16 +172,22 @@ def test_sorted_and_list_append_exact_counts(prog, traced_json):
         assert rows[name]["file"] == "~" and rows[name]["line"] == 0
 
 
-def test_forked_children_do_not_disturb_the_parents_counts(prog, traced_json):
-    """Children forked while tracing share the parent's rings' memory: none
-    of their calls may leak into the parent's threads.  Whether children are
-    traced or not, each traced process made exactly 8361 calls of fib."""
+def test_forked_children_are_traced_into_the_same_session(prog, traced_json):
+    """Children forked while tracing are followed: each gets rings of its own
+    (never its parent's), functions first seen in different processes are
+    one row, and each of the four processes made exactly 8361 calls of fib,
+    though the children leave by os._exit."""
     path = prog("fork_fib.py")
     data, proc = traced_json(path)
     assert proc.stdout == b"2584\n"
     assert data["lost"] == 0
     procs = data["processes"]
-    assert procs in (1, 4)
+    assert procs == 4
+    assert len({t["pid"] for t in data["thread_list"]}) == 4
+    names = [f["name"] for f in data["functions"] if f["file"] == path]
+    assert len(names) == len(set(names)), names  # one row per function
     rows = {f["name"]: f["calls"] for f in data["functions"] if f["file"] == path}
+    exits = [f for f in data["functions"] if f["name"] == "posix._exit"]
+    assert len(exits) == 1 and exits[0]["calls"] == 3
     assert rows["fib"] == 8361 * procs
     assert rows.get("child_only", 0) == procs - 1
