@@ -3,7 +3,9 @@
 `ulma run` starts `python -c "...; import ulma._boot as b; b.main()"` with
 the session's fd in ULMA_SESSION_FD.  main() makes the interpreter look as
 it would have for `python script.py` (argv, sys.path[0], a fresh __main__,
-the environment without our variable), starts the hook and runs the code.
+the environment without ULMA_SESSION_FD), starts the hook and runs the code.
+ULMA_SESSION_PATH stays in the environment so the Python processes the
+program starts join the session (see _autostart.py).
 Tracing stops in an atexit handler registered before the program runs, so
 it runs after the program's own handlers and after non-daemon threads have
 been joined: both are traced.  An uncaught exception prints the traceback

@@ -53,6 +53,7 @@ struct run_options {
 	long ring_records;
 	bool lossless;
 	bool no_c_calls;
+	bool no_follow;
 	bool module; /* -m */
 	int nargs;   /* target and its arguments */
 	char **args;
@@ -64,6 +65,8 @@ static const char run_usage[] =
 	"  -o, --output FILE      trace file to write (default ulma.trace)\n"
 	"  --lossless             make the program wait instead of dropping events when a ring is full\n"
 	"  --no-c-calls           record Python functions only, not builtins (less overhead, see docs/hooks.md)\n"
+	"  --no-follow            do not trace Python processes the program starts (subprocess, multiprocessing\n"
+	"                         spawn); leaves the environment untouched.  Forked children are always followed\n"
 	"  --ring-records N       records per thread ring, a power of two (default 262144 = 4 MiB)\n"
 	"  --summary F            text (default), json or none, printed on stderr at the end\n"
 	"  --limit N              rows in the text summary (default 25)\n"
@@ -144,6 +147,7 @@ static int parse_run_options(int argc, char **argv, struct run_options *o)
 		{"output", required_argument, NULL, 'o'},
 		{"lossless", no_argument, NULL, 'L'},
 		{"no-c-calls", no_argument, NULL, 'C'},
+		{"no-follow", no_argument, NULL, 'F'},
 		{"ring-records", required_argument, NULL, 'r'},
 		{"summary", required_argument, NULL, 's'},
 		{"limit", required_argument, NULL, 'n'},
@@ -170,6 +174,9 @@ static int parse_run_options(int argc, char **argv, struct run_options *o)
 			break;
 		case 'C':
 			o->no_c_calls = true;
+			break;
+		case 'F':
+			o->no_follow = true;
 			break;
 		case 'r':
 			o->ring_records = strtol(optarg, &end, 10);
@@ -288,6 +295,12 @@ static pid_t spawn(const struct run_options *o, const char *python, int session_
 		char fdbuf[16];
 		snprintf(fdbuf, sizeof(fdbuf), "%d", fd);
 		setenv("ULMA_SESSION_FD", fdbuf, 1);
+		/* Python processes the program starts (subprocess, multiprocessing
+		 * spawn) join the session through this path: see _autostart.py */
+		char path[64];
+		snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int)getppid(), session_fd);
+		if (!o->no_follow)
+			setenv("ULMA_SESSION_PATH", path, 1);
 		char **argv = calloc((size_t)o->nargs + 5, sizeof(char *));
 		int k = 0;
 		if (fd >= 0 && argv) {

@@ -9,6 +9,8 @@ print("file", __file__)
 print("package", __package__)
 print("spec", __spec__ is None)
 print("main", sys.modules["__main__"].__dict__ is globals())
-print("env", sorted(k for k in os.environ if k.startswith("ULMA_") and k != "ULMA_PYTHON"))
+# ULMA_SESSION_PATH is the one documented addition (children join the
+# session through it); test_follow checks it separately
+print("env", sorted(k for k in os.environ if k.startswith("ULMA_") and k not in ("ULMA_PYTHON", "ULMA_SESSION_PATH")))
 print("fds", sorted(int(fd) for fd in os.listdir("/proc/self/fd")))
 print("stdin", sys.stdin.isatty(), sys.stdin.fileno())

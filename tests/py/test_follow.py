@@ -1,0 +1,61 @@
+"""Child processes join the session: forks, multiprocessing (fork, spawn,
+forkserver) and Python subprocesses are traced into the same trace, with
+exact call counts, while the program's output stays its own."""
+
+
+def test_children_of_every_kind_are_traced(prog, traced_json, run_python):
+    path = prog("follow_children.py")
+    untraced = run_python([path])
+    data, proc = traced_json(path)
+    assert proc.stdout == untraced.stdout
+    assert b"child 2584 0" in proc.stdout
+    assert data["lost"] == 0
+    rows = {f["name"]: f["calls"] for f in data["functions"] if f["file"] == path}
+    assert rows["work"] == 30
+    assert rows["child_main"] == 1
+    assert rows["fib"] == 8361
+    # main + 2 workers per pool + the forkserver + the subprocess, at least
+    assert data["processes"] >= 8, data["processes"]
+    pids = {t["pid"] for t in data["thread_list"]}
+    assert len(pids) == data["processes"]
+
+
+ENV_DUMP = "import os, json; print(json.dumps(dict(os.environ), sort_keys=True))"
+
+
+def _environ(run, argv, tmp_path):
+    script = tmp_path / "dump_env.py"
+    script.write_text(ENV_DUMP)
+    proc = run(argv + [str(script)], cwd=str(tmp_path))
+    assert proc.returncode == 0, proc.stderr
+    import json
+
+    return json.loads(proc.stdout)
+
+
+def test_environment_gains_only_the_session_path(run_ulma, run_python, tmp_path):
+    """The one visible difference: ULMA_SESSION_PATH, for children to join."""
+    untraced = _environ(run_python, [], tmp_path)
+    traced = _environ(run_ulma, ["run", "--summary", "none", "-o", str(tmp_path / "t.trace")], tmp_path)
+    assert set(traced) - set(untraced) == {"ULMA_SESSION_PATH"}
+    assert traced["ULMA_SESSION_PATH"].startswith("/proc/")
+    del traced["ULMA_SESSION_PATH"]
+    assert traced == untraced
+
+
+def test_no_follow_leaves_the_environment_untouched(run_ulma, run_python, tmp_path):
+    untraced = _environ(run_python, [], tmp_path)
+    traced = _environ(run_ulma, ["run", "--no-follow", "--summary", "none", "-o", str(tmp_path / "t.trace")],
+                      tmp_path)
+    assert traced == untraced
+
+
+def test_no_follow_traces_the_program_but_not_its_subprocesses(prog, run_ulma, report_json, tmp_path):
+    trace = str(tmp_path / "nf.trace")
+    proc = run_ulma(["run", "--lossless", "--no-follow", "--summary", "none", "-o", trace,
+                     prog("follow_children.py")])
+    assert proc.returncode == 0, proc.stderr
+    data, _ = report_json(trace)
+    rows = {f["name"]: f["calls"] for f in data["functions"] if f["file"] == prog("follow_children.py")}
+    assert "child_main" not in rows  # ran in a subprocess, untraced
+    assert rows["work"] >= 10  # the fork pool's workers are followed all the same
