@@ -5,6 +5,7 @@
 
 int ulma_cmd_run(int argc, char **argv);
 int ulma_cmd_report(int argc, char **argv);
+int ulma_cmd_export(int argc, char **argv);
 
 /* Print "ulma: " + message to stderr.  For the program only, never the library. */
 void ulma_die_msg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

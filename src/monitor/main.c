@@ -17,6 +17,7 @@ static const char usage[] =
 	"  run [options] -m module [args...]   the same for a module\n"
 	"  report TRACE [--format text|json] [--limit N]\n"
 	"                                      summarise a trace file\n"
+	"  export TRACE --format FMT -o OUT    write a trace as pstats, folded, chrome, speedscope, callgrind\n"
 	"  version                             print the version\n"
 	"\n"
 	"`ulma <command> --help` describes a command's options.\n";
@@ -42,6 +43,8 @@ int main(int argc, char **argv)
 		return ulma_cmd_run(argc - 2, argv + 2);
 	if (strcmp(cmd, "report") == 0)
 		return ulma_cmd_report(argc - 2, argv + 2);
+	if (strcmp(cmd, "export") == 0)
+		return ulma_cmd_export(argc - 2, argv + 2);
 	if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
 		printf("ulma %s\n", ULMA_VERSION);
 		return 0;

@@ -1,0 +1,167 @@
+/* callgraph.c - cProfile-style function and edge totals (see callgraph.h). */
+#include "callgraph.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+void ulma_callgraph_init(struct ulma_callgraph *g)
+{
+	memset(g, 0, sizeof(*g));
+}
+
+void ulma_callgraph_free(struct ulma_callgraph *g)
+{
+	for (uint32_t i = 0; i < g->nthreads; i++) {
+		ulma_idmap_free(&g->threads[i].active);
+		free(g->threads[i].edges);
+	}
+	free(g->threads);
+	free(g->funcs);
+	free(g->edges);
+	ulma_idmap_free(&g->edge_ids);
+	memset(g, 0, sizeof(*g));
+}
+
+static int ensure_funcs(struct ulma_callgraph *g, uint32_t n)
+{
+	if (n <= g->nfuncs)
+		return 0;
+	uint32_t ncap = g->nfuncs ? g->nfuncs : 64;
+	while (ncap < n)
+		ncap = ncap > UINT32_MAX / 2 ? n : ncap * 2;
+	struct ulma_cg_func *f = realloc(g->funcs, (size_t)ncap * sizeof(*f));
+	if (!f)
+		return -ENOMEM;
+	for (uint32_t i = g->nfuncs; i < ncap; i++)
+		f[i] = (struct ulma_cg_func){.first_in = ULMA_WALK_NONE, .first_out = ULMA_WALK_NONE};
+	g->funcs = f;
+	g->nfuncs = ncap;
+	return 0;
+}
+
+static int ensure_thread(struct ulma_callgraph *g, uint32_t thread)
+{
+	if (thread < g->nthreads)
+		return 0;
+	uint32_t n = thread + 1 > g->nthreads * 2 ? thread + 1 : g->nthreads * 2;
+	struct ulma_cg_thread *t = realloc(g->threads, (size_t)n * sizeof(*t));
+	if (!t)
+		return -ENOMEM;
+	memset(t + g->nthreads, 0, (size_t)(n - g->nthreads) * sizeof(*t));
+	g->threads = t;
+	g->nthreads = n;
+	return 0;
+}
+
+static int edge_of(struct ulma_callgraph *g, uint32_t caller, uint32_t callee, uint32_t *out)
+{
+	uint64_t k = ((uint64_t)caller << 32 | callee) + 1;
+	if (ulma_idmap_get(&g->edge_ids, k, out))
+		return 0;
+	if (g->nedges == g->cap_edges) {
+		uint32_t ncap = g->cap_edges ? g->cap_edges * 2 : 256;
+		struct ulma_cg_edge *e = realloc(g->edges, (size_t)ncap * sizeof(*e));
+		if (!e)
+			return -ENOMEM;
+		g->edges = e;
+		g->cap_edges = ncap;
+	}
+	uint32_t id = g->nedges;
+	int err = ulma_idmap_put(&g->edge_ids, k, id);
+	if (err)
+		return err;
+	g->edges[id] = (struct ulma_cg_edge){.caller = caller,
+					     .callee = callee,
+					     .next_in = g->funcs[callee].first_in,
+					     .next_out = g->funcs[caller].first_out};
+	g->funcs[callee].first_in = id;
+	g->funcs[caller].first_out = id;
+	g->nedges++;
+	*out = id;
+	return 0;
+}
+
+/* Add delta (+1 or -1) to an open-frame count; return the new count. */
+static int level(struct ulma_idmap *m, uint64_t key, int delta, uint32_t *now)
+{
+	uint32_t v = 0;
+	ulma_idmap_get(m, key, &v);
+	v = delta > 0 ? v + 1 : v ? v - 1 : 0;
+	*now = v;
+	return ulma_idmap_put(m, key, v);
+}
+
+int ulma_callgraph_open(struct ulma_callgraph *g, const struct ulma_walk *w, uint32_t thread,
+			const struct ulma_walk_frame *f)
+{
+	uint32_t k = w->funcs[f->func].key, e = ULMA_WALK_NONE, now;
+	int err;
+	if ((err = ensure_funcs(g, w->nfuncs)) || (err = ensure_thread(g, thread)))
+		return err;
+	struct ulma_cg_thread *t = &g->threads[thread];
+	if (t->depth == t->cap) {
+		uint32_t ncap = t->cap ? t->cap * 2 : 64;
+		uint32_t *s = realloc(t->edges, (size_t)ncap * sizeof(*s));
+		if (!s)
+			return -ENOMEM;
+		t->edges = s;
+		t->cap = ncap;
+	}
+	if ((err = level(&t->active, (uint64_t)k + 1, 1, &now)))
+		return err;
+	if (f->parent != ULMA_WALK_NONE) {
+		if ((err = edge_of(g, w->funcs[f->parent].key, k, &e)))
+			return err;
+		if ((err = level(&t->active, (uint64_t)(e + 1) << 32, 1, &now)))
+			return err;
+	}
+	t->edges[t->depth++] = e;
+	return 0;
+}
+
+int ulma_callgraph_close(struct ulma_callgraph *g, const struct ulma_walk *w, uint32_t thread,
+			 const struct ulma_walk_frame *f)
+{
+	if (thread >= g->nthreads || g->threads[thread].depth == 0)
+		return -EINVAL; /* a close without its open: the walker's contract broken */
+	struct ulma_cg_thread *t = &g->threads[thread];
+	uint32_t k = w->funcs[f->func].key, e = t->edges[--t->depth], fn_level, pair_level;
+	uint64_t dur = f->end_ns - f->start_ns;
+	int err = level(&t->active, (uint64_t)k + 1, -1, &fn_level);
+	if (err)
+		return err;
+	struct ulma_cg_func *fn = &g->funcs[k];
+	fn->calls++;
+	fn->self_ns += f->self_ns;
+	if (fn_level == 0)
+		fn->total_ns += dur;
+	else
+		fn->reccalls++;
+	if (e == ULMA_WALK_NONE)
+		return 0;
+	if ((err = level(&t->active, (uint64_t)(e + 1) << 32, -1, &pair_level)))
+		return err;
+	struct ulma_cg_edge *ed = &g->edges[e];
+	ed->calls++;
+	ed->self_ns += f->self_ns;
+	if (pair_level == 0)
+		ed->total_ns += dur;
+	else
+		ed->reccalls++;
+	if (fn_level == 0)
+		ed->incl_ns += dur;
+	return 0;
+}
+
+static int sink_open(void *ctx, const struct ulma_walk *w, uint32_t thread, const struct ulma_walk_frame *f)
+{
+	return ulma_callgraph_open(ctx, w, thread, f);
+}
+
+static int sink_close(void *ctx, const struct ulma_walk *w, uint32_t thread, const struct ulma_walk_frame *f)
+{
+	return ulma_callgraph_close(ctx, w, thread, f);
+}
+
+const struct ulma_walk_sink ulma_callgraph_sink_template = {NULL, NULL, NULL, sink_open, sink_close};

@@ -1,0 +1,75 @@
+/* callgraph.h - per-function and per-call-edge totals of a walked trace,
+ * with cProfile's semantics, for the pstats and callgrind exporters.
+ *
+ * Fed by the frames of export_walk.h (functions merged on their key), it
+ * counts for each function its calls, the calls made while it was already
+ * active on the same thread (recursive calls), its self time, and its total
+ * time counted at the outermost frame only.  For each edge caller -> callee
+ * it counts the same four figures, recursion being judged on the pair, as
+ * _lsprof judges it; and, for callgrind, `incl_ns`: the callee's time on
+ * this edge where the callee was not already active on the thread, so that
+ * a caller's self time plus its edges' incl_ns is its total time under
+ * direct recursion.
+ *
+ * Single-threaded.  Functions returning int give 0 or -ENOMEM.
+ */
+#ifndef ULMA_CALLGRAPH_H
+#define ULMA_CALLGRAPH_H
+
+#include <stdint.h>
+
+#include "../core/idmap.h"
+#include "export_walk.h"
+
+struct ulma_cg_func {
+	uint64_t calls;
+	uint64_t reccalls; /* calls while already active on the thread */
+	uint64_t self_ns;
+	uint64_t total_ns; /* outermost frames only */
+	uint32_t first_in; /* first edge into it, or ULMA_WALK_NONE; chained by next_in */
+	uint32_t first_out; /* first edge out of it; chained by next_out */
+};
+
+struct ulma_cg_edge {
+	uint32_t caller;
+	uint32_t callee;
+	uint32_t next_in;
+	uint32_t next_out;
+	uint64_t calls;
+	uint64_t reccalls; /* calls while the same pair was already active */
+	uint64_t self_ns;  /* callee self time on this edge */
+	uint64_t total_ns; /* callee time, outermost active pair only */
+	uint64_t incl_ns;  /* callee time where the callee was not already active */
+};
+
+struct ulma_cg_thread {
+	struct ulma_idmap active; /* (key + 1) or (edge + 1) << 32 -> open frames */
+	uint32_t *edges;          /* edge of each open kept frame, or ULMA_WALK_NONE */
+	uint32_t depth;
+	uint32_t cap;
+};
+
+struct ulma_callgraph {
+	struct ulma_cg_func *funcs; /* by function key */
+	uint32_t nfuncs;
+	struct ulma_cg_edge *edges;
+	uint32_t nedges;
+	uint32_t cap_edges;
+	struct ulma_idmap edge_ids; /* caller << 32 | callee, + 1 -> edge */
+	struct ulma_cg_thread *threads;
+	uint32_t nthreads;
+};
+
+void ulma_callgraph_init(struct ulma_callgraph *g);
+void ulma_callgraph_free(struct ulma_callgraph *g);
+
+/* Frames from the walker, in its order. */
+int ulma_callgraph_open(struct ulma_callgraph *g, const struct ulma_walk *w, uint32_t thread,
+			const struct ulma_walk_frame *f);
+int ulma_callgraph_close(struct ulma_callgraph *g, const struct ulma_walk *w, uint32_t thread,
+			 const struct ulma_walk_frame *f);
+
+/* A sink feeding g (ctx = g), for walkers with no other consumer. */
+extern const struct ulma_walk_sink ulma_callgraph_sink_template;
+
+#endif

@@ -1,0 +1,35 @@
+/* export.c - the table of export formats and the walk they share. */
+#include "export.h"
+
+#include <errno.h>
+#include <string.h>
+
+const struct ulma_export_format ulma_export_formats[] = {
+	{"pstats", "Python's pstats / cProfile marshal file (pstats.Stats, snakeviz)", ulma_export_pstats, false},
+//	{"folded", "folded stacks for flamegraph.pl, inferno, speedscope (self us)", ulma_export_folded, false},
+//	{"chrome", "Chrome trace-event JSON for Perfetto and chrome://tracing", ulma_export_chrome, false},
+//	{"speedscope", "speedscope JSON, one evented profile per thread", ulma_export_speedscope, false},
+//	{"callgrind", "callgrind profile for KCachegrind and callgrind_annotate", ulma_export_callgrind, false},
+	{NULL, NULL, NULL, false},
+};
+
+const struct ulma_export_format *ulma_export_find(const char *name)
+{
+	for (const struct ulma_export_format *f = ulma_export_formats; f->name; f++)
+		if (strcmp(f->name, name) == 0)
+			return f;
+	return NULL;
+}
+
+int ulma_export_walk(FILE *in, const struct ulma_export_opts *o, struct ulma_walk *w,
+		     const struct ulma_walk_sink *sink, struct ulma_export_result *res)
+{
+	memset(res, 0, sizeof(*res));
+	ulma_walk_init(w, &o->filter);
+	int err = ulma_walk_run(w, in, sink, &res->st);
+	res->events = res->st.events;
+	res->frames = w->frames;
+	res->complete = res->st.complete;
+	res->read_error = err == -EIO && ferror(in);
+	return err;
+}

@@ -1,0 +1,216 @@
+/* export_text.c - growable buffer and escaping (see export_text.h). */
+#include "export_text.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+void ulma_sbuf_free(struct ulma_sbuf *b)
+{
+	free(b->p);
+	memset(b, 0, sizeof(*b));
+}
+
+static bool reserve(struct ulma_sbuf *b, size_t extra)
+{
+	if (b->nomem)
+		return false;
+	if (b->len + extra + 1 <= b->cap)
+		return true;
+	size_t ncap = b->cap ? b->cap : 256;
+	while (ncap < b->len + extra + 1) {
+		if (ncap > SIZE_MAX / 2) {
+			b->nomem = true;
+			return false;
+		}
+		ncap *= 2;
+	}
+	char *p = realloc(b->p, ncap);
+	if (!p) {
+		b->nomem = true;
+		return false;
+	}
+	b->p = p;
+	b->cap = ncap;
+	return true;
+}
+
+void ulma_sbuf_put(struct ulma_sbuf *b, const char *s, size_t n)
+{
+	if (!reserve(b, n))
+		return;
+	memcpy(b->p + b->len, s, n);
+	b->len += n;
+	b->p[b->len] = 0;
+}
+
+void ulma_sbuf_puts(struct ulma_sbuf *b, const char *s)
+{
+	ulma_sbuf_put(b, s, strlen(s));
+}
+
+void ulma_sbuf_printf(struct ulma_sbuf *b, const char *fmt, ...)
+{
+	char small[128];
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(small, sizeof(small), fmt, ap);
+	va_end(ap);
+	if (n < 0) {
+		b->nomem = true;
+		return;
+	}
+	if ((size_t)n < sizeof(small)) {
+		ulma_sbuf_put(b, small, (size_t)n);
+		return;
+	}
+	if (!reserve(b, (size_t)n))
+		return;
+	va_start(ap, fmt);
+	vsnprintf(b->p + b->len, (size_t)n + 1, fmt, ap);
+	va_end(ap);
+	b->len += (size_t)n;
+}
+
+size_t ulma_utf8_seq(const unsigned char *s, size_t n)
+{
+	if (n == 0)
+		return 0;
+	unsigned char c = s[0];
+	if (c < 0x80)
+		return 1;
+	size_t len;
+	uint32_t cp, min;
+	if (c >= 0xc2 && c <= 0xdf) {
+		len = 2, cp = c & 0x1f, min = 0x80;
+	} else if (c >= 0xe0 && c <= 0xef) {
+		len = 3, cp = c & 0x0f, min = 0x800;
+	} else if (c >= 0xf0 && c <= 0xf4) {
+		len = 4, cp = c & 0x07, min = 0x10000;
+	} else {
+		return 0;
+	}
+	if (n < len)
+		return 0;
+	for (size_t i = 1; i < len; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+		cp = cp << 6 | (s[i] & 0x3f);
+	}
+	if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+		return 0;
+	return len;
+}
+
+static const char replacement[] = "\xef\xbf\xbd"; /* U+FFFD */
+
+void ulma_sbuf_utf8(struct ulma_sbuf *b, const char *s)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	size_t n = strlen(s);
+	while (n) {
+		size_t k = ulma_utf8_seq(p, n);
+		if (k)
+			ulma_sbuf_put(b, (const char *)p, k);
+		else
+			ulma_sbuf_put(b, replacement, 3);
+		k = k ? k : 1;
+		p += k;
+		n -= k;
+	}
+}
+
+void ulma_sbuf_json(struct ulma_sbuf *b, const char *s)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	size_t n = strlen(s);
+	ulma_sbuf_put(b, "\"", 1);
+	while (n) {
+		unsigned char c = *p;
+		size_t k = 1;
+		switch (c) {
+		case '"':
+			ulma_sbuf_put(b, "\\\"", 2);
+			break;
+		case '\\':
+			ulma_sbuf_put(b, "\\\\", 2);
+			break;
+		case '\n':
+			ulma_sbuf_put(b, "\\n", 2);
+			break;
+		case '\t':
+			ulma_sbuf_put(b, "\\t", 2);
+			break;
+		case '<':
+		case '>':
+		case '&':
+			ulma_sbuf_printf(b, "\\u%04x", c);
+			break;
+		default:
+			if (c < 0x20 || c == 0x7f) {
+				ulma_sbuf_printf(b, "\\u%04x", c);
+			} else if (c < 0x80) {
+				ulma_sbuf_put(b, (const char *)p, 1);
+			} else {
+				k = ulma_utf8_seq(p, n);
+				if (k == 3 && p[0] == 0xe2 && p[1] == 0x80 && (p[2] == 0xa8 || p[2] == 0xa9))
+					ulma_sbuf_printf(b, "\\u%04x", 0x2028 + (p[2] - 0xa8));
+				else if (k)
+					ulma_sbuf_put(b, (const char *)p, k);
+				else
+					ulma_sbuf_put(b, "\\ufffd", 6);
+				k = k ? k : 1;
+			}
+		}
+		p += k;
+		n -= k;
+	}
+	ulma_sbuf_put(b, "\"", 1);
+}
+
+void ulma_sbuf_html(struct ulma_sbuf *b, const char *s)
+{
+	struct ulma_sbuf clean = {0};
+	ulma_sbuf_utf8(&clean, s);
+	if (clean.nomem) {
+		b->nomem = true;
+		ulma_sbuf_free(&clean);
+		return;
+	}
+	for (size_t i = 0; i < clean.len; i++) {
+		char c = clean.p[i];
+		switch (c) {
+		case '&':
+			ulma_sbuf_puts(b, "&amp;");
+			break;
+		case '<':
+			ulma_sbuf_puts(b, "&lt;");
+			break;
+		case '>':
+			ulma_sbuf_puts(b, "&gt;");
+			break;
+		case '"':
+			ulma_sbuf_puts(b, "&quot;");
+			break;
+		case '\'':
+			ulma_sbuf_puts(b, "&#39;");
+			break;
+		default:
+			ulma_sbuf_put(b, &c, 1);
+		}
+	}
+	ulma_sbuf_free(&clean);
+}
+
+int ulma_sbuf_flush(struct ulma_sbuf *b, FILE *f)
+{
+	if (b->nomem)
+		return -ENOMEM;
+	if (b->len && fwrite(b->p, 1, b->len, f) != b->len)
+		return -EIO;
+	b->len = 0;
+	if (b->p)
+		b->p[0] = 0;
+	return 0;
+}

@@ -1,0 +1,48 @@
+/* export_text.h - string escaping for the export formats.
+ *
+ * Function names and paths come from the traced program and may hold any
+ * character, or (in a damaged trace that still passes its checksums) bytes
+ * that are not UTF-8.  Every exporter passes them through here: invalid
+ * UTF-8 becomes U+FFFD, and each format's special characters are escaped.
+ * A growable buffer collects the result; its allocation errors are sticky
+ * and reported once by the caller.
+ */
+#ifndef ULMA_EXPORT_TEXT_H
+#define ULMA_EXPORT_TEXT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+struct ulma_sbuf {
+	char *p;     /* NUL-terminated when not NULL */
+	size_t len;
+	size_t cap;
+	bool nomem;  /* an append failed */
+};
+
+void ulma_sbuf_free(struct ulma_sbuf *b);
+void ulma_sbuf_put(struct ulma_sbuf *b, const char *s, size_t n);
+void ulma_sbuf_puts(struct ulma_sbuf *b, const char *s);
+void ulma_sbuf_printf(struct ulma_sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Length of the valid UTF-8 sequence at s[0..n), or 0 if it is invalid. */
+size_t ulma_utf8_seq(const unsigned char *s, size_t n);
+
+/* s as valid UTF-8 (invalid bytes become U+FFFD). */
+void ulma_sbuf_utf8(struct ulma_sbuf *b, const char *s);
+
+/* s as a JSON string with its quotes.  Besides what JSON requires, <, >, &
+ * and U+2028/9 are escaped, so the result is also safe inside an HTML
+ * <script> element. */
+void ulma_sbuf_json(struct ulma_sbuf *b, const char *s);
+
+/* s as HTML text or attribute value (&, <, >, ", ' escaped). */
+void ulma_sbuf_html(struct ulma_sbuf *b, const char *s);
+
+/* Write the buffer to f and empty it.  Returns 0, -ENOMEM if an append
+ * failed, or -EIO. */
+int ulma_sbuf_flush(struct ulma_sbuf *b, FILE *f);
+
+#endif

@@ -1,0 +1,448 @@
+/* export_walk.c - filtered frame stream for the exporters (see
+ * export_walk.h).
+ *
+ * Each thread keeps a shadow stack.  A slot remembers the nearest ancestor
+ * that the patterns let through (`up`), so a frame closing as kept can open
+ * its not yet announced ancestors in O(1) amortised: each frame is opened
+ * at most once and the walk up stops at the first opened one.  A kept
+ * ancestor is at least as long as its kept descendant and overlaps the
+ * window at least as much, so announcing ancestors early never contradicts
+ * the filters.
+ */
+#include "export_walk.h"
+
+#include <errno.h>
+#include <fnmatch.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../core/clock.h"
+#include "../core/crc32c.h"
+#include "../core/varint.h"
+#include "ulma/trace_format.h"
+
+struct walk_slot {
+	uint32_t func;
+	uint32_t cpu;
+	uint32_t up;    /* stack index of the nearest passing ancestor, or ULMA_WALK_NONE */
+	uint32_t depth; /* kept depth, once opened */
+	uint64_t start; /* ns, unclipped */
+	uint64_t child; /* ns of kept descendants that hang from this frame */
+	bool opened;
+};
+
+void ulma_walk_filter_init(struct ulma_walk_filter *f)
+{
+	memset(f, 0, sizeof(*f));
+	f->tid = ULMA_WALK_ALL;
+	f->pid = ULMA_WALK_ALL;
+	f->to_ns = UINT64_MAX;
+}
+
+void ulma_walk_init(struct ulma_walk *w, const struct ulma_walk_filter *filter)
+{
+	memset(w, 0, sizeof(*w));
+	if (filter)
+		w->filter = *filter;
+	else
+		ulma_walk_filter_init(&w->filter);
+	w->ns_per_tick = 1.0;
+}
+
+void ulma_walk_free(struct ulma_walk *w)
+{
+	for (uint32_t i = 0; i < w->nfuncs; i++) {
+		free(w->funcs[i].name);
+		free(w->funcs[i].file);
+	}
+	free(w->funcs);
+	for (uint32_t i = 0; i < w->nthreads; i++)
+		free(w->threads[i].stack);
+	free(w->threads);
+	free(w->command);
+	ulma_idmap_free(&w->keys);
+	memset(w, 0, sizeof(*w));
+}
+
+/* Grow an array so index fits; new elements are zeroed. */
+static int grow(void **arr, uint32_t *cap, uint32_t index, size_t elem)
+{
+	if (index < *cap)
+		return 0;
+	if (index == UINT32_MAX)
+		return -ENOMEM;
+	uint32_t ncap = *cap ? *cap : 16;
+	while (ncap <= index)
+		ncap = ncap > UINT32_MAX / 2 ? UINT32_MAX : ncap * 2;
+	void *n = realloc(*arr, (size_t)ncap * elem);
+	if (!n)
+		return -ENOMEM;
+	memset((char *)n + (size_t)*cap * elem, 0, (size_t)(ncap - *cap) * elem);
+	*arr = n;
+	*cap = ncap;
+	return 0;
+}
+
+static char *dup_n(const char *s, size_t n)
+{
+	char *d = malloc(n + 1);
+	if (d) {
+		memcpy(d, s, n);
+		d[n] = 0;
+	}
+	return d;
+}
+
+/* ---------- the END pair, found before decoding ---------- */
+
+static uint32_t get_u32le(const uint8_t *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+/* Skip from chunk header to chunk header looking for END; restore the
+ * position.  Any surprise just means "no END known": the real decode that
+ * follows reports corruption. */
+static void scan_end(struct ulma_walk *w, FILE *f)
+{
+	long pos = ftell(f);
+	uint8_t buf[ULMA_TRACE_CHUNK_HEADER > 64 ? ULMA_TRACE_CHUNK_HEADER : 64];
+	if (pos < 0 || fseek(f, pos + (long)ULMA_TRACE_FILE_HEADER, SEEK_SET) != 0)
+		goto out;
+	for (;;) {
+		if (fread(buf, 1, ULMA_TRACE_CHUNK_HEADER, f) != ULMA_TRACE_CHUNK_HEADER)
+			break;
+		uint32_t type = get_u32le(buf), len = get_u32le(buf + 4), crc = get_u32le(buf + 8);
+		if (len > ULMA_TRACE_MAX_CHUNK)
+			break;
+		if (type != ULMA_CHUNK_END || len > sizeof(buf)) {
+			if (fseek(f, (long)len, SEEK_CUR) != 0)
+				break;
+			continue;
+		}
+		if (fread(buf, 1, len, f) != len || ulma_crc32c(0, buf, len) != crc)
+			break;
+		const uint8_t *p = buf;
+		if (ulma_varint_get(&p, buf + len, &w->end_ticks) == 0 &&
+		    ulma_varint_get(&p, buf + len, &w->end_ns) == 0)
+			w->have_end = true;
+		break;
+	}
+out:
+	clearerr(f);
+	if (pos >= 0)
+		fseek(f, pos, SEEK_SET);
+}
+
+/* ---------- time ---------- */
+
+static inline uint64_t to_ns(const struct ulma_walk *w, uint64_t ticks)
+{
+	if (ticks <= w->ticks0)
+		return 0;
+	if (!w->tsc)
+		return ticks - w->ticks0;
+	return (uint64_t)((double)(ticks - w->ticks0) * w->ns_per_tick + 0.5);
+}
+
+int ulma_walk_parse_ns(const char *s, uint64_t *out)
+{
+	char *end;
+	size_t digits = s ? strspn(s, "0123456789.") : 0;
+	if (digits == 0 || s[0] == '.')
+		return -EINVAL;
+	errno = 0;
+	double v = strtod(s, &end);
+	if (errno || end != s + digits || !isfinite(v) || v < 0)
+		return -EINVAL;
+	double scale;
+	if (*end == 0 || strcmp(end, "ns") == 0)
+		scale = 1;
+	else if (strcmp(end, "us") == 0)
+		scale = 1e3;
+	else if (strcmp(end, "ms") == 0)
+		scale = 1e6;
+	else if (strcmp(end, "s") == 0)
+		scale = 1e9;
+	else
+		return -EINVAL;
+	double ns = v * scale;
+	if (ns >= 1.8e19)
+		return -EINVAL;
+	*out = (uint64_t)(ns + 0.5);
+	return 0;
+}
+
+/* ---------- frames ---------- */
+
+static bool matches(const char *const *pats, size_t n, const char *name, const char *file)
+{
+	for (size_t i = 0; i < n; i++)
+		if (fnmatch(pats[i], name, 0) == 0 || fnmatch(pats[i], file, 0) == 0)
+			return true;
+	return false;
+}
+
+static void frame_of(const struct ulma_walk_thread *t, uint32_t i, struct ulma_walk_frame *fr,
+		     const struct ulma_walk_filter *flt)
+{
+	const struct walk_slot *s = &t->stack[i];
+	fr->func = s->func;
+	fr->parent = s->up == ULMA_WALK_NONE ? ULMA_WALK_NONE : t->stack[s->up].func;
+	fr->depth = s->depth;
+	fr->cpu = s->cpu;
+	fr->start_ns = s->start > flt->from_ns ? s->start : flt->from_ns;
+	fr->end_ns = 0;
+	fr->self_ns = 0;
+}
+
+/* Announce slot i and every passing ancestor not yet announced, outermost
+ * first. */
+static int open_chain(struct ulma_walk *w, uint32_t thread, uint32_t i)
+{
+	struct ulma_walk_thread *t = &w->threads[thread];
+	/* count the unopened slots from i up to the first opened one */
+	uint32_t top = i, n = 0;
+	while (top != ULMA_WALK_NONE && !t->stack[top].opened) {
+		n++;
+		uint32_t up = t->stack[top].up;
+		if (up == ULMA_WALK_NONE || t->stack[up].opened)
+			break;
+		top = up;
+	}
+	if (n == 0)
+		return 0;
+	/* collect them innermost last, then announce outermost first */
+	uint32_t stackbuf[64];
+	uint32_t *chain = n <= 64 ? stackbuf : malloc(n * sizeof(*chain));
+	if (!chain)
+		return -ENOMEM;
+	uint32_t k = n, j = i;
+	while (k > 0) {
+		chain[--k] = j;
+		j = t->stack[j].up;
+	}
+	int err = 0;
+	for (k = 0; k < n && !err; k++) {
+		struct walk_slot *s = &t->stack[chain[k]];
+		s->opened = true;
+		s->depth = s->up == ULMA_WALK_NONE ? 0 : t->stack[s->up].depth + 1;
+		w->funcs[s->func].opened++;
+		w->frames++;
+		t->kept++;
+		if (w->sink->on_open) {
+			struct ulma_walk_frame fr;
+			frame_of(t, chain[k], &fr, &w->filter);
+			err = w->sink->on_open(w->sink->ctx, w, thread, &fr);
+		}
+	}
+	if (chain != stackbuf)
+		free(chain);
+	return err;
+}
+
+static int push(struct ulma_walk *w, struct ulma_walk_thread *t, uint32_t func, uint64_t ns, uint32_t cpu)
+{
+	if (t->depth == t->cap && grow((void **)&t->stack, &t->cap, t->depth, sizeof(*t->stack)))
+		return -ENOMEM;
+	uint32_t up = ULMA_WALK_NONE;
+	if (t->depth) {
+		uint32_t top = t->depth - 1;
+		up = w->funcs[t->stack[top].func].pass ? top : t->stack[top].up;
+	}
+	t->stack[t->depth++] = (struct walk_slot){func, cpu, up, 0, ns, 0, false};
+	return 0;
+}
+
+static int pop(struct ulma_walk *w, uint32_t thread, uint64_t ns)
+{
+	struct ulma_walk_thread *t = &w->threads[thread];
+	const struct ulma_walk_filter *flt = &w->filter;
+	uint32_t i = t->depth - 1;
+	struct walk_slot *s = &t->stack[i];
+	int err = 0;
+	if (!w->funcs[s->func].pass) {
+		t->depth--;
+		return 0;
+	}
+	uint64_t cs = s->start > flt->from_ns ? s->start : flt->from_ns;
+	uint64_t ce = ns < flt->to_ns ? ns : flt->to_ns;
+	bool keep = s->opened;
+	if (!keep && cs <= ce && ce - cs >= flt->min_duration_ns)
+		keep = cs < ce || s->start == ns; /* a zero-length frame only if it lies in the window */
+	if (keep) {
+		if (!s->opened && (err = open_chain(w, thread, i)))
+			return err;
+		uint64_t dur = ce - cs;
+		if (w->sink->on_close) {
+			struct ulma_walk_frame fr;
+			frame_of(t, i, &fr, flt);
+			fr.end_ns = ce;
+			fr.self_ns = dur > s->child ? dur - s->child : 0;
+			err = w->sink->on_close(w->sink->ctx, w, thread, &fr);
+		}
+		if (s->up != ULMA_WALK_NONE)
+			t->stack[s->up].child += dur;
+	}
+	t->depth--;
+	return err;
+}
+
+/* ---------- reader callbacks ---------- */
+
+static int on_meta(void *ctx, const struct ulma_trace_meta *m)
+{
+	struct ulma_walk *w = ctx;
+	struct ulma_clock_calibration cal;
+	struct ulma_clock_pair start = {m->start_ticks, m->start_ns};
+	struct ulma_clock_pair end = {w->end_ticks, w->end_ns};
+	w->tsc = (m->flags & ULMA_META_TSC) != 0;
+	ulma_clock_calibrate(w->tsc, &start, w->have_end ? &end : NULL, m->tick_hz, &cal);
+	w->ticks0 = m->start_ticks;
+	w->ns_per_tick = cal.ns_per_tick;
+	w->pid = m->pid;
+	free(w->command);
+	w->command = m->command ? strdup(m->command) : NULL;
+	if (m->command && !w->command)
+		return -ENOMEM;
+	return 0;
+}
+
+/* FNV-1a over kind, line, name and file; never 0 (idmap's empty key). */
+static uint64_t func_hash(const struct ulma_walk_func *d)
+{
+	uint64_t h = UINT64_C(0xcbf29ce484222325);
+	const unsigned char *parts[2] = {(const unsigned char *)d->name, (const unsigned char *)d->file};
+	h = (h ^ d->kind) * UINT64_C(0x100000001b3);
+	h = (h ^ d->line) * UINT64_C(0x100000001b3);
+	for (int i = 0; i < 2; i++) {
+		for (const unsigned char *p = parts[i]; *p; p++)
+			h = (h ^ *p) * UINT64_C(0x100000001b3);
+		h = (h ^ 0xff) * UINT64_C(0x100000001b3);
+	}
+	return h ? h : 1;
+}
+
+/* Give d its merge key; a hash collision just leaves it unmerged. */
+static int assign_key(struct ulma_walk *w, uint32_t index)
+{
+	struct ulma_walk_func *d = &w->funcs[index];
+	uint64_t h = func_hash(d);
+	uint32_t other;
+	d->key = index;
+	if (ulma_idmap_get(&w->keys, h, &other)) {
+		const struct ulma_walk_func *o = &w->funcs[other];
+		if (other != index && o->kind == d->kind && o->line == d->line && strcmp(o->name, d->name) == 0 &&
+		    strcmp(o->file, d->file) == 0)
+			d->key = o->key;
+		return 0;
+	}
+	return ulma_idmap_put(&w->keys, h, index);
+}
+
+static int on_func(void *ctx, const struct ulma_trace_func *f)
+{
+	struct ulma_walk *w = ctx;
+	const struct ulma_walk_filter *flt = &w->filter;
+	if (grow((void **)&w->funcs, &w->cap_funcs, f->index, sizeof(*w->funcs)))
+		return -ENOMEM;
+	struct ulma_walk_func *d = &w->funcs[f->index];
+	char *name = dup_n(f->name, f->name_len), *file = dup_n(f->file, f->file_len);
+	if (!name || !file) {
+		free(name);
+		free(file);
+		return -ENOMEM;
+	}
+	free(d->name);
+	free(d->file);
+	d->name = name;
+	d->file = file;
+	d->line = f->line;
+	d->kind = f->kind;
+	d->pass = (flt->ninclude == 0 || matches(flt->include, flt->ninclude, name, file)) &&
+		  !matches(flt->exclude, flt->nexclude, name, file);
+	if (f->index >= w->nfuncs)
+		w->nfuncs = f->index + 1;
+	int err = assign_key(w, f->index);
+	if (err)
+		return err;
+	return w->sink->on_func ? w->sink->on_func(w->sink->ctx, w, f->index) : 0;
+}
+
+static int on_thread(void *ctx, const struct ulma_trace_thread *th)
+{
+	struct ulma_walk *w = ctx;
+	if (grow((void **)&w->threads, &w->cap_threads, th->index, sizeof(*w->threads)))
+		return -ENOMEM;
+	struct ulma_walk_thread *t = &w->threads[th->index];
+	t->serial = th->serial;
+	t->pid = th->pid;
+	t->tid = th->tid;
+	t->pass = (w->filter.tid == ULMA_WALK_ALL || w->filter.tid == (int64_t)th->tid) &&
+		  (w->filter.pid == ULMA_WALK_ALL || w->filter.pid == (int64_t)th->pid);
+	if (th->index >= w->nthreads)
+		w->nthreads = th->index + 1;
+	if (t->pass && w->sink->on_thread)
+		return w->sink->on_thread(w->sink->ctx, w, th->index);
+	return 0;
+}
+
+static int on_event(void *ctx, const struct ulma_trace_event *e)
+{
+	struct ulma_walk *w = ctx;
+	struct ulma_walk_thread *t = &w->threads[e->thread];
+	w->events++;
+	if (!t->pass)
+		return 0;
+	uint64_t ns = to_ns(w, e->ticks);
+	if (!t->seen) {
+		t->seen = true;
+		t->first_ns = ns;
+	}
+	if (ns > t->last_ns)
+		t->last_ns = ns;
+	switch (e->kind) {
+	case ULMA_EV_ENTER:
+		return push(w, t, e->func, ns, e->cpu);
+	case ULMA_EV_EXIT:
+		return t->depth ? pop(w, e->thread, ns) : 0;
+	default:
+		t->lost += e->count;
+		return 0;
+	}
+}
+
+static int on_end(void *ctx, const struct ulma_trace_end *e)
+{
+	struct ulma_walk *w = ctx;
+	w->have_end = true;
+	w->end_ticks = e->end_ticks;
+	w->end_ns = e->end_ns;
+	return 0;
+}
+
+int ulma_walk_run(struct ulma_walk *w, FILE *f, const struct ulma_walk_sink *sink, struct ulma_trace_status *st)
+{
+	static const struct ulma_walk_sink none = {0};
+	w->sink = sink ? sink : &none;
+	scan_end(w, f);
+	struct ulma_trace_visitor v = {w, on_meta, on_func, on_thread, on_event, on_end};
+	int err = ulma_trace_read(f, &v, st);
+	if (err)
+		return err;
+	w->complete = st->complete;
+	uint64_t end = to_ns(w, st->complete ? w->end_ticks : st->last_ticks);
+	uint64_t last = to_ns(w, st->last_ticks);
+	if (last > end)
+		end = last;
+	w->duration_ns = end;
+	for (uint32_t i = 0; i < w->nthreads; i++) {
+		struct ulma_walk_thread *t = &w->threads[i];
+		uint64_t at = end > t->last_ns ? end : t->last_ns;
+		while (t->depth)
+			if ((err = pop(w, i, at)))
+				return err;
+	}
+	return 0;
+}

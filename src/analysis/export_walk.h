@@ -1,0 +1,142 @@
+/* export_walk.h - the decoding step every exporter shares: a trace turned
+ * into a filtered, well-nested stream of frames per thread.
+ *
+ * The walker reads a trace with the trace reader, converts ticks to
+ * nanoseconds since the trace start (with the END calibration pair, found by
+ * a quick scan of the chunk headers before decoding), and applies the
+ * export filters: thread and process, a time window, a minimum duration,
+ * and include / exclude patterns.  A frame that a filter removes is
+ * transparent: its time goes to the nearest kept ancestor, and its kept
+ * descendants hang from that ancestor.  A frame straddling the window is
+ * clipped to it.
+ *
+ * Frames are announced lazily: whether a frame is kept is known only when
+ * it closes (its duration), so its open callback comes when it or a
+ * descendant is first known to be kept.  Per thread, opens and closes still
+ * arrive well nested and in time order; threads interleave in chunk order.
+ * Open frames at the end are closed at the end of the trace.
+ *
+ * Memory is the function and thread tables plus one stack per thread.
+ * Single-threaded.  Functions returning int give 0 or a negative errno
+ * (-EPROTO for a corrupt trace, with the reason in the status), or a sink
+ * callback's non-zero value.
+ */
+#ifndef ULMA_EXPORT_WALK_H
+#define ULMA_EXPORT_WALK_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "../core/idmap.h"
+#include "../core/trace_reader.h"
+
+#define ULMA_WALK_NONE UINT32_MAX
+#define ULMA_WALK_ALL (-1)
+
+struct ulma_walk_filter {
+	int64_t tid;             /* OS thread id, or ULMA_WALK_ALL */
+	int64_t pid;             /* process id, or ULMA_WALK_ALL */
+	uint64_t from_ns;        /* window start, ns since the trace start */
+	uint64_t to_ns;          /* window end (inclusive); UINT64_MAX for none */
+	uint64_t min_duration_ns; /* frames shorter than this are dropped */
+	const char *const *include; /* fnmatch patterns on name or file; none = all */
+	size_t ninclude;
+	const char *const *exclude;
+	size_t nexclude;
+};
+
+/* The default filter: everything. */
+void ulma_walk_filter_init(struct ulma_walk_filter *f);
+
+struct ulma_walk_func {
+	char *name; /* NUL-terminated, owned by the walker */
+	char *file;
+	uint32_t line;
+	uint8_t kind; /* enum ulma_def_kind */
+	bool pass;    /* include / exclude patterns let it through */
+	uint32_t key; /* index of the first function with the same name, file
+		       * and line: exporters merge on it (a trace may define a
+		       * function twice, e.g. once per forked process) */
+	uint64_t opened; /* kept frames of it so far */
+};
+
+struct ulma_walk_frame {
+	uint32_t func;
+	uint32_t parent;   /* func of the nearest kept ancestor, or ULMA_WALK_NONE */
+	uint32_t depth;    /* number of kept ancestors */
+	uint32_t cpu;      /* where it was entered */
+	uint64_t start_ns; /* clipped to the window */
+	uint64_t end_ns;   /* close only */
+	uint64_t self_ns;  /* close only: end - start minus kept children */
+};
+
+struct ulma_walk_thread {
+	uint64_t serial;
+	uint32_t pid;
+	uint32_t tid;
+	bool pass;          /* the thread / process filter lets it through */
+	bool seen;          /* any event yet */
+	uint64_t first_ns;  /* first event */
+	uint64_t last_ns;   /* last event */
+	uint64_t lost;      /* events the recorder dropped in this thread */
+	uint64_t kept;      /* frames kept */
+	/* private: the shadow stack */
+	struct walk_slot *stack;
+	uint32_t depth;
+	uint32_t cap;
+};
+
+struct ulma_walk;
+
+/* What an exporter receives.  Each callback may be NULL.  A non-zero
+ * return stops the walk and is returned by ulma_walk_run. */
+struct ulma_walk_sink {
+	void *ctx;
+	int (*on_func)(void *ctx, const struct ulma_walk *w, uint32_t func);
+	int (*on_thread)(void *ctx, const struct ulma_walk *w, uint32_t thread); /* passing threads only */
+	int (*on_open)(void *ctx, const struct ulma_walk *w, uint32_t thread, const struct ulma_walk_frame *f);
+	int (*on_close)(void *ctx, const struct ulma_walk *w, uint32_t thread, const struct ulma_walk_frame *f);
+};
+
+struct ulma_walk {
+	struct ulma_walk_filter filter;
+	struct ulma_walk_func *funcs;
+	uint32_t nfuncs;
+	uint32_t cap_funcs;
+	struct ulma_walk_thread *threads;
+	uint32_t nthreads;
+	uint32_t cap_threads;
+	/* session facts, valid once the walk has begun */
+	uint32_t pid;         /* the traced program */
+	char *command;        /* its command line, may be NULL */
+	uint64_t duration_ns; /* trace start to end (or last event) */
+	bool complete;        /* the trace has its END chunk */
+	uint64_t events;      /* events decoded */
+	uint64_t frames;      /* frames kept */
+	/* private */
+	bool tsc;
+	uint64_t ticks0;
+	double ns_per_tick;
+	bool have_end;
+	uint64_t end_ticks, end_ns;
+	const struct ulma_walk_sink *sink;
+	struct ulma_idmap keys; /* hash of name, file, line -> func */
+};
+
+/* Prepare a walker; the filter's pattern arrays must outlive it. */
+void ulma_walk_init(struct ulma_walk *w, const struct ulma_walk_filter *filter);
+void ulma_walk_free(struct ulma_walk *w);
+
+/* Decode f (from its current position; seekable files get the exact END
+ * calibration) and feed sink.  st receives the reader's status: on -EPROTO
+ * st->error says why.  A trace cut short is not an error (st->complete
+ * false). */
+int ulma_walk_run(struct ulma_walk *w, FILE *f, const struct ulma_walk_sink *sink, struct ulma_trace_status *st);
+
+/* Parse a duration or time: digits with an optional suffix ns, us, ms or s
+ * (fractions allowed with a suffix: "1.5ms").  Returns 0 or -EINVAL. */
+int ulma_walk_parse_ns(const char *s, uint64_t *out);
+
+#endif

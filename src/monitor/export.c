@@ -1,0 +1,247 @@
+/* export.c - `ulma export TRACE --format FMT -o OUT`: a trace rewritten in
+ * another tool's format (src/analysis/export.h).
+ *
+ * The output is written under a temporary name in the same directory and
+ * renamed into place only once complete, so a half-written export never
+ * sits under the final name.  `-o -` streams a file format to stdout.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../analysis/export.h"
+#include "commands.h"
+
+#define MAX_PATTERNS 64
+
+static void print_usage(FILE *f)
+{
+	fputs("usage: ulma export TRACE --format FMT -o OUT [filters]\n"
+	      "  -f, --format FMT     one of:\n",
+	      f);
+	for (const struct ulma_export_format *x = ulma_export_formats; x->name; x++)
+		fprintf(f, "                         %-11s %s\n", x->name, x->about);
+	fputs("  -o, --output OUT     the file (or directory) to write; - for stdout\n"
+	      "  --counts             folded: call counts instead of self microseconds\n"
+	      "filters, which every format honours:\n"
+	      "  --thread TID         only this OS thread id\n"
+	      "  --process PID        only this process\n"
+	      "  --from T, --to T     only this window, since the trace start (ns, or 5us, 1.5ms, 2s);\n"
+	      "                       frames crossing an edge are clipped\n"
+	      "  --min-duration T     drop frames shorter than T; their time goes to the parent\n"
+	      "  --include PATTERN    keep only functions whose name or file matches (fnmatch); repeatable\n"
+	      "  --exclude PATTERN    drop matching functions; their time goes to the parent; repeatable\n",
+	      f);
+}
+
+static int parse_id(const char *opt, const char *s, int64_t *out)
+{
+	char *end;
+	errno = 0;
+	long long v = strtoll(s, &end, 10);
+	if (errno || end == s || *end || v < 0 || v > UINT32_MAX) {
+		ulma_die_msg("%s takes a non-negative integer id, not '%s'", opt, s);
+		return -1;
+	}
+	*out = v;
+	return 0;
+}
+
+static int parse_time(const char *opt, const char *s, uint64_t *out)
+{
+	if (ulma_walk_parse_ns(s, out) == 0)
+		return 0;
+	ulma_die_msg("%s takes a time in ns or with a suffix (us, ms, s), not '%s'", opt, s);
+	return -1;
+}
+
+/* Write a file format to path via a temporary file beside it. */
+static int write_file(const struct ulma_export_format *fmt, FILE *in, const struct ulma_export_opts *o,
+		      const char *path, struct ulma_export_result *res, int *werr)
+{
+	if (strcmp(path, "-") == 0) {
+		int err = fmt->write(in, o, stdout, NULL, res);
+		if (!err && fflush(stdout) != 0)
+			err = -EIO;
+		*werr = err == -EIO ? errno : 0;
+		return err;
+	}
+	size_t n = strlen(path);
+	char *tmp = malloc(n + 16);
+	if (!tmp)
+		return -ENOMEM;
+	snprintf(tmp, n + 16, "%s.tmp.XXXXXX", path);
+	int fd = mkstemp(tmp);
+	if (fd < 0) {
+		*werr = errno;
+		free(tmp);
+		return -EIO;
+	}
+	mode_t mask = umask(0); /* mkstemp makes 0600; an export is an ordinary file */
+	umask(mask);
+	fchmod(fd, 0666 & ~mask);
+	FILE *out = fdopen(fd, "wb");
+	if (!out) {
+		*werr = errno;
+		close(fd);
+		unlink(tmp);
+		free(tmp);
+		return -EIO;
+	}
+	int err = fmt->write(in, o, out, NULL, res);
+	if (err == -EIO)
+		*werr = errno ? errno : EIO;
+	if (fclose(out) != 0 && !err) {
+		err = -EIO;
+		*werr = errno;
+	}
+	if (!err && rename(tmp, path) != 0) {
+		err = -EIO;
+		*werr = errno;
+	}
+	if (err)
+		unlink(tmp);
+	free(tmp);
+	return err;
+}
+
+int ulma_cmd_export(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"format", required_argument, NULL, 'f'},
+		{"output", required_argument, NULL, 'o'},
+		{"thread", required_argument, NULL, 't'},
+		{"process", required_argument, NULL, 'p'},
+		{"from", required_argument, NULL, 'F'},
+		{"to", required_argument, NULL, 'T'},
+		{"min-duration", required_argument, NULL, 'm'},
+		{"include", required_argument, NULL, 'i'},
+		{"exclude", required_argument, NULL, 'x'},
+		{"counts", no_argument, NULL, 'c'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	const char *format = NULL, *output = NULL;
+	const char *include[MAX_PATTERNS], *exclude[MAX_PATTERNS];
+	struct ulma_export_opts o;
+	memset(&o, 0, sizeof(o));
+	ulma_walk_filter_init(&o.filter);
+	o.filter.include = include;
+	o.filter.exclude = exclude;
+	int c;
+	optind = 0;
+	while ((c = getopt_long(argc + 1, argv - 1, "f:o:h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'f':
+			format = optarg;
+			break;
+		case 'o':
+			output = optarg;
+			break;
+		case 't':
+			if (parse_id("--thread", optarg, &o.filter.tid))
+				return ULMA_EXIT_USAGE;
+			break;
+		case 'p':
+			if (parse_id("--process", optarg, &o.filter.pid))
+				return ULMA_EXIT_USAGE;
+			break;
+		case 'F':
+			if (parse_time("--from", optarg, &o.filter.from_ns))
+				return ULMA_EXIT_USAGE;
+			break;
+		case 'T':
+			if (parse_time("--to", optarg, &o.filter.to_ns))
+				return ULMA_EXIT_USAGE;
+			break;
+		case 'm':
+			if (parse_time("--min-duration", optarg, &o.filter.min_duration_ns))
+				return ULMA_EXIT_USAGE;
+			break;
+		case 'i':
+		case 'x': {
+			size_t *n = c == 'i' ? &o.filter.ninclude : &o.filter.nexclude;
+			if (*n == MAX_PATTERNS) {
+				ulma_die_msg("at most %d --include and %d --exclude patterns", MAX_PATTERNS,
+					     MAX_PATTERNS);
+				return ULMA_EXIT_USAGE;
+			}
+			(c == 'i' ? include : exclude)[(*n)++] = optarg;
+			break;
+		}
+		case 'c':
+			o.counts = true;
+			break;
+		case 'h':
+			print_usage(stdout);
+			return 0;
+		default:
+			print_usage(stderr);
+			return ULMA_EXIT_USAGE;
+		}
+	}
+	if (optind != argc) {
+		ulma_die_msg(optind > argc ? "export needs a trace file" : "export takes one trace file");
+		print_usage(stderr);
+		return ULMA_EXIT_USAGE;
+	}
+	if (!format || !output) {
+		ulma_die_msg(!format ? "export needs --format" : "export needs -o OUT");
+		print_usage(stderr);
+		return ULMA_EXIT_USAGE;
+	}
+	if (o.filter.from_ns > o.filter.to_ns) {
+		ulma_die_msg("--from is after --to");
+		return ULMA_EXIT_USAGE;
+	}
+	const struct ulma_export_format *fmt = ulma_export_find(format);
+	if (!fmt) {
+		char names[256] = "";
+		for (const struct ulma_export_format *x = ulma_export_formats; x->name; x++)
+			snprintf(names + strlen(names), sizeof(names) - strlen(names), "%s%s",
+				 x == ulma_export_formats ? "" : ", ", x->name);
+		ulma_die_msg("unknown export format '%s' (choose %s)", format, names);
+		return 1;
+	}
+	if (fmt->directory && strcmp(output, "-") == 0) {
+		ulma_die_msg("the %s format writes a directory: -o needs a path", fmt->name);
+		return ULMA_EXIT_USAGE;
+	}
+	const char *path = argv[optind - 1];
+	FILE *in = fopen(path, "rb");
+	if (!in) {
+		ulma_die_msg("cannot open trace '%s': %s", path, strerror(errno));
+		return 1;
+	}
+	struct ulma_export_result res;
+	int werr = 0;
+	memset(&res, 0, sizeof(res));
+	int err = write_file(fmt, in, &o, output, &res, &werr);
+	fclose(in);
+	if (res.read_error) {
+		ulma_die_msg("cannot read trace '%s': %s", path, strerror(EIO));
+		return 1;
+	}
+	if (err == -EPROTO) {
+		ulma_die_msg("%s: not a readable ulma trace: %s", path, res.st.error);
+		return 1;
+	}
+	if (err == -EIO) {
+		ulma_die_msg("cannot write '%s': %s", output, strerror(werr ? werr : EIO));
+		return 1;
+	}
+	if (err) {
+		ulma_die_msg("%s: %s", path, strerror(-err));
+		return 1;
+	}
+	if (!res.complete)
+		ulma_die_msg("warning: %s is incomplete (cut short at byte %llu); exported the %llu events it holds",
+			     path, (unsigned long long)res.st.bytes, (unsigned long long)res.st.events);
+	if (res.frames == 0)
+		ulma_die_msg("warning: no frames to export: the trace is empty or the filters kept nothing");
+	return 0;
+}

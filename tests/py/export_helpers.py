@@ -1,0 +1,75 @@
+"""Shared by the tests/py/test_export_*.py files: programs traced once per
+session, `ulma export` runs, and the JSON report's figures keyed the way
+the export formats key functions.  Helpers run processes and reshape data;
+they assert only that a command they need succeeded.
+"""
+import os
+
+import pytest
+
+# every format that writes one file, in the order they were built
+FILE_FORMATS = ["pstats"]
+
+
+@pytest.fixture(scope="session")
+def export_trace(run_ulma, report_json, prog, tmp_path_factory):
+    """export_trace(name) -> {"trace", "report", "path"}: tests/py/programs/NAME
+    traced once per session with --lossless, and its JSON report."""
+    cache = {}
+
+    def get(name):
+        if name not in cache:
+            trace = str(tmp_path_factory.mktemp("export-trace") / (name + ".trace"))
+            proc = run_ulma(["run", "--lossless", "--summary", "none", "-o", trace, prog(name)])
+            assert proc.returncode == 0, proc.stderr.decode(errors="replace")
+            report, _ = report_json(trace)
+            cache[name] = {"trace": trace, "report": report, "path": prog(name)}
+        return cache[name]
+
+    return get
+
+
+@pytest.fixture(scope="session")
+def run_export(run_ulma):
+    """run_export(trace, fmt, out, *extra) -> CompletedProcess; fails the test
+    if `ulma export` does not succeed or writes nothing."""
+
+    def run(trace, fmt, out, *extra):
+        proc = run_ulma(["export", trace, "--format", fmt, "-o", str(out)] + list(extra))
+        assert proc.returncode == 0, "ulma export failed (%d): %s" % (
+            proc.returncode,
+            proc.stderr.decode(errors="replace"),
+        )
+        assert os.path.exists(str(out)), "ulma export succeeded but wrote no %s" % out
+        return proc
+
+    return run
+
+
+def report_calls(report, pstats_keys=False):
+    """{key: calls} from a JSON report, functions with the same key merged.
+    key is (file, line, name), or with pstats_keys the key cProfile gives:
+    ('~', 0, '<built-in method NAME>') for C functions."""
+    calls = {}
+    for f in report["functions"]:
+        key = function_key(f, pstats_keys)
+        calls[key] = calls.get(key, 0) + f["calls"]
+    return calls
+
+
+def function_key(f, pstats_keys=False):
+    if pstats_keys and f["kind"] == "c":
+        return ("~", 0, "<built-in method %s>" % f["name"])
+    return (f["file"], f["line"], f["name"])
+
+
+def report_row(report, path, name):
+    """The one JSON row of function NAME in file PATH."""
+    rows = [f for f in report["functions"] if f["file"] == path and f["name"] == name]
+    assert len(rows) == 1, rows
+    return rows[0]
+
+
+def no_temp_files(directory):
+    """Names in directory that look like a left-over temporary export."""
+    return [n for n in os.listdir(str(directory)) if ".tmp." in n]

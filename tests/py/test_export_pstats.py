@@ -1,0 +1,160 @@
+"""`ulma export --format pstats`: the file Python's own pstats module loads.
+
+The reader is the real one: pstats.Stats(path) in this interpreter, and
+`python -m pstats` printing it.  Call counts per function must equal the
+JSON report's, which the suite already proves equal to the interpreter's
+own count; primitive-call counts and callers follow cProfile's rules;
+times add up to the report's.
+"""
+import marshal
+import pstats
+
+import pytest
+
+from export_helpers import export_trace, function_key, no_temp_files, report_calls, report_row, run_export  # noqa: F401
+
+FIB_CALLS = 10 * 21891  # fib_calls.py: fib(20) ten times from main
+
+
+def _load(path):
+    return pstats.Stats(str(path)).stats
+
+
+@pytest.fixture(scope="module")
+def varied(export_trace, run_export, tmp_path_factory):
+    t = export_trace("varied.py")
+    out = tmp_path_factory.mktemp("pstats") / "varied.pstats"
+    run_export(t["trace"], "pstats", out)
+    return dict(t, out=out, stats=_load(out))
+
+
+@pytest.fixture(scope="module")
+def fib(export_trace, run_export, tmp_path_factory):
+    t = export_trace("fib_calls.py")
+    out = tmp_path_factory.mktemp("pstats") / "fib.pstats"
+    run_export(t["trace"], "pstats", out)
+    return dict(t, out=out, stats=_load(out))
+
+
+def test_every_function_with_the_reports_call_count(varied):
+    want = report_calls(varied["report"], pstats_keys=True)
+    got = {key: nc for key, (cc, nc, tt, ct, callers) in varied["stats"].items()}
+    assert set(got) == set(want)
+    diffs = {k: (want[k], got[k]) for k in want if want[k] != got[k]}
+    assert not diffs, "function: (report calls, pstats ncalls) differ: %r" % diffs
+    # the program's own functions are there under their (file, line, name)
+    mine = [k for k in got if k[0] == varied["path"]]
+    assert len(mine) >= 20
+
+
+def test_c_functions_have_cprofile_style_keys(varied):
+    key = ("~", 0, "<built-in method builtins.divmod>")
+    assert key in varied["stats"], sorted(k for k in varied["stats"] if k[0] == "~")[:20]
+    cc, nc, tt, ct, callers = varied["stats"][key]
+    assert (cc, nc) == (7, 7)  # varied.py calls divmod 7 times, all from main
+    (caller,) = callers
+    assert caller[0] == varied["path"] and caller[2].endswith("main")
+    assert callers[caller][:2] == (7, 7)
+
+
+def test_recursion_primitive_calls_and_callers(fib):
+    """fib(20) called 10 times by main: 10 primitive calls of 218910; each
+    outermost fib calls fib twice, so the pair fib -> fib has 20 primitive
+    calls, as cProfile counts them."""
+    path = fib["path"]
+    fib_key = (path, 4, "fib")
+    main_key = (path, 8, "main")
+    stats = fib["stats"]
+    cc, nc, tt, ct, callers = stats[fib_key]
+    assert (cc, nc) == (10, FIB_CALLS)
+    assert set(callers) == {fib_key, main_key}
+    assert callers[main_key][:2] == (10, 10)  # (nc, cc) as cProfile orders callers
+    assert callers[fib_key][:2] == (FIB_CALLS - 10, 20)
+    # times: self within cumulative, which counts only outermost frames
+    assert 0 < tt <= ct <= stats[main_key][3]
+    assert callers[main_key][3] == pytest.approx(ct, rel=1e-6)
+
+
+def test_times_match_the_report(fib, varied):
+    for data in (fib, varied):
+        report = data["report"]
+        got = {key: (tt, ct) for key, (cc, nc, tt, ct, callers) in data["stats"].items()}
+        total_self = sum(f["self_ns"] for f in report["functions"]) / 1e9
+        assert sum(tt for tt, ct in got.values()) == pytest.approx(total_self, rel=0.01, abs=1e-5)
+        for f in report["functions"]:
+            if f["total_ns"] > 1_000_000:  # the bigger rows, to the microsecond
+                tt, ct = got[function_key(f, pstats_keys=True)]
+                assert tt == pytest.approx(f["self_ns"] / 1e9, rel=0.01, abs=2e-6), f
+                assert ct == pytest.approx(f["total_ns"] / 1e9, rel=0.01, abs=2e-6), f
+    row = report_row(fib["report"], fib["path"], "fib")
+    assert fib["stats"][(fib["path"], 4, "fib")][2] == pytest.approx(row["self_ns"] / 1e9, rel=0.01)
+
+
+def test_stats_object_totals(fib):
+    s = pstats.Stats(str(fib["out"]))
+    assert s.total_calls == sum(nc for cc, nc, tt, ct, callers in fib["stats"].values())
+    assert s.total_calls == sum(f["calls"] for f in fib["report"]["functions"])
+    assert s.prim_calls < s.total_calls  # fib's recursive calls are not primitive
+    assert 0 < s.total_tt <= fib["report"]["duration_ns"] / 1e9
+
+
+def test_python_m_pstats_prints_it(fib, run_python):
+    proc = run_python(["-m", "pstats", str(fib["out"])], input=b"sort tottime\nstats 5\ncallers fib\nquit\n")
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout.decode()
+    assert "%d function calls" % sum(f["calls"] for f in fib["report"]["functions"]) in out, out
+    assert "%d/10" % FIB_CALLS in out, out
+    assert "fib_calls.py:4(fib)" in out and "fib_calls.py:8(main)" in out
+
+
+def test_marshal_is_plain_data(fib):
+    """Only the types cProfile writes: a dict of tuples of str, int, float."""
+    with open(str(fib["out"]), "rb") as f:
+        data = marshal.load(f)
+        assert f.read() == b"", "bytes after the marshalled dict"
+    for key, value in data.items():
+        assert isinstance(key, tuple) and [type(x) for x in key] == [str, int, str]
+        assert [type(x) for x in value] == [int, int, float, float, dict]
+
+
+def test_filters_change_the_stats(fib, run_export, tmp_path):
+    path = fib["path"]
+    fib_key, main_key = (path, 4, "fib"), (path, 8, "main")
+    main_ct = fib["stats"][main_key][3]
+    # exclude fib: its time goes to main, its calls vanish
+    out = tmp_path / "nofib.pstats"
+    run_export(fib["trace"], "pstats", out, "--exclude", "fib")
+    stats = _load(out)
+    assert fib_key not in stats
+    cc, nc, tt, ct, callers = stats[main_key]
+    assert nc == 1 and tt == pytest.approx(main_ct, rel=0.01) and tt <= ct
+    # include only the program's file: nothing from elsewhere, counts unchanged
+    out = tmp_path / "only.pstats"
+    run_export(fib["trace"], "pstats", out, "--include", "*/fib_calls.py", "--exclude", "<module>")
+    stats = _load(out)
+    assert set(stats) == {fib_key, main_key}
+    assert stats[fib_key][1] == FIB_CALLS and stats[main_key][1] == 1
+    assert stats[main_key][4] == {}, "main's caller <module> was filtered out"
+    # a thread that does not exist: an empty dict (which pstats itself
+    # refuses, as it refuses cProfile's empty profiles), and a warning
+    out = tmp_path / "none.pstats"
+    proc = run_export(fib["trace"], "pstats", out, "--thread", "1")
+    with open(str(out), "rb") as f:
+        assert marshal.load(f) == {}
+    assert b"no frames" in proc.stderr
+    assert no_temp_files(tmp_path) == []
+
+
+def test_min_duration_drops_short_frames(fib, run_export, tmp_path):
+    """A fib(20) takes milliseconds, a leaf well under a microsecond: above
+    500 us only the big frames stay, and the total self time is kept (the
+    dropped frames' time goes to their parents)."""
+    out = tmp_path / "long.pstats"
+    run_export(fib["trace"], "pstats", out, "--min-duration", "0.5ms")
+    stats = _load(out)
+    path = fib["path"]
+    cc, nc, tt, ct, callers = stats[(path, 4, "fib")]
+    assert 10 <= nc < 1000
+    before = sum(v[2] for v in fib["stats"].values())
+    after = sum(v[2] for v in stats.values())
+    assert after == pytest.approx(before, rel=0.01)
