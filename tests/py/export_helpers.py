@@ -8,7 +8,7 @@ import os
 import pytest
 
 # every format that writes one file, in the order they were built
-FILE_FORMATS = ["pstats"]
+FILE_FORMATS = ["pstats", "folded"]
 
 
 @pytest.fixture(scope="session")

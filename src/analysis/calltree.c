@@ -1,0 +1,111 @@
+/* calltree.c - calling-context tree (see calltree.h). */
+#include "calltree.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+int ulma_calltree_init(struct ulma_calltree *t)
+{
+	memset(t, 0, sizeof(*t));
+	t->cap = 256;
+	t->nodes = calloc(t->cap, sizeof(*t->nodes));
+	if (!t->nodes)
+		return -ENOMEM;
+	t->nodes[0].key = ULMA_WALK_NONE;
+	t->nnodes = 1;
+	return 0;
+}
+
+void ulma_calltree_free(struct ulma_calltree *t)
+{
+	for (uint32_t i = 0; i < t->nthreads; i++)
+		free(t->threads[i].nodes);
+	free(t->threads);
+	free(t->nodes);
+	ulma_idmap_free(&t->children);
+	memset(t, 0, sizeof(*t));
+}
+
+static int child_of(struct ulma_calltree *t, uint32_t parent, uint32_t key, uint32_t *out)
+{
+	uint64_t k = ((uint64_t)parent << 32 | key) + 1;
+	if (ulma_idmap_get(&t->children, k, out))
+		return 0;
+	if (t->nnodes == UINT32_MAX)
+		return -ENOMEM;
+	if (t->nnodes == t->cap) {
+		uint32_t ncap = t->cap > UINT32_MAX / 2 ? UINT32_MAX : t->cap * 2;
+		struct ulma_ct_node *n = realloc(t->nodes, (size_t)ncap * sizeof(*n));
+		if (!n)
+			return -ENOMEM;
+		t->nodes = n;
+		t->cap = ncap;
+	}
+	uint32_t id = t->nnodes;
+	int err = ulma_idmap_put(&t->children, k, id);
+	if (err)
+		return err;
+	struct ulma_ct_node *p = &t->nodes[parent];
+	t->nodes[id] = (struct ulma_ct_node){.key = key, .parent = parent, .next_sibling = p->first_child,
+					     .depth = p->depth + 1};
+	p->first_child = id;
+	t->nnodes++;
+	*out = id;
+	return 0;
+}
+
+int ulma_calltree_open(struct ulma_calltree *t, const struct ulma_walk *w, uint32_t thread,
+		       const struct ulma_walk_frame *f)
+{
+	if (thread >= t->nthreads) {
+		uint32_t n = thread + 1 > t->nthreads * 2 ? thread + 1 : t->nthreads * 2;
+		struct ulma_ct_thread *th = realloc(t->threads, (size_t)n * sizeof(*th));
+		if (!th)
+			return -ENOMEM;
+		memset(th + t->nthreads, 0, (size_t)(n - t->nthreads) * sizeof(*th));
+		t->threads = th;
+		t->nthreads = n;
+	}
+	struct ulma_ct_thread *th = &t->threads[thread];
+	if (th->depth == th->cap) {
+		uint32_t ncap = th->cap ? th->cap * 2 : 64;
+		uint32_t *s = realloc(th->nodes, (size_t)ncap * sizeof(*s));
+		if (!s)
+			return -ENOMEM;
+		th->nodes = s;
+		th->cap = ncap;
+	}
+	uint32_t parent = th->depth ? th->nodes[th->depth - 1] : ULMA_CALLTREE_ROOT, node;
+	int err = child_of(t, parent, w->funcs[f->func].key, &node);
+	if (err)
+		return err;
+	t->nodes[node].calls++;
+	th->nodes[th->depth++] = node;
+	return 0;
+}
+
+int ulma_calltree_close(struct ulma_calltree *t, const struct ulma_walk *w, uint32_t thread,
+			const struct ulma_walk_frame *f)
+{
+	(void)w;
+	if (thread >= t->nthreads || t->threads[thread].depth == 0)
+		return -EINVAL;
+	struct ulma_ct_thread *th = &t->threads[thread];
+	struct ulma_ct_node *n = &t->nodes[th->nodes[--th->depth]];
+	n->self_ns += f->self_ns;
+	n->total_ns += f->end_ns - f->start_ns;
+	return 0;
+}
+
+static int sink_open(void *ctx, const struct ulma_walk *w, uint32_t thread, const struct ulma_walk_frame *f)
+{
+	return ulma_calltree_open(ctx, w, thread, f);
+}
+
+static int sink_close(void *ctx, const struct ulma_walk *w, uint32_t thread, const struct ulma_walk_frame *f)
+{
+	return ulma_calltree_close(ctx, w, thread, f);
+}
+
+const struct ulma_walk_sink ulma_calltree_sink_template = {NULL, NULL, NULL, sink_open, sink_close};

@@ -1,0 +1,57 @@
+/* calltree.h - the calling-context tree of a walked trace: one node per
+ * distinct stack (outermost first), with its calls, self and total time.
+ *
+ * Fed by the frames of export_walk.h (functions merged on their key), all
+ * threads into one tree.  This is what a flame graph draws; the folded
+ * exporter writes one line per node.  Memory is one node per distinct
+ * stack, not per call.  Single-threaded.  Functions returning int give 0,
+ * -ENOMEM, or -EINVAL for a close without its open.
+ */
+#ifndef ULMA_CALLTREE_H
+#define ULMA_CALLTREE_H
+
+#include <stdint.h>
+
+#include "../core/idmap.h"
+#include "export_walk.h"
+
+#define ULMA_CALLTREE_ROOT 0u /* the virtual root: key ULMA_WALK_NONE, no times */
+
+struct ulma_ct_node {
+	uint32_t key;         /* function key */
+	uint32_t parent;      /* node index */
+	uint32_t first_child; /* node index, 0 if none (the root is nobody's child) */
+	uint32_t next_sibling;
+	uint32_t depth;       /* 1 for the outermost frames */
+	uint64_t calls;
+	uint64_t self_ns;
+	uint64_t total_ns;    /* time of the frames at this node */
+};
+
+struct ulma_ct_thread {
+	uint32_t *nodes; /* open frames' nodes */
+	uint32_t depth;
+	uint32_t cap;
+};
+
+struct ulma_calltree {
+	struct ulma_ct_node *nodes;
+	uint32_t nnodes;
+	uint32_t cap;
+	struct ulma_idmap children; /* (parent << 32 | key) + 1 -> node */
+	struct ulma_ct_thread *threads;
+	uint32_t nthreads;
+};
+
+int ulma_calltree_init(struct ulma_calltree *t);
+void ulma_calltree_free(struct ulma_calltree *t);
+
+int ulma_calltree_open(struct ulma_calltree *t, const struct ulma_walk *w, uint32_t thread,
+		       const struct ulma_walk_frame *f);
+int ulma_calltree_close(struct ulma_calltree *t, const struct ulma_walk *w, uint32_t thread,
+			const struct ulma_walk_frame *f);
+
+/* A sink feeding the tree (set ctx to it). */
+extern const struct ulma_walk_sink ulma_calltree_sink_template;
+
+#endif
