@@ -427,7 +427,8 @@ int ulma_walk_run(struct ulma_walk *w, FILE *f, const struct ulma_walk_sink *sin
 	static const struct ulma_walk_sink none = {0};
 	w->sink = sink ? sink : &none;
 	scan_end(w, f);
-	struct ulma_trace_visitor v = {w, on_meta, on_func, on_thread, on_event, on_end};
+	struct ulma_trace_visitor v = {.ctx = w, .on_meta = on_meta, .on_func = on_func, .on_thread = on_thread,
+				       .on_event = on_event, .on_end = on_end};
 	int err = ulma_trace_read(f, &v, st);
 	if (err)
 		return err;
