@@ -8,7 +8,18 @@ import os
 import pytest
 
 # every format that writes one file, in the order they were built
-FILE_FORMATS = ["pstats", "folded"]
+FILE_FORMATS = ["pstats", "folded", "chrome"]
+
+# programs/odd_names.py's function names: NAMES[i] is called i + 1 times
+ODD_NAMES = [
+    "semi;colon",
+    "new\nline",
+    "per%cent",
+    "tab\there",
+    'quote"back\\slash',
+    "<script>alert(1)</script>",
+    "gr\u00fc\u00dfe \u2028 \U0001f600",
+]
 
 
 @pytest.fixture(scope="session")

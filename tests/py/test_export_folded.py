@@ -12,7 +12,7 @@ from urllib.parse import unquote
 
 import pytest
 
-from export_helpers import export_trace, run_export  # noqa: F401
+from export_helpers import ODD_NAMES, export_trace, run_export  # noqa: F401
 
 LINE = re.compile(r"^(?P<stack>[^\n]+) (?P<value>[1-9][0-9]*)$")
 
@@ -105,17 +105,8 @@ def test_names_with_separators_round_trip(export_trace, run_export, tmp_path):
     out = tmp_path / "odd.folded"
     run_export(t["trace"], "folded", out, "--counts")
     rows = parse_folded(out)
-    names = [
-        "semi;colon",
-        "new\nline",
-        "per%cent",
-        "tab\there",
-        'quote"back\\slash',
-        "<script>alert(1)</script>",
-        "gr\u00fc\u00dfe \u2028 \U0001f600",
-    ]
     got = by_leaf(rows)
-    for i, name in enumerate(names):
+    for i, name in enumerate(ODD_NAMES):
         key = "%s (%s:19)" % (name, t["path"])
         assert got.get(key) == i + 1, (name, sorted(got))
     raw = out.read_bytes()

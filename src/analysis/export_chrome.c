@@ -1,0 +1,170 @@
+/* export_chrome.c - the Trace Event Format of Chrome's about:tracing,
+ * which Perfetto's UI and trace processor also open.
+ *
+ * One JSON object: {"displayTimeUnit": "ns", "traceEvents": [...],
+ * "otherData": {command, completeness, duration}}.  Each kept frame is a complete event
+ * ({"ph": "X", "ts", "dur"} in microseconds with nanosecond decimals,
+ * "pid", "tid", "name", "cat" python or c, "args": {"loc": "file:line"}),
+ * and each process and thread gets a process_name / thread_name metadata
+ * event.  Events are written as the walker closes frames, so memory stays
+ * bounded whatever the trace's size; complete events need not be sorted
+ * (both viewers sort them), and here a callee comes before its caller.
+ * Times count from the trace start.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "export.h"
+#include "export_text.h"
+#include "ulma/shm.h"
+
+#define FLUSH_AT 65536
+
+struct chrome {
+	FILE *out;
+	struct ulma_sbuf b;
+	char **fields; /* per function: "name":...,"cat":...,"args":{...} */
+	uint32_t nfields;
+	uint32_t *pids_seen;
+	uint32_t npids;
+	bool first;
+};
+
+static void separator(struct chrome *c)
+{
+	if (!c->first)
+		ulma_sbuf_put(&c->b, ",\n", 2);
+	c->first = false;
+}
+
+static int maybe_flush(struct chrome *c)
+{
+	if (c->b.nomem)
+		return -ENOMEM;
+	if (c->b.len < FLUSH_AT)
+		return 0;
+	return ulma_sbuf_flush(&c->b, c->out);
+}
+
+static int on_func(void *ctx, const struct ulma_walk *w, uint32_t func)
+{
+	struct chrome *c = ctx;
+	const struct ulma_walk_func *f = &w->funcs[func];
+	if (func >= c->nfields) {
+		uint32_t n = func + 1 > c->nfields * 2 ? func + 1 : c->nfields * 2;
+		char **p = realloc(c->fields, (size_t)n * sizeof(*p));
+		if (!p)
+			return -ENOMEM;
+		memset(p + c->nfields, 0, (size_t)(n - c->nfields) * sizeof(*p));
+		c->fields = p;
+		c->nfields = n;
+	}
+	struct ulma_sbuf s = {0};
+	ulma_sbuf_puts(&s, "\"name\":");
+	ulma_sbuf_json(&s, f->name);
+	if (f->kind == ULMA_DEF_C) {
+		ulma_sbuf_puts(&s, ",\"cat\":\"c\"");
+	} else {
+		struct ulma_sbuf loc = {0};
+		ulma_sbuf_printf(&loc, "%s:%u", f->file, f->line);
+		ulma_sbuf_puts(&s, ",\"cat\":\"python\",\"args\":{\"loc\":");
+		ulma_sbuf_json(&s, loc.p ? loc.p : "");
+		ulma_sbuf_puts(&s, "}");
+		if (loc.nomem)
+			s.nomem = true;
+		ulma_sbuf_free(&loc);
+	}
+	if (s.nomem) {
+		ulma_sbuf_free(&s);
+		return -ENOMEM;
+	}
+	free(c->fields[func]);
+	c->fields[func] = s.p;
+	return 0;
+}
+
+static int on_thread(void *ctx, const struct ulma_walk *w, uint32_t thread)
+{
+	struct chrome *c = ctx;
+	const struct ulma_walk_thread *t = &w->threads[thread];
+	bool known = false;
+	for (uint32_t i = 0; i < c->npids && !known; i++)
+		known = c->pids_seen[i] == t->pid;
+	if (!known) {
+		uint32_t *p = realloc(c->pids_seen, (size_t)(c->npids + 1) * sizeof(*p));
+		if (!p)
+			return -ENOMEM;
+		c->pids_seen = p;
+		p[c->npids++] = t->pid;
+		struct ulma_sbuf name = {0};
+		/* the program is the first process (META's pid is 0 when the trace
+		 * was opened before the program started) */
+		bool program = w->pid ? t->pid == w->pid : c->npids == 1;
+		if (program && w->command && *w->command)
+			ulma_sbuf_printf(&name, "%s (pid %u)", w->command, t->pid);
+		else
+			ulma_sbuf_printf(&name, "pid %u", t->pid);
+		separator(c);
+		ulma_sbuf_printf(&c->b, "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%u,\"tid\":0,\"args\":{\"name\":",
+				 t->pid);
+		ulma_sbuf_json(&c->b, name.p ? name.p : "");
+		ulma_sbuf_puts(&c->b, "}}");
+		if (name.nomem)
+			c->b.nomem = true;
+		ulma_sbuf_free(&name);
+	}
+	separator(c);
+	ulma_sbuf_printf(&c->b,
+			 "{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%u,\"tid\":%u,\"args\":{\"name\":\"%s %u\"}},\n"
+			 "{\"ph\":\"M\",\"name\":\"thread_sort_index\",\"pid\":%u,\"tid\":%u,\"args\":{\"sort_index\":%llu}}",
+			 t->pid, t->tid, t->tid == t->pid ? "main thread" : "thread", t->tid, t->pid, t->tid,
+			 (unsigned long long)t->serial);
+	return maybe_flush(c);
+}
+
+/* ns as microseconds with three decimals */
+static void put_us(struct ulma_sbuf *b, uint64_t ns)
+{
+	ulma_sbuf_printf(b, "%llu.%03u", (unsigned long long)(ns / 1000), (unsigned)(ns % 1000));
+}
+
+static int on_close(void *ctx, const struct ulma_walk *w, uint32_t thread, const struct ulma_walk_frame *f)
+{
+	struct chrome *c = ctx;
+	const struct ulma_walk_thread *t = &w->threads[thread];
+	separator(c);
+	ulma_sbuf_puts(&c->b, "{\"ph\":\"X\",");
+	ulma_sbuf_puts(&c->b, f->func < c->nfields && c->fields[f->func] ? c->fields[f->func] : "\"name\":\"?\"");
+	ulma_sbuf_puts(&c->b, ",\"ts\":");
+	put_us(&c->b, f->start_ns);
+	ulma_sbuf_puts(&c->b, ",\"dur\":");
+	put_us(&c->b, f->end_ns - f->start_ns);
+	ulma_sbuf_printf(&c->b, ",\"pid\":%u,\"tid\":%u}", t->pid, t->tid);
+	return maybe_flush(c);
+}
+
+int ulma_export_chrome(FILE *in, const struct ulma_export_opts *o, FILE *out, const char *dir,
+		       struct ulma_export_result *res)
+{
+	struct chrome c = {.out = out, .first = true};
+	struct ulma_walk w;
+	(void)dir;
+	ulma_sbuf_puts(&c.b, "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n");
+	struct ulma_walk_sink sink = {&c, on_func, on_thread, NULL, on_close};
+	int err = ulma_export_walk(in, o, &w, &sink, res);
+	if (!err) {
+		ulma_sbuf_puts(&c.b, "\n],\"otherData\":{\"producer\":\"ulma export\",\"command\":");
+		ulma_sbuf_json(&c.b, w.command ? w.command : "");
+		ulma_sbuf_printf(&c.b, ",\"complete\":%s,\"duration_ns\":%llu}}\n", w.complete ? "true" : "false",
+				 (unsigned long long)w.duration_ns);
+		err = ulma_sbuf_flush(&c.b, out);
+	}
+	for (uint32_t i = 0; i < c.nfields; i++)
+		free(c.fields[i]);
+	free(c.fields);
+	free(c.pids_seen);
+	ulma_sbuf_free(&c.b);
+	ulma_walk_free(&w);
+	return err;
+}
