@@ -87,17 +87,17 @@ def test_counts_are_call_counts(program):
     assert got == want
 
 
-def test_stacks_are_outermost_first(program):
-    if not program["path"].endswith("fib_calls.py"):
-        pytest.skip("fib_calls.py has the known shape")
-    path = program["path"]
-    main = "main (%s:8)" % path
-    fib = "fib (%s:4)" % path
-    deepest = max((frames for frames, v in program["count_rows"]), key=len)
+def test_stacks_are_outermost_first(export_trace, run_export, tmp_path):
+    t = export_trace("fib_calls.py")
+    out = tmp_path / "fib.folded"
+    run_export(t["trace"], "folded", out, "--counts")
+    rows = parse_folded(out)
+    main = "main (%s:8)" % t["path"]
+    fib = "fib (%s:4)" % t["path"]
+    deepest = max((frames for frames, v in rows), key=len)
     i = deepest.index(main)
-    assert deepest[i + 1 :] == [fib] * (len(deepest) - i - 1)
-    assert len(deepest) - i - 1 == 20  # fib(20) recurses 20 frames deep (fib(1) .. fib(20))
-    assert deepest[0].startswith("builtins.exec") or "(" in deepest[0]
+    assert deepest[i - 1] == "<module> (%s:1)" % t["path"]
+    assert deepest[i + 1 :] == [fib] * 20  # fib(20) recurses 20 frames deep: fib(20) .. fib(1)
 
 
 def test_names_with_separators_round_trip(export_trace, run_export, tmp_path):

@@ -1,0 +1,246 @@
+/* export_speedscope.c - speedscope's own JSON format
+ * (https://www.speedscope.app/file-format-schema.json, specified by
+ * speedscope's src/lib/file-format-spec.ts): shared frames, then one
+ * "evented" profile per thread whose events open ("O") and close ("C")
+ * frames at nanosecond times since the trace start, balanced and in
+ * non-decreasing time order, as the walker delivers them.
+ *
+ * Profiles must be written one after another, but the trace interleaves
+ * threads.  So each thread's events collect in a 64 KiB buffer that is
+ * spilled, when full, as a block to one unlinked temporary file (in
+ * $TMPDIR); at the end each profile is assembled by copying its blocks in
+ * order.  Memory stays bounded by threads x 64 KiB plus the block list.
+ * Frames are numbered in order of first use, so only functions that appear
+ * are listed.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "export.h"
+#include "export_text.h"
+#include "ulma/shm.h"
+
+#define SPILL_AT 65536
+
+struct block {
+	long offset;
+	size_t len;
+};
+
+struct ss_thread {
+	struct ulma_sbuf buf;
+	struct block *blocks;
+	uint32_t nblocks;
+	uint32_t cap;
+	uint64_t first_at, last_at;
+	uint64_t events;
+};
+
+struct speedscope {
+	FILE *spill;
+	struct ss_thread *threads;
+	uint32_t nthreads;
+	uint32_t *frame_of; /* func key -> frame index + 1, 0 if unused */
+	uint32_t nframe_of;
+	uint32_t *frame_key; /* frame index -> func key */
+	uint32_t nframes;
+	uint32_t cap_frames;
+};
+
+static FILE *open_spill(void)
+{
+	const char *dir = getenv("TMPDIR");
+	char path[4096];
+	snprintf(path, sizeof(path), "%s/ulma-speedscope-XXXXXX", dir && *dir ? dir : "/tmp");
+	int fd = mkstemp(path);
+	if (fd < 0)
+		return NULL;
+	unlink(path);
+	FILE *f = fdopen(fd, "w+b");
+	if (!f)
+		close(fd);
+	return f;
+}
+
+static int spill(struct speedscope *s, struct ss_thread *t)
+{
+	if (t->buf.nomem)
+		return -ENOMEM;
+	if (t->buf.len == 0)
+		return 0;
+	if (t->nblocks == t->cap) {
+		uint32_t ncap = t->cap ? t->cap * 2 : 16;
+		struct block *b = realloc(t->blocks, (size_t)ncap * sizeof(*b));
+		if (!b)
+			return -ENOMEM;
+		t->blocks = b;
+		t->cap = ncap;
+	}
+	if (fseek(s->spill, 0, SEEK_END) != 0)
+		return -EIO;
+	long off = ftell(s->spill);
+	if (off < 0 || fwrite(t->buf.p, 1, t->buf.len, s->spill) != t->buf.len)
+		return -EIO;
+	t->blocks[t->nblocks++] = (struct block){off, t->buf.len};
+	t->buf.len = 0;
+	return 0;
+}
+
+static int frame_index(struct speedscope *s, uint32_t key, uint32_t *out)
+{
+	if (key >= s->nframe_of) {
+		uint32_t n = key + 1 > s->nframe_of * 2 ? key + 1 : s->nframe_of * 2;
+		uint32_t *p = realloc(s->frame_of, (size_t)n * sizeof(*p));
+		if (!p)
+			return -ENOMEM;
+		memset(p + s->nframe_of, 0, (size_t)(n - s->nframe_of) * sizeof(*p));
+		s->frame_of = p;
+		s->nframe_of = n;
+	}
+	if (!s->frame_of[key]) {
+		if (s->nframes == s->cap_frames) {
+			uint32_t ncap = s->cap_frames ? s->cap_frames * 2 : 256;
+			uint32_t *p = realloc(s->frame_key, (size_t)ncap * sizeof(*p));
+			if (!p)
+				return -ENOMEM;
+			s->frame_key = p;
+			s->cap_frames = ncap;
+		}
+		s->frame_key[s->nframes++] = key;
+		s->frame_of[key] = s->nframes;
+	}
+	*out = s->frame_of[key] - 1;
+	return 0;
+}
+
+static struct ss_thread *thread_of(struct speedscope *s, uint32_t thread)
+{
+	if (thread >= s->nthreads) {
+		uint32_t n = thread + 1 > s->nthreads * 2 ? thread + 1 : s->nthreads * 2;
+		struct ss_thread *p = realloc(s->threads, (size_t)n * sizeof(*p));
+		if (!p)
+			return NULL;
+		memset(p + s->nthreads, 0, (size_t)(n - s->nthreads) * sizeof(*p));
+		s->threads = p;
+		s->nthreads = n;
+	}
+	return &s->threads[thread];
+}
+
+static int event(struct speedscope *s, const struct ulma_walk *w, uint32_t thread, char type, uint32_t func,
+		 uint64_t at)
+{
+	struct ss_thread *t = thread_of(s, thread);
+	uint32_t frame;
+	int err;
+	if (!t)
+		return -ENOMEM;
+	if ((err = frame_index(s, w->funcs[func].key, &frame)))
+		return err;
+	if (t->events == 0)
+		t->first_at = at;
+	t->last_at = at;
+	ulma_sbuf_printf(&t->buf, "%s{\"type\":\"%c\",\"frame\":%u,\"at\":%llu}", t->events ? "," : "", type, frame,
+			 (unsigned long long)at);
+	t->events++;
+	return t->buf.len >= SPILL_AT ? spill(s, t) : t->buf.nomem ? -ENOMEM : 0;
+}
+
+static int on_open(void *ctx, const struct ulma_walk *w, uint32_t thread, const struct ulma_walk_frame *f)
+{
+	return event(ctx, w, thread, 'O', f->func, f->start_ns);
+}
+
+static int on_close(void *ctx, const struct ulma_walk *w, uint32_t thread, const struct ulma_walk_frame *f)
+{
+	return event(ctx, w, thread, 'C', f->func, f->end_ns);
+}
+
+static int copy_blocks(struct speedscope *s, const struct ss_thread *t, FILE *out)
+{
+	char buf[65536];
+	for (uint32_t i = 0; i < t->nblocks; i++) {
+		if (fseek(s->spill, t->blocks[i].offset, SEEK_SET) != 0)
+			return -EIO;
+		for (size_t left = t->blocks[i].len; left;) {
+			size_t n = left < sizeof(buf) ? left : sizeof(buf);
+			if (fread(buf, 1, n, s->spill) != n || fwrite(buf, 1, n, out) != n)
+				return -EIO;
+			left -= n;
+		}
+	}
+	return 0;
+}
+
+static int write_file(struct speedscope *s, const struct ulma_walk *w, FILE *out)
+{
+	struct ulma_sbuf b = {0};
+	int err = 0;
+	ulma_sbuf_puts(&b, "{\"$schema\":\"https://www.speedscope.app/file-format-schema.json\",\n\"name\":");
+	ulma_sbuf_json(&b, w->command && *w->command ? w->command : "ulma trace");
+	ulma_sbuf_puts(&b, ",\"exporter\":\"ulma export\",\"activeProfileIndex\":0,\n\"shared\":{\"frames\":[");
+	for (uint32_t i = 0; i < s->nframes && !err; i++) {
+		const struct ulma_walk_func *f = &w->funcs[s->frame_key[i]];
+		ulma_sbuf_puts(&b, i ? ",\n{\"name\":" : "\n{\"name\":");
+		ulma_sbuf_json(&b, f->name);
+		if (f->kind != ULMA_DEF_C) {
+			ulma_sbuf_puts(&b, ",\"file\":");
+			ulma_sbuf_json(&b, f->file);
+			ulma_sbuf_printf(&b, ",\"line\":%u", f->line);
+		}
+		ulma_sbuf_puts(&b, "}");
+		if (b.len >= SPILL_AT)
+			err = ulma_sbuf_flush(&b, out);
+	}
+	ulma_sbuf_puts(&b, "]},\n\"profiles\":[");
+	bool first = true;
+	for (uint32_t i = 0; i < s->nthreads && i < w->nthreads && !err; i++) {
+		struct ss_thread *t = &s->threads[i];
+		const struct ulma_walk_thread *wt = &w->threads[i];
+		if (t->events == 0)
+			continue;
+		if ((err = spill(s, t)))
+			break;
+		ulma_sbuf_printf(&b,
+				 "%s\n{\"type\":\"evented\",\"name\":\"%s %u (pid %u)\",\"unit\":\"nanoseconds\","
+				 "\"startValue\":%llu,\"endValue\":%llu,\"events\":[",
+				 first ? "" : ",", wt->tid == wt->pid ? "main thread" : "thread", wt->tid, wt->pid,
+				 (unsigned long long)t->first_at, (unsigned long long)t->last_at);
+		first = false;
+		if ((err = ulma_sbuf_flush(&b, out)) || (err = copy_blocks(s, t, out)))
+			break;
+		ulma_sbuf_puts(&b, "]}");
+	}
+	ulma_sbuf_puts(&b, "\n]}\n");
+	if (!err)
+		err = ulma_sbuf_flush(&b, out);
+	ulma_sbuf_free(&b);
+	return err;
+}
+
+int ulma_export_speedscope(FILE *in, const struct ulma_export_opts *o, FILE *out, const char *dir,
+			   struct ulma_export_result *res)
+{
+	struct speedscope s = {0};
+	struct ulma_walk w;
+	(void)dir;
+	s.spill = open_spill();
+	if (!s.spill)
+		return -errno;
+	struct ulma_walk_sink sink = {&s, NULL, NULL, on_open, on_close};
+	int err = ulma_export_walk(in, o, &w, &sink, res);
+	if (!err)
+		err = write_file(&s, &w, out);
+	for (uint32_t i = 0; i < s.nthreads; i++) {
+		ulma_sbuf_free(&s.threads[i].buf);
+		free(s.threads[i].blocks);
+	}
+	free(s.threads);
+	free(s.frame_of);
+	free(s.frame_key);
+	fclose(s.spill);
+	ulma_walk_free(&w);
+	return err;
+}
