@@ -24,6 +24,7 @@ enum ulma_chunk_type {
 	ULMA_CHUNK_THREAD = 3, /* a thread: serial, pid, tid */
 	ULMA_CHUNK_EVENTS = 4, /* one thread's events, delta-varint encoded */
 	ULMA_CHUNK_END = 5,    /* end pair and totals; present only if complete */
+	ULMA_CHUNK_SCHED = 6,  /* one thread's schedstat samples: ticks, cpu ns, wait ns */
 };
 
 enum ulma_def_tag {

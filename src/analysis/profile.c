@@ -110,38 +110,74 @@ static void touch(struct ulma_profile *p, struct ulma_thread_row *t, uint64_t ti
 int ulma_profile_enter(struct ulma_profile *p, uint32_t thread, uint32_t func, uint64_t ticks)
 {
 	struct ulma_thread_row *t = &p->threads[thread];
+	return ulma_profile_enter_at(p, thread, func, ticks, t->last_cpu, t->last_wait);
+}
+
+int ulma_profile_enter_at(struct ulma_profile *p, uint32_t thread, uint32_t func, uint64_t ticks,
+			  uint64_t cpu_ns, uint64_t wait_ns)
+{
+	struct ulma_thread_row *t = &p->threads[thread];
 	if (t->depth == t->cap && grow((void **)&t->stack, &t->cap, t->depth, sizeof(*t->stack)))
 		return -ENOMEM;
 	if (func >= t->nactive && grow((void **)&t->active, &t->nactive, func, sizeof(*t->active)))
 		return -ENOMEM;
 	touch(p, t, ticks);
-	t->stack[t->depth++] = (struct ulma_frame){func, ticks, 0};
+	t->last_cpu = cpu_ns;
+	t->last_wait = wait_ns;
+	t->stack[t->depth++] = (struct ulma_frame){func, ticks, 0, cpu_ns, wait_ns, 0, 0};
 	t->active[func]++;
 	p->funcs[func].calls++;
 	return 0;
 }
 
-static void pop(struct ulma_profile *p, struct ulma_thread_row *t, uint64_t ticks)
+static uint64_t sub0(uint64_t a, uint64_t b)
+{
+	return a > b ? a - b : 0;
+}
+
+static void pop(struct ulma_profile *p, struct ulma_thread_row *t, uint64_t ticks, uint64_t cpu,
+		uint64_t wait)
 {
 	struct ulma_frame *f = &t->stack[--t->depth];
-	uint64_t elapsed = ticks > f->start ? ticks - f->start : 0;
-	uint64_t self = elapsed > f->child ? elapsed - f->child : 0;
+	uint64_t elapsed = sub0(ticks, f->start), self = sub0(elapsed, f->child);
+	uint64_t ecpu = sub0(cpu, f->cpu0), scpu = sub0(ecpu, f->child_cpu);
+	uint64_t ewait = sub0(wait, f->wait0), swait = sub0(ewait, f->child_wait);
 	struct ulma_func_row *row = &p->funcs[f->func];
 	row->self_ticks += self;
+	row->self_cpu_ns += scpu;
+	row->self_wait_ns += swait;
 	t->self_ticks += self;
-	if (--t->active[f->func] == 0)
+	t->cpu_ns += scpu;
+	t->wait_ns += swait;
+	if (--t->active[f->func] == 0) {
 		row->total_ticks += elapsed;
-	if (t->depth)
-		t->stack[t->depth - 1].child += elapsed;
+		row->total_cpu_ns += ecpu;
+		row->total_wait_ns += ewait;
+	}
+	if (t->depth) {
+		struct ulma_frame *parent = &t->stack[t->depth - 1];
+		parent->child += elapsed;
+		parent->child_cpu += ecpu;
+		parent->child_wait += ewait;
+	}
 }
 
 void ulma_profile_exit(struct ulma_profile *p, uint32_t thread, uint64_t ticks)
 {
 	struct ulma_thread_row *t = &p->threads[thread];
+	ulma_profile_exit_at(p, thread, ticks, t->last_cpu, t->last_wait);
+}
+
+void ulma_profile_exit_at(struct ulma_profile *p, uint32_t thread, uint64_t ticks, uint64_t cpu_ns,
+			  uint64_t wait_ns)
+{
+	struct ulma_thread_row *t = &p->threads[thread];
 	if (t->depth == 0)
 		return;
 	touch(p, t, ticks);
-	pop(p, t, ticks);
+	t->last_cpu = cpu_ns;
+	t->last_wait = wait_ns;
+	pop(p, t, ticks, cpu_ns, wait_ns);
 }
 
 void ulma_profile_lost(struct ulma_profile *p, uint32_t thread, uint64_t ticks, uint64_t count)
@@ -152,6 +188,18 @@ void ulma_profile_lost(struct ulma_profile *p, uint32_t thread, uint64_t ticks, 
 	p->lost += count;
 }
 
+void ulma_profile_sample(struct ulma_profile *p, uint32_t thread, uint64_t cpu_ns)
+{
+	struct ulma_thread_row *t = &p->threads[thread];
+	p->has_sched = 1;
+	if (!t->sampled) {
+		t->sampled = 1;
+		t->sample_cpu0 = cpu_ns;
+	}
+	if (cpu_ns > t->sample_cpu1)
+		t->sample_cpu1 = cpu_ns;
+}
+
 void ulma_profile_finish(struct ulma_profile *p, uint64_t ticks)
 {
 	for (uint32_t i = 0; i < p->nthreads; i++) {
@@ -160,7 +208,7 @@ void ulma_profile_finish(struct ulma_profile *p, uint64_t ticks)
 			continue;
 		uint64_t at = ticks > t->last_ticks ? ticks : t->last_ticks;
 		while (t->depth)
-			pop(p, t, at);
+			pop(p, t, at, t->last_cpu, t->last_wait);
 		t->last_ticks = at;
 		if (at > p->last_ticks)
 			p->last_ticks = at;
@@ -170,18 +218,20 @@ void ulma_profile_finish(struct ulma_profile *p, uint64_t ticks)
 void ulma_profile_clear(struct ulma_profile *p, uint64_t now_ticks)
 {
 	for (uint32_t i = 0; i < p->nfuncs; i++) {
-		p->funcs[i].calls = 0;
-		p->funcs[i].total_ticks = 0;
-		p->funcs[i].self_ticks = 0;
+		struct ulma_func_row *f = &p->funcs[i];
+		f->calls = f->total_ticks = f->self_ticks = 0;
+		f->self_cpu_ns = f->self_wait_ns = f->total_cpu_ns = f->total_wait_ns = 0;
 	}
 	for (uint32_t i = 0; i < p->nthreads; i++) {
 		struct ulma_thread_row *t = &p->threads[i];
 		/* open frames restart now: their earlier time is forgotten */
 		for (uint32_t d = 0; d < t->depth; d++) {
 			t->stack[d].start = now_ticks;
-			t->stack[d].child = 0;
+			t->stack[d].child = t->stack[d].child_cpu = t->stack[d].child_wait = 0;
+			t->stack[d].cpu0 = t->last_cpu;
+			t->stack[d].wait0 = t->last_wait;
 		}
-		t->events = t->lost = t->self_ticks = 0;
+		t->events = t->lost = t->self_ticks = t->cpu_ns = t->wait_ns = 0;
 		t->first_ticks = t->last_ticks = now_ticks;
 	}
 	p->events = p->lost = 0;

@@ -8,6 +8,10 @@
  * frame per thread, `self` excludes callees.  Frames still open at the end
  * are closed at the time given to ulma_profile_finish.
  *
+ * Where the caller knows each event's cumulative CPU and run-queue time
+ * (from a schedline), the *_at variants also split self and total time
+ * into on-CPU and runnable ns; blocked is the rest of the wall time.
+ *
  * Times are in session ticks; convert at output.  Single-threaded.
  * Functions returning int give 0 or -ENOMEM.
  */
@@ -25,12 +29,18 @@ struct ulma_func_row {
 	uint64_t calls;
 	uint64_t total_ticks;
 	uint64_t self_ticks;
+	uint64_t self_cpu_ns;   /* on a CPU, of the self time */
+	uint64_t self_wait_ns;  /* runnable, waiting for a CPU, of the self time */
+	uint64_t total_cpu_ns;  /* the same for total time */
+	uint64_t total_wait_ns;
 };
 
 struct ulma_frame {
 	uint32_t func;
 	uint64_t start;
 	uint64_t child; /* ticks spent in callees */
+	uint64_t cpu0, wait0;           /* cumulative cpu and wait ns at entry */
+	uint64_t child_cpu, child_wait; /* of which spent in callees */
 };
 
 struct ulma_thread_row {
@@ -42,6 +52,11 @@ struct ulma_thread_row {
 	uint64_t events;
 	uint64_t lost;
 	uint64_t self_ticks;  /* sum of self time of this thread's frames */
+	uint64_t cpu_ns;      /* sum of self on-CPU ns of its frames */
+	uint64_t wait_ns;     /* sum of self runnable ns */
+	uint64_t last_cpu, last_wait; /* cumulative values at the last event */
+	uint64_t sample_cpu0, sample_cpu1; /* cpu ns at its first and latest schedstat sample */
+	int sampled;
 	int seen;             /* any event yet */
 	struct ulma_frame *stack;
 	uint32_t depth;
@@ -61,6 +76,7 @@ struct ulma_profile {
 	uint64_t lost;
 	uint64_t first_ticks;
 	uint64_t last_ticks;
+	int has_sched; /* events carried CPU and wait times */
 };
 
 void ulma_profile_init(struct ulma_profile *p);
@@ -76,7 +92,16 @@ int ulma_profile_add_thread(struct ulma_profile *p, uint32_t index, uint64_t ser
 /* Events; thread and func must have been added. */
 int ulma_profile_enter(struct ulma_profile *p, uint32_t thread, uint32_t func, uint64_t ticks);
 void ulma_profile_exit(struct ulma_profile *p, uint32_t thread, uint64_t ticks);
+/* The same, with the thread's cumulative CPU and run-queue ns at the event. */
+int ulma_profile_enter_at(struct ulma_profile *p, uint32_t thread, uint32_t func, uint64_t ticks,
+			  uint64_t cpu_ns, uint64_t wait_ns);
+void ulma_profile_exit_at(struct ulma_profile *p, uint32_t thread, uint64_t ticks, uint64_t cpu_ns,
+			  uint64_t wait_ns);
 void ulma_profile_lost(struct ulma_profile *p, uint32_t thread, uint64_t ticks, uint64_t count);
+
+/* Note a schedstat sample of a thread: its CPU time between its first and
+ * latest samples measures parallelism whether or not events were lost. */
+void ulma_profile_sample(struct ulma_profile *p, uint32_t thread, uint64_t cpu_ns);
 
 /* Close every open frame at `ticks` (or at its thread's last event if
  * that is later). */

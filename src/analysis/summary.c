@@ -88,8 +88,13 @@ int ulma_summary_text(FILE *out, const struct ulma_summary *s, uint32_t limit)
 	char pbuf[48], bbuf[32], fbuf[512];
 	if (!order)
 		return -ENOMEM;
-	fprintf(out, "\n%12s %12s %12s %11s  %-36s %s\n", "calls", "total ms", "self ms", "us/call",
-		"function", "file:line");
+	bool split = p->has_sched;
+	if (split)
+		fprintf(out, "\n%12s %12s %12s %11s %5s %5s %5s  %-36s %s\n", "calls", "total ms", "self ms",
+			"us/call", "cpu%", "run%", "blk%", "function", "file:line");
+	else
+		fprintf(out, "\n%12s %12s %12s %11s  %-36s %s\n", "calls", "total ms", "self ms", "us/call",
+			"function", "file:line");
 	uint32_t shown = 0;
 	for (uint32_t k = 0; k < p->nfuncs && shown < limit; k++) {
 		const struct ulma_func_row *f = &p->funcs[order[k]];
@@ -100,8 +105,17 @@ int ulma_summary_text(FILE *out, const struct ulma_summary *s, uint32_t limit)
 		double self_ms = (double)to_ns(s, f->self_ticks) / 1e6;
 		double per_call_us = (double)to_ns(s, f->total_ticks) / 1e3 / (double)f->calls;
 		const char *file = or_unknown(f->file);
-		fprintf(out, "%12llu %12.3f %12.3f %11.3f  %-36.*s ", (unsigned long long)f->calls, total_ms,
-			self_ms, per_call_us, 60, or_unknown(f->name));
+		fprintf(out, "%12llu %12.3f %12.3f %11.3f ", (unsigned long long)f->calls, total_ms, self_ms,
+			per_call_us);
+		if (split) {
+			uint64_t self_ns = to_ns(s, f->self_ticks), cpu = f->self_cpu_ns, run = f->self_wait_ns;
+			double d = self_ns ? (double)self_ns : 1.0;
+			double cpu_pct = 100.0 * (double)(cpu < self_ns ? cpu : self_ns) / d;
+			double run_pct = 100.0 * (double)(run < self_ns ? run : self_ns) / d;
+			double blk_pct = 100.0 - cpu_pct - run_pct;
+			fprintf(out, "%5.0f %5.0f %5.0f ", cpu_pct, run_pct, blk_pct < 0 ? 0.0 : blk_pct);
+		}
+		fprintf(out, " %-36.*s ", 60, or_unknown(f->name));
 		if (strcmp(file, "~") == 0)
 			fprintf(out, "~\n");
 		else
@@ -118,6 +132,10 @@ int ulma_summary_text(FILE *out, const struct ulma_summary *s, uint32_t limit)
 			 strsignal(WTERMSIG(s->exit_status)));
 	fprintf(out, "\ntotals: %.3f s wall, %u thread%s, %u process%s%s\n", (double)s->duration_ns / 1e9,
 		p->nthreads, p->nthreads == 1 ? "" : "s", procs, procs == 1 ? "" : "es", ending);
+	if (split)
+		fprintf(out, "parallelism: %.2f threads on a CPU on average (cpu%% on a CPU, run%% waiting for one, "
+			     "blk%% blocked)\n",
+			ulma_summary_parallelism(s));
 	uint64_t all = p->events + p->lost;
 	fprintf(out, "events: %llu captured, %llu lost (%.2f%%)\n", (unsigned long long)p->events,
 		(unsigned long long)p->lost, all ? 100.0 * (double)p->lost / (double)all : 0.0);
@@ -174,6 +192,23 @@ static void json_string(FILE *out, const char *s)
 	fputc('"', out);
 }
 
+/* Clamp sampled cpu and wait so the three parts add up to the wall time. */
+static void split_of(uint64_t wall, uint64_t cpu, uint64_t wait, uint64_t *c, uint64_t *w)
+{
+	*c = cpu < wall ? cpu : wall;
+	*w = wait < wall - *c ? wait : wall - *c;
+}
+
+double ulma_summary_parallelism(const struct ulma_summary *s)
+{
+	uint64_t cpu = 0;
+	for (uint32_t i = 0; i < s->profile->nthreads; i++) {
+		const struct ulma_thread_row *t = &s->profile->threads[i];
+		cpu += t->sampled ? t->sample_cpu1 - t->sample_cpu0 : t->cpu_ns;
+	}
+	return s->duration_ns ? (double)cpu / (double)s->duration_ns : 0.0;
+}
+
 int ulma_summary_json(FILE *out, const struct ulma_summary *s)
 {
 	const struct ulma_profile *p = s->profile;
@@ -192,10 +227,22 @@ int ulma_summary_json(FILE *out, const struct ulma_summary *s)
 		json_string(out, or_unknown(f->name));
 		fputs(", \"file\": ", out);
 		json_string(out, or_unknown(f->file));
+		uint64_t self_ns = to_ns(s, f->self_ticks), total_ns = to_ns(s, f->total_ticks);
 		fprintf(out,
-			", \"line\": %u, \"kind\": \"%s\", \"calls\": %llu, \"total_ns\": %llu, \"self_ns\": %llu}",
+			", \"line\": %u, \"kind\": \"%s\", \"calls\": %llu, \"total_ns\": %llu, \"self_ns\": %llu",
 			f->line, f->kind == ULMA_DEF_C ? "c" : "python", (unsigned long long)f->calls,
-			(unsigned long long)to_ns(s, f->total_ticks), (unsigned long long)to_ns(s, f->self_ticks));
+			(unsigned long long)total_ns, (unsigned long long)self_ns);
+		if (p->has_sched) {
+			uint64_t sc, sw, tc, tw;
+			split_of(self_ns, f->self_cpu_ns, f->self_wait_ns, &sc, &sw);
+			split_of(total_ns, f->total_cpu_ns, f->total_wait_ns, &tc, &tw);
+			fprintf(out,
+				", \"on_cpu_ns\": %llu, \"runnable_ns\": %llu, \"blocked_ns\": %llu, "
+				"\"total_on_cpu_ns\": %llu, \"total_runnable_ns\": %llu, \"total_blocked_ns\": %llu",
+				(unsigned long long)sc, (unsigned long long)sw, (unsigned long long)(self_ns - sc - sw),
+				(unsigned long long)tc, (unsigned long long)tw, (unsigned long long)(total_ns - tc - tw));
+		}
+		fputc('}', out);
 	}
 	free(order);
 	fputs("\n],\n\"thread_list\": [", out);
@@ -205,23 +252,25 @@ int ulma_summary_json(FILE *out, const struct ulma_summary *s)
 		const struct ulma_thread_row *t = &p->threads[i];
 		fprintf(out,
 			"%s\n  {\"serial\": %llu, \"pid\": %u, \"tid\": %u, \"events\": %llu, \"lost\": %llu, "
-			"\"wall_ns\": %llu, \"self_ns\": %llu}",
+			"\"wall_ns\": %llu, \"self_ns\": %llu, \"on_cpu_ns\": %llu, \"runnable_ns\": %llu}",
 			i ? "," : "", (unsigned long long)t->serial, t->pid, t->tid, (unsigned long long)t->events,
-			(unsigned long long)t->lost, (unsigned long long)wall, (unsigned long long)self);
+			(unsigned long long)t->lost, (unsigned long long)wall, (unsigned long long)self,
+			(unsigned long long)t->cpu_ns, (unsigned long long)t->wait_ns);
 	}
 	fputs("\n],\n", out);
 	failure_text(s->failures, fbuf, sizeof(fbuf));
 	fprintf(out,
 		"\"events\": %llu, \"lost\": %llu, \"threads\": %u, \"processes\": %u, \"duration_ns\": %llu, "
 		"\"trace_bytes\": %llu, \"bytes_per_event\": %.3f, \"complete\": %s, \"exit_status\": %d, "
-		"\"warnings\": ",
+		"\"time_split\": %s, \"parallelism\": %.3f, \"warnings\": ",
 		(unsigned long long)p->events, (unsigned long long)p->lost, p->nthreads, count_processes(p),
 		(unsigned long long)s->duration_ns, (unsigned long long)s->trace_bytes,
 		p->events ? (double)s->trace_bytes / (double)p->events : 0.0, s->complete ? "true" : "false",
 		s->exit_status < 0 ? -1
 		: WIFEXITED(s->exit_status) ? WEXITSTATUS(s->exit_status)
 		: WIFSIGNALED(s->exit_status) ? 128 + WTERMSIG(s->exit_status)
-					       : -1);
+					       : -1,
+		p->has_sched ? "true" : "false", ulma_summary_parallelism(s));
 	json_string(out, fbuf[0] ? fbuf + 1 : "");
 	fputs("}\n", out);
 	return ferror(out) ? -EIO : 0;

@@ -31,6 +31,11 @@ int ulma_summary_text(FILE *out, const struct ulma_summary *s, uint32_t limit);
 /* Every function, then totals, as one JSON object.  Returns 0 or -EIO. */
 int ulma_summary_json(FILE *out, const struct ulma_summary *s);
 
+/* Time-averaged number of the program's threads on a CPU: their CPU time
+ * between their first and last schedstat samples (which lost events do
+ * not affect) over the session's wall time. */
+double ulma_summary_parallelism(const struct ulma_summary *s);
+
 /* Sum over threads of (last - first) event time, and of self time, in ns:
  * for the time-conservation check. */
 void ulma_summary_thread_times(const struct ulma_summary *s, uint32_t thread, uint64_t *wall_ns,

@@ -285,6 +285,30 @@ static int parse_events(struct reader *r, const uint8_t *p, const uint8_t *end)
 	return 0;
 }
 
+static int parse_sched(struct reader *r, const uint8_t *p, const uint8_t *end)
+{
+	uint64_t serial, count, v[3] = {0, 0, 0}, d;
+	uint32_t tidx;
+	NEED_VARINT(r, p, end, serial, "sched thread");
+	NEED_VARINT(r, p, end, count, "sample count");
+	if (serial == UINT64_MAX || !ulma_idmap_get(&r->thread_ids, serial + 1, &tidx))
+		return corrupt(r, "samples for undeclared thread %llu", (unsigned long long)serial);
+	for (uint64_t i = 0; i < count; i++) {
+		for (int k = 0; k < 3; k++) {
+			NEED_VARINT(r, p, end, d, "sample");
+			if (v[k] + d < v[k])
+				return corrupt(r, "sample value overflows");
+			v[k] += d;
+		}
+		int err = r->v->on_sched ? r->v->on_sched(r->v->ctx, tidx, v[0], v[1], v[2]) : 0;
+		if (err)
+			return err;
+	}
+	if (p != end)
+		return corrupt(r, "sched chunk has %td bytes after its last sample", end - p);
+	return 0;
+}
+
 static int parse_end(struct reader *r, const uint8_t *p, const uint8_t *end)
 {
 	uint64_t v[6];
@@ -313,6 +337,8 @@ static int parse_chunk(struct reader *r, uint32_t type, const uint8_t *p, const 
 		return parse_events(r, p, end);
 	case ULMA_CHUNK_END:
 		return parse_end(r, p, end);
+	case ULMA_CHUNK_SCHED:
+		return parse_sched(r, p, end);
 	default:
 		return 0; /* a newer writer's chunk: skip it */
 	}

@@ -29,6 +29,9 @@ struct ulma_trace_stream {
 	uint32_t first_cpu;
 	uint32_t cpu;        /* cpu the decoder currently assumes */
 	struct buf body;
+	struct buf sched;    /* pending schedstat samples, delta encoded */
+	uint64_t nsched;
+	uint64_t sched_last[3]; /* previous sample: ticks, cpu, wait */
 };
 
 struct ulma_trace_writer {
@@ -131,18 +134,39 @@ static int flush_defs(struct ulma_trace_writer *w)
 	return err;
 }
 
+/* SCHED payload: varint serial, count, then per sample the deltas of
+ * ticks, cpu ns and wait ns from the previous sample (the first from 0). */
+static int flush_sched(struct ulma_trace_stream *s)
+{
+	struct ulma_trace_writer *w = s->owner;
+	uint8_t prefix[2 * ULMA_VARINT_MAX];
+	size_t n = 0;
+	if (s->nsched == 0)
+		return w->error;
+	n += ulma_varint_put(prefix + n, s->serial);
+	n += ulma_varint_put(prefix + n, s->nsched);
+	int err = write_chunk(w, ULMA_CHUNK_SCHED, prefix, n, s->sched.data, s->sched.len);
+	s->sched.len = 0;
+	s->nsched = 0;
+	memset(s->sched_last, 0, sizeof(s->sched_last));
+	return err;
+}
+
 /* EVENTS payload: varint serial, count, first cpu; then the body, which
- * opens with the absolute time of the first event. */
+ * opens with the absolute time of the first event.  The thread's pending
+ * samples go first: a reader has them before the events they bracket. */
 static int flush_stream(struct ulma_trace_stream *s)
 {
 	struct ulma_trace_writer *w = s->owner;
 	uint8_t prefix[4 * ULMA_VARINT_MAX];
 	size_t n = 0;
-	if (s->count == 0)
-		return w->error;
 	int err = flush_defs(w);
 	if (err)
 		return err;
+	if ((err = flush_sched(s)))
+		return err;
+	if (s->count == 0)
+		return w->error;
 	n += ulma_varint_put(prefix + n, s->serial);
 	n += ulma_varint_put(prefix + n, s->count);
 	n += ulma_varint_put(prefix + n, s->first_cpu);
@@ -326,6 +350,23 @@ void ulma_trace_lost(struct ulma_trace_stream *s, uint64_t ticks, uint64_t count
 	end_event(s, ticks);
 }
 
+void ulma_trace_sched(struct ulma_trace_stream *s, uint64_t ticks, uint64_t cpu_ns, uint64_t wait_ns)
+{
+	uint64_t v[3] = {ticks, cpu_ns, wait_ns};
+	for (int i = 0; i < 3; i++)
+		if (v[i] < s->sched_last[i])
+			return; /* samples only grow; a stale one carries nothing */
+	if (!buf_reserve(s->owner, &s->sched, 3 * ULMA_VARINT_MAX))
+		return;
+	for (int i = 0; i < 3; i++) {
+		buf_varint(&s->sched, v[i] - s->sched_last[i]);
+		s->sched_last[i] = v[i];
+	}
+	s->nsched++;
+	if (s->sched.len >= STREAM_FLUSH_BYTES)
+		flush_sched(s);
+}
+
 int ulma_trace_writer_flush(struct ulma_trace_writer *w)
 {
 	flush_defs(w);
@@ -345,6 +386,7 @@ void ulma_trace_writer_abandon(struct ulma_trace_writer *w)
 		return;
 	for (size_t i = 0; i < w->nstreams; i++) {
 		free(w->streams[i]->body.data);
+		free(w->streams[i]->sched.data);
 		free(w->streams[i]);
 	}
 	free(w->streams);

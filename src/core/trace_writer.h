@@ -54,6 +54,9 @@ void ulma_trace_enter(struct ulma_trace_stream *s, uint64_t ticks, uint32_t cpu,
 		      uint32_t parent_id);
 void ulma_trace_exit(struct ulma_trace_stream *s, uint64_t ticks, uint32_t cpu);
 void ulma_trace_lost(struct ulma_trace_stream *s, uint64_t ticks, uint64_t count);
+/* A schedstat sample of the stream's thread (cumulative ns on a CPU and
+ * waiting for one).  Samples are written before the events they bracket. */
+void ulma_trace_sched(struct ulma_trace_stream *s, uint64_t ticks, uint64_t cpu_ns, uint64_t wait_ns);
 
 /* Write pending definitions and every stream's buffer.  Returns 0 or the
  * first write error (-errno). */

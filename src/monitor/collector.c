@@ -6,10 +6,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../core/clock.h"
+#include "sampler.h"
 #include "ulma/shm.h"
+#include <unistd.h>
 
 #define UNKNOWN_ID UINT32_MAX /* trace id of the "?" function */
 #define DENSE_IDS (1u << 24)  /* session ids below this resolve through an array */
+#define SAMPLE_BUSY_NS 1000000u   /* schedstat period of a thread with new events */
+#define SAMPLE_IDLE_NS 10000000u  /* and of one without */
 
 struct ulma_collector_slot {
 	bool live;
@@ -21,6 +26,10 @@ struct ulma_collector_slot {
 	uint32_t cap;
 	uint64_t last_ticks;
 	uint32_t cpu;
+	int sched_fd;            /* schedstat of the thread, -1 if none */
+	struct ulma_schedline line;
+	uint64_t sampled_ns;     /* CLOCK_MONOTONIC of the last sample */
+	uint64_t head_at_sample; /* ring head at the last sample */
 };
 
 static int set_error(struct ulma_collector *c, int err)
@@ -36,15 +45,59 @@ int ulma_collector_init(struct ulma_collector *c, struct ulma_session *s, struct
 	c->session = s;
 	c->writer = w;
 	ulma_profile_init(&c->profile);
+	c->use_tsc = (s->hdr->flags & ULMA_SHM_CLOCK_TSC) != 0;
+	c->sample_sched = true;
 	c->slots = calloc(s->hdr->slot_count, sizeof(*c->slots));
-	return c->slots ? 0 : -ENOMEM;
+	if (!c->slots)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < s->hdr->slot_count; i++)
+		c->slots[i].sched_fd = -1;
+	return 0;
+}
+
+static void stop_sampling(struct ulma_collector_slot *cs)
+{
+	if (cs->sched_fd >= 0)
+		close(cs->sched_fd);
+	cs->sched_fd = -1;
+	ulma_schedline_free(&cs->line);
+}
+
+/* Sample the thread's schedstat if it is due; a thread that is gone stops
+ * being sampled.  Returns true if a sample was taken. */
+static bool sample(struct ulma_collector *c, struct ulma_collector_slot *cs, uint64_t head, bool force)
+{
+	if (cs->sched_fd < 0)
+		return false;
+	uint64_t now = ulma_clock_monotonic_ns();
+	uint64_t period = head != cs->head_at_sample ? SAMPLE_BUSY_NS : SAMPLE_IDLE_NS;
+	if (!force && now - cs->sampled_ns < period)
+		return false;
+	uint32_t cpu;
+	struct ulma_sched_sample smp;
+	smp.ticks = ulma_clock_now(c->use_tsc, &cpu);
+	if (ulma_sampler_read(cs->sched_fd, &smp.cpu_ns, &smp.wait_ns) < 0) {
+		close(cs->sched_fd); /* the thread is gone: its last events clamp to the last sample */
+		cs->sched_fd = -1;
+		return false;
+	}
+	cs->sampled_ns = now;
+	cs->head_at_sample = head;
+	if (ulma_schedline_add(&cs->line, &smp) < 0)
+		return false;
+	ulma_profile_sample(&c->profile, cs->thread, smp.cpu_ns);
+	if (cs->stream)
+		ulma_trace_sched(cs->stream, smp.ticks, smp.cpu_ns, smp.wait_ns);
+	return true;
 }
 
 void ulma_collector_free(struct ulma_collector *c)
 {
 	if (c->slots)
-		for (uint32_t i = 0; i < c->session->hdr->slot_count; i++)
+		for (uint32_t i = 0; i < c->session->hdr->slot_count; i++) {
 			free(c->slots[i].ids);
+			stop_sampling(&c->slots[i]);
+		}
 	free(c->slots);
 	free(c->by_id);
 	free(c->canon);
@@ -215,13 +268,22 @@ static int open_thread(struct ulma_collector *c, struct ulma_collector_slot *cs,
 	cs->depth = 0;
 	cs->last_ticks = 0;
 	cs->cpu = 0;
+	stop_sampling(cs);
+	if (c->sample_sched) {
+		int fd = ulma_sampler_open(slot->pid, slot->tid);
+		cs->sched_fd = fd >= 0 ? fd : -1;
+		cs->sampled_ns = 0;
+		cs->head_at_sample = UINT64_MAX;
+	}
 	return 0;
 }
 
 static void emit_exit(struct ulma_collector *c, struct ulma_collector_slot *cs, uint64_t t, uint32_t cpu)
 {
+	uint64_t cpu_ns, wait_ns;
+	ulma_schedline_at(&cs->line, t, &cpu_ns, &wait_ns);
 	cs->depth--;
-	ulma_profile_exit(&c->profile, cs->thread, t);
+	ulma_profile_exit_at(&c->profile, cs->thread, t, cpu_ns, wait_ns);
 	if (cs->stream)
 		ulma_trace_exit(cs->stream, t, cpu);
 }
@@ -261,7 +323,9 @@ static int apply(struct ulma_collector *c, struct ulma_collector_slot *cs, const
 			cs->ids = ids;
 			cs->cap = cap;
 		}
-		if (ulma_profile_enter(&c->profile, cs->thread, index, t))
+		uint64_t cpu_ns, wait_ns;
+		ulma_schedline_at(&cs->line, t, &cpu_ns, &wait_ns);
+		if (ulma_profile_enter_at(&c->profile, cs->thread, index, t, cpu_ns, wait_ns))
 			return set_error(c, -ENOMEM);
 		if (cs->stream)
 			ulma_trace_enter(cs->stream, t, r->cpu, sid, cs->depth ? cs->ids[cs->depth - 1] : 0);
@@ -333,12 +397,19 @@ static long drain_slot(struct ulma_collector *c, uint32_t i, bool final, uint64_
 	}
 	uint64_t cap = ulma_session_capacity(s), tail, head, skipped;
 	ulma_ring_readable(slot, cap, &tail, &head, &skipped);
+	sample(c, cs, head, false);
+	/* events after the newest sample wait for the next one, unless the
+	 * thread can no longer be sampled */
+	uint64_t horizon = cs->sched_fd >= 0 && !final && !dead_at ? ulma_schedline_last_ticks(&cs->line)
+								 : UINT64_MAX;
 	if (skipped)
 		record_lost(c, cs, cs->last_ticks, skipped);
 	const struct ulma_record *ring = ulma_session_ring(s, i);
 	long n = 0;
 	while (tail < head) {
 		struct ulma_record r = ring[tail & (cap - 1)];
+		if (r.time > horizon)
+			break;
 		int ok = apply(c, cs, &r, final);
 		if (ok < 0)
 			return ok;
@@ -352,6 +423,7 @@ static long drain_slot(struct ulma_collector *c, uint32_t i, bool final, uint64_
 	ulma_ring_consume(slot, tail);
 	if ((state == ULMA_SLOT_CLOSED || dead_at) && tail == head) {
 		close_frames(c, cs, dead_at ? dead_at : cs->last_ticks);
+		stop_sampling(cs);
 		cs->live = false;
 		ulma_session_recycle_slot(s, i);
 	}

@@ -10,7 +10,11 @@
  * own; definitions with equal content map to one canonical id, so a
  * function is one row whichever process ran it.  That
  * stream goes to the profile and, if there is one, to the trace writer, so
- * a report of the file equals the live summary.  Single-threaded.
+ * a report of the file equals the live summary.  Every live thread's
+ * schedstat is sampled (1 ms while it runs, 10 ms while idle) and its
+ * events are drained only up to the latest sample, so each event's CPU and
+ * run-queue time come from the same two samples live and in a report.
+ * Single-threaded.
  */
 #ifndef ULMA_COLLECTOR_H
 #define ULMA_COLLECTOR_H
@@ -19,6 +23,7 @@
 #include <stdint.h>
 
 #include "../analysis/profile.h"
+#include "../analysis/schedline.h"
 #include "../core/idmap.h"
 #include "../core/session.h"
 #include "../core/trace_writer.h"
@@ -40,6 +45,8 @@ struct ulma_collector {
 	uint32_t nfiles;
 	uint64_t def_cursor;
 	struct ulma_collector_slot *slots; /* one per session slot */
+	bool use_tsc;          /* session clock: TSC ticks, else ns */
+	bool sample_sched;     /* split time into on-CPU / runnable / blocked */
 	uint64_t records;      /* ring records consumed */
 	uint64_t unmatched;    /* exits with no matching open frame */
 	int error;             /* first -errno from the writer or allocation */

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "../analysis/profile.h"
+#include "../analysis/schedline.h"
 #include "../analysis/summary.h"
 #include "../core/trace_reader.h"
 #include "commands.h"
@@ -13,6 +14,8 @@
 
 struct report_ctx {
 	struct ulma_profile profile;
+	struct ulma_schedline *sched; /* per thread */
+	uint32_t nsched;
 	struct ulma_trace_meta meta;
 	struct ulma_trace_end end;
 	int error;
@@ -36,17 +39,36 @@ static int on_func(void *ctx, const struct ulma_trace_func *f)
 static int on_thread(void *ctx, const struct ulma_trace_thread *t)
 {
 	struct report_ctx *r = ctx;
+	if (t->index >= r->nsched) {
+		uint32_t n = t->index + 1;
+		struct ulma_schedline *v = realloc(r->sched, n * sizeof(*v));
+		if (!v)
+			return -ENOMEM;
+		memset(v + r->nsched, 0, (n - r->nsched) * sizeof(*v));
+		r->sched = v;
+		r->nsched = n;
+	}
 	return ulma_profile_add_thread(&r->profile, t->index, t->serial, t->pid, t->tid);
+}
+
+static int on_sched(void *ctx, uint32_t thread, uint64_t ticks, uint64_t cpu_ns, uint64_t wait_ns)
+{
+	struct report_ctx *r = ctx;
+	struct ulma_sched_sample smp = {ticks, cpu_ns, wait_ns};
+	ulma_profile_sample(&r->profile, thread, cpu_ns);
+	return ulma_schedline_add(&r->sched[thread], &smp);
 }
 
 static int on_event(void *ctx, const struct ulma_trace_event *e)
 {
 	struct report_ctx *r = ctx;
+	uint64_t cpu = 0, wait = 0;
+	ulma_schedline_at(&r->sched[e->thread], e->ticks, &cpu, &wait);
 	switch (e->kind) {
 	case ULMA_EV_ENTER:
-		return ulma_profile_enter(&r->profile, e->thread, e->func, e->ticks);
+		return ulma_profile_enter_at(&r->profile, e->thread, e->func, e->ticks, cpu, wait);
 	case ULMA_EV_EXIT:
-		ulma_profile_exit(&r->profile, e->thread, e->ticks);
+		ulma_profile_exit_at(&r->profile, e->thread, e->ticks, cpu, wait);
 		return 0;
 	default:
 		ulma_profile_lost(&r->profile, e->thread, e->ticks, e->count);
@@ -114,7 +136,7 @@ int ulma_cmd_report(int argc, char **argv)
 	memset(&r, 0, sizeof(r));
 	r.end.exit_status = -1;
 	ulma_profile_init(&r.profile);
-	struct ulma_trace_visitor v = {&r, on_meta, on_func, on_thread, on_event, on_end};
+	struct ulma_trace_visitor v = {&r, on_meta, on_func, on_thread, on_event, on_end, on_sched};
 	struct ulma_trace_status st;
 	FILE *f = fopen(path, "rb");
 	if (!f) {
@@ -132,6 +154,9 @@ int ulma_cmd_report(int argc, char **argv)
 		else
 			ulma_die_msg("%s: %s", path, strerror(-err));
 		ulma_profile_free(&r.profile);
+		for (uint32_t i = 0; i < r.nsched; i++)
+			ulma_schedline_free(&r.sched[i]);
+		free(r.sched);
 		return 1;
 	}
 	bool tsc = (r.meta.flags & ULMA_META_TSC) != 0;
@@ -157,6 +182,9 @@ int ulma_cmd_report(int argc, char **argv)
 	err = strcmp(format, "json") == 0 ? ulma_summary_json(stdout, &s)
 					  : ulma_summary_text(stdout, &s, (uint32_t)limit);
 	ulma_profile_free(&r.profile);
+	for (uint32_t i = 0; i < r.nsched; i++)
+		ulma_schedline_free(&r.sched[i]);
+	free(r.sched);
 	if (fflush(stdout) != 0 || err) {
 		ulma_die_msg("cannot write the report: %s", strerror(errno ? errno : EIO));
 		return 1;

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "analysis/profile.h"
+#include "analysis/schedline.h"
 #include "core/crc32c.h"
 #include "core/trace_reader.h"
 #include "ulma/trace_format.h"
@@ -23,6 +24,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 struct fuzz_ctx {
 	struct ulma_profile prof;
+	struct ulma_schedline sched; /* all samples of the latest sampled thread */
+	uint32_t sched_thread;
 	uint32_t nfuncs;
 	uint32_t nthreads;
 	uint64_t events;
@@ -61,6 +64,23 @@ static int on_func(void *c, const struct ulma_trace_func *f)
 	x->nfuncs++;
 	return ulma_profile_add_func(&x->prof, f->index, f->kind, f->name ? f->name : "", f->name_len, f->file,
 				     f->file_len, f->line) ? -ENOMEM : 0;
+}
+
+static int on_sched(void *c, uint32_t thread, uint64_t ticks, uint64_t cpu_ns, uint64_t wait_ns)
+{
+	struct fuzz_ctx *x = c;
+	REQUIRE(x->metas == 1 && thread < x->nthreads);
+	if (thread != x->sched_thread) {
+		ulma_schedline_free(&x->sched);
+		x->sched_thread = thread;
+	}
+	struct ulma_sched_sample smp = {ticks, cpu_ns, wait_ns};
+	if (ulma_schedline_add(&x->sched, &smp))
+		return -ENOMEM;
+	uint64_t cpu, wait;
+	ulma_schedline_at(&x->sched, ticks, &cpu, &wait);
+	REQUIRE(cpu <= cpu_ns || ulma_schedline_last_ticks(&x->sched) != ticks);
+	return 0;
 }
 
 static int on_thread(void *c, const struct ulma_trace_thread *t)
@@ -112,13 +132,14 @@ static void read_once(const uint8_t *data, size_t size)
 {
 	struct fuzz_ctx x;
 	struct ulma_trace_status st;
-	struct ulma_trace_visitor v = {&x, on_meta, on_func, on_thread, on_event, on_end};
+	struct ulma_trace_visitor v = {&x, on_meta, on_func, on_thread, on_event, on_end, on_sched};
 	memset(&x, 0, sizeof(x));
 	ulma_profile_init(&x.prof);
 	/* fmemopen refuses a zero size: an empty input reads from /dev/null */
 	FILE *f = size ? fmemopen((void *)data, size, "rb") : fopen("/dev/null", "rb");
 	if (!f) {
 		ulma_profile_free(&x.prof);
+		ulma_schedline_free(&x.sched);
 		return;
 	}
 	int rc = ulma_trace_read(f, &v, &st);
@@ -140,6 +161,7 @@ static void read_once(const uint8_t *data, size_t size)
 	uint32_t *order = ulma_profile_sorted_by_self(&x.prof);
 	free(order);
 	ulma_profile_free(&x.prof);
+	ulma_schedline_free(&x.sched);
 }
 
 /* A copy of the input with every complete chunk's checksum made right. */

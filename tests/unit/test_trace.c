@@ -271,7 +271,7 @@ static int rec_end(void *ctx, const struct ulma_trace_end *e)
 static struct ulma_trace_visitor recorder(struct record *r)
 {
 	memset(r, 0, sizeof(*r));
-	return (struct ulma_trace_visitor){r, rec_meta, rec_func, rec_thread, rec_event, rec_end};
+	return (struct ulma_trace_visitor){r, rec_meta, rec_func, rec_thread, rec_event, rec_end, NULL};
 }
 
 /* ---------- the round trip ---------- */

@@ -1,0 +1,68 @@
+/* schedline.c - interpolation of sampled CPU and run-queue time (see schedline.h). */
+#include "schedline.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+int ulma_schedline_add(struct ulma_schedline *l, const struct ulma_sched_sample *sample)
+{
+	if (!ulma_schedline_empty(l)) {
+		const struct ulma_sched_sample *last = &l->s[l->n - 1];
+		if (sample->ticks <= last->ticks || sample->cpu_ns < last->cpu_ns || sample->wait_ns < last->wait_ns)
+			return 0;
+	}
+	if (l->n == l->first + 1)
+		l->rated = false; /* a second sample: the first interval gets its rates */
+	if (l->n == l->cap) {
+		if (l->first > 0) { /* slide the kept samples to the front */
+			memmove(l->s, l->s + l->first, (l->n - l->first) * sizeof(*l->s));
+			l->n -= l->first;
+			l->first = 0;
+		} else {
+			size_t cap = l->cap ? l->cap * 2 : 16;
+			struct ulma_sched_sample *s = realloc(l->s, cap * sizeof(*s));
+			if (!s)
+				return -ENOMEM;
+			l->s = s;
+			l->cap = cap;
+		}
+	}
+	l->s[l->n++] = *sample;
+	return 0;
+}
+
+void ulma_schedline_at(struct ulma_schedline *l, uint64_t ticks, uint64_t *cpu_ns, uint64_t *wait_ns)
+{
+	if (ulma_schedline_empty(l)) {
+		*cpu_ns = *wait_ns = 0;
+		return;
+	}
+	/* keep the newest sample at or before ticks as the oldest we hold */
+	while (l->n - l->first >= 2 && l->s[l->first + 1].ticks <= ticks) {
+		l->first++;
+		l->rated = false;
+	}
+	const struct ulma_sched_sample *a = &l->s[l->first];
+	if (ticks <= a->ticks || l->n - l->first == 1) {
+		*cpu_ns = a->cpu_ns;
+		*wait_ns = a->wait_ns;
+		return;
+	}
+	if (!l->rated) { /* once per interval, not per event */
+		const struct ulma_sched_sample *b = a + 1;
+		double span = (double)(b->ticks - a->ticks);
+		l->cpu_per_tick = (double)(b->cpu_ns - a->cpu_ns) / span;
+		l->wait_per_tick = (double)(b->wait_ns - a->wait_ns) / span;
+		l->rated = true;
+	}
+	double into = (double)(ticks - a->ticks);
+	*cpu_ns = a->cpu_ns + (uint64_t)(l->cpu_per_tick * into + 0.5);
+	*wait_ns = a->wait_ns + (uint64_t)(l->wait_per_tick * into + 0.5);
+}
+
+void ulma_schedline_free(struct ulma_schedline *l)
+{
+	free(l->s);
+	memset(l, 0, sizeof(*l));
+}

@@ -1,0 +1,56 @@
+/* schedline.h - a thread's CPU and run-queue time as functions of time.
+ *
+ * The monitor samples each traced thread's /proc schedstat (cumulative ns
+ * on a CPU and ns waiting in a run queue) about once a millisecond.  A
+ * schedline holds those samples; ulma_schedline_at gives the cumulative
+ * values at any event time by linear interpolation between the two samples
+ * around it (clamped outside them).  Differences of those values between a
+ * frame's events split its wall time into on-CPU, runnable (waiting for a
+ * CPU) and, as the remainder, blocked.  Queries must come in nondecreasing
+ * time, which lets samples behind the cursor be dropped: memory stays at a
+ * few samples per thread.  docs/time-split.md gives the method's error.
+ */
+#ifndef ULMA_SCHEDLINE_H
+#define ULMA_SCHEDLINE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct ulma_sched_sample {
+	uint64_t ticks;   /* session clock at the sample */
+	uint64_t cpu_ns;  /* cumulative time on a CPU */
+	uint64_t wait_ns; /* cumulative time runnable but waiting for a CPU */
+};
+
+struct ulma_schedline {
+	struct ulma_sched_sample *s;
+	size_t first; /* index of the oldest sample kept */
+	size_t n;     /* one past the newest */
+	size_t cap;
+	/* rates of the interval [s[first], s[first + 1]], valid while rated */
+	double cpu_per_tick, wait_per_tick;
+	bool rated;
+};
+
+/* Append a sample.  Samples older than the newest are ignored (times and
+ * counters only grow).  Returns 0 or -ENOMEM.  Accepts a zeroed schedline. */
+int ulma_schedline_add(struct ulma_schedline *l, const struct ulma_sched_sample *sample);
+
+static inline bool ulma_schedline_empty(const struct ulma_schedline *l)
+{
+	return l->n == l->first;
+}
+
+/* Ticks of the newest sample (0 if none). */
+static inline uint64_t ulma_schedline_last_ticks(const struct ulma_schedline *l)
+{
+	return ulma_schedline_empty(l) ? 0 : l->s[l->n - 1].ticks;
+}
+
+/* Cumulative cpu and wait ns at `ticks`; drops samples no later query needs. */
+void ulma_schedline_at(struct ulma_schedline *l, uint64_t ticks, uint64_t *cpu_ns, uint64_t *wait_ns);
+
+void ulma_schedline_free(struct ulma_schedline *l);
+
+#endif
