@@ -138,8 +138,11 @@ int ulma_callgraph_close(struct ulma_callgraph *g, const struct ulma_walk *w, ui
 		fn->total_ns += dur;
 	else
 		fn->reccalls++;
-	if (e == ULMA_WALK_NONE)
+	if (e == ULMA_WALK_NONE) {
+		fn->root_calls++;
+		fn->root_ns += dur;
 		return 0;
+	}
 	if ((err = level(&t->active, (uint64_t)(e + 1) << 32, -1, &pair_level)))
 		return err;
 	struct ulma_cg_edge *ed = &g->edges[e];

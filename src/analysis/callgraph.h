@@ -7,9 +7,10 @@
  * time counted at the outermost frame only.  For each edge caller -> callee
  * it counts the same four figures, recursion being judged on the pair, as
  * _lsprof judges it; and, for callgrind, `incl_ns`: the callee's time on
- * this edge where the callee was not already active on the thread, so that
- * a caller's self time plus its edges' incl_ns is its total time under
- * direct recursion.
+ * this edge where the callee was not already active on the thread.  So a
+ * function's total time is exactly the sum of incl_ns over the edges into
+ * it plus its root_ns (frames no kept frame called), and, under direct
+ * recursion, also its self time plus incl_ns over the edges out of it.
  *
  * Single-threaded.  Functions returning int give 0 or -ENOMEM.
  */
@@ -26,6 +27,8 @@ struct ulma_cg_func {
 	uint64_t reccalls; /* calls while already active on the thread */
 	uint64_t self_ns;
 	uint64_t total_ns; /* outermost frames only */
+	uint64_t root_calls; /* frames with no kept caller */
+	uint64_t root_ns;    /* and their time */
 	uint32_t first_in; /* first edge into it, or ULMA_WALK_NONE; chained by next_in */
 	uint32_t first_out; /* first edge out of it; chained by next_out */
 };

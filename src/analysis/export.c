@@ -9,7 +9,7 @@ const struct ulma_export_format ulma_export_formats[] = {
 	{"folded", "folded stacks for flamegraph.pl, inferno, speedscope (self us)", ulma_export_folded, false},
 	{"chrome", "Chrome trace-event JSON for Perfetto and chrome://tracing", ulma_export_chrome, false},
 	{"speedscope", "speedscope JSON, one evented profile per thread", ulma_export_speedscope, false},
-//	{"callgrind", "callgrind profile for KCachegrind and callgrind_annotate", ulma_export_callgrind, false},
+	{"callgrind", "callgrind profile for KCachegrind and callgrind_annotate", ulma_export_callgrind, false},
 	{NULL, NULL, NULL, false},
 };
 

@@ -452,7 +452,9 @@ static void test_callgraph(void)
 	const struct ulma_cg_func *fib = &g.funcs[1], *mainf = &g.funcs[0];
 	CHECK(fib->calls == 3 && fib->reccalls == 2 && fib->self_ns == 70 && fib->total_ns == 80,
 	      "fib: 3 calls, 2 recursive, self 70, total 80 (outermost only)");
-	CHECK(mainf->calls == 1 && mainf->reccalls == 0 && mainf->self_ns == 20 && mainf->total_ns == 100, "main");
+	CHECK(mainf->calls == 1 && mainf->reccalls == 0 && mainf->self_ns == 20 && mainf->total_ns == 100 &&
+		      mainf->root_calls == 1 && mainf->root_ns == 100 && fib->root_calls == 0,
+	      "main: one root call of 100");
 	const struct ulma_cg_edge *ff = NULL, *mf = NULL, *fl = NULL;
 	for (uint32_t e = 0; e < g.nedges; e++) {
 		const struct ulma_cg_edge *x = &g.edges[e];
