@@ -126,7 +126,9 @@ static int on_thread(void *ctx, const struct ulma_walk *w, uint32_t thread)
 /* ns as microseconds with three decimals */
 static void put_us(struct ulma_sbuf *b, uint64_t ns)
 {
-	ulma_sbuf_printf(b, "%llu.%03u", (unsigned long long)(ns / 1000), (unsigned)(ns % 1000));
+	char frac[4] = {'.', (char)('0' + ns / 100 % 10), (char)('0' + ns / 10 % 10), (char)('0' + ns % 10)};
+	ulma_sbuf_u64(b, ns / 1000);
+	ulma_sbuf_put(b, frac, 4);
 }
 
 static int on_close(void *ctx, const struct ulma_walk *w, uint32_t thread, const struct ulma_walk_frame *f)
@@ -140,7 +142,11 @@ static int on_close(void *ctx, const struct ulma_walk *w, uint32_t thread, const
 	put_us(&c->b, f->start_ns);
 	ulma_sbuf_puts(&c->b, ",\"dur\":");
 	put_us(&c->b, f->end_ns - f->start_ns);
-	ulma_sbuf_printf(&c->b, ",\"pid\":%u,\"tid\":%u}", t->pid, t->tid);
+	ulma_sbuf_puts(&c->b, ",\"pid\":");
+	ulma_sbuf_u64(&c->b, t->pid);
+	ulma_sbuf_puts(&c->b, ",\"tid\":");
+	ulma_sbuf_u64(&c->b, t->tid);
+	ulma_sbuf_put(&c->b, "}", 1);
 	return maybe_flush(c);
 }
 

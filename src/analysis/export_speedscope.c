@@ -142,8 +142,13 @@ static int event(struct speedscope *s, const struct ulma_walk *w, uint32_t threa
 	if (t->events == 0)
 		t->first_at = at;
 	t->last_at = at;
-	ulma_sbuf_printf(&t->buf, "%s{\"type\":\"%c\",\"frame\":%u,\"at\":%llu}", t->events ? "," : "", type, frame,
-			 (unsigned long long)at);
+	if (t->events)
+		ulma_sbuf_put(&t->buf, ",", 1);
+	ulma_sbuf_puts(&t->buf, type == 'O' ? "{\"type\":\"O\",\"frame\":" : "{\"type\":\"C\",\"frame\":");
+	ulma_sbuf_u64(&t->buf, frame);
+	ulma_sbuf_puts(&t->buf, ",\"at\":");
+	ulma_sbuf_u64(&t->buf, at);
+	ulma_sbuf_put(&t->buf, "}", 1);
 	t->events++;
 	return t->buf.len >= SPILL_AT ? spill(s, t) : t->buf.nomem ? -ENOMEM : 0;
 }

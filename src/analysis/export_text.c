@@ -73,6 +73,17 @@ void ulma_sbuf_printf(struct ulma_sbuf *b, const char *fmt, ...)
 	b->len += (size_t)n;
 }
 
+void ulma_sbuf_u64(struct ulma_sbuf *b, uint64_t v)
+{
+	char tmp[20];
+	size_t n = 0;
+	do {
+		tmp[sizeof(tmp) - 1 - n++] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	ulma_sbuf_put(b, tmp + sizeof(tmp) - n, n);
+}
+
 size_t ulma_utf8_seq(const unsigned char *s, size_t n)
 {
 	if (n == 0)

@@ -27,6 +27,9 @@ void ulma_sbuf_put(struct ulma_sbuf *b, const char *s, size_t n);
 void ulma_sbuf_puts(struct ulma_sbuf *b, const char *s);
 void ulma_sbuf_printf(struct ulma_sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* v in decimal, without printf (the exporters' hot path). */
+void ulma_sbuf_u64(struct ulma_sbuf *b, uint64_t v);
+
 /* Length of the valid UTF-8 sequence at s[0..n), or 0 if it is invalid. */
 size_t ulma_utf8_seq(const unsigned char *s, size_t n);
 
