@@ -6,7 +6,7 @@ parallel (the report's `parallelism`), without kernel tracing or root:
     ulma run examples/parallel_mergesort.py processes   # ~2 on this 2-core machine
 
 Each worker builds its half (seeded, so nothing big is pickled) and sorts
-it five times, so the parallel part dominates; the parent merges the two
+it eight times, so the parallel part dominates; the parent merges the two
 sorted halves and checks the result.
 """
 import random
@@ -14,7 +14,7 @@ import sys
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 
 SIZE = 200_000
-ROUNDS = 5
+ROUNDS = 8
 
 
 def merge(left, right):

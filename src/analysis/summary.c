@@ -81,6 +81,52 @@ static uint32_t count_processes(const struct ulma_profile *p)
 	return n;
 }
 
+static uint64_t thread_cpu(const struct ulma_thread_row *t)
+{
+	return t->sampled ? t->sample_cpu1 - t->sample_cpu0 : t->cpu_ns;
+}
+
+/* One row per process, in order of appearance. */
+static void print_processes(FILE *out, const struct ulma_summary *s)
+{
+	const struct ulma_profile *p = s->profile;
+	fprintf(out, "%10s %8s %12s %10s %12s %12s\n", "pid", "threads", "events", "lost", "self ms", "cpu ms");
+	for (uint32_t i = 0; i < p->nthreads; i++) {
+		uint32_t pid = p->threads[i].pid, j = 0;
+		while (j < i && p->threads[j].pid != pid)
+			j++;
+		if (j < i)
+			continue; /* printed with its first thread */
+		uint64_t events = 0, lost = 0, self = 0, cpu = 0;
+		uint32_t threads = 0;
+		for (uint32_t k = i; k < p->nthreads; k++) {
+			const struct ulma_thread_row *t = &p->threads[k];
+			if (t->pid != pid)
+				continue;
+			threads++;
+			events += t->events;
+			lost += t->lost;
+			self += t->self_ticks;
+			cpu += thread_cpu(t);
+		}
+		fprintf(out, "%10u %8u %12llu %10llu %12.3f %12.3f\n", pid, threads, (unsigned long long)events,
+			(unsigned long long)lost, (double)to_ns(s, self) / 1e6, (double)cpu / 1e6);
+	}
+}
+
+static void print_lanes(FILE *out, const struct ulma_summary *s)
+{
+	const struct ulma_profile *p = s->profile;
+	fprintf(out, "cpu lanes over %.3f s (a digit: the CPU the thread ran on, for at least a fifth of that time; '.': "
+		"off a CPU):\n",
+		(double)s->duration_ns / 1e9);
+	for (uint32_t i = 0; i < p->nthreads && i < 32; i++)
+		if (s->lanes[i])
+			fprintf(out, "%8u/%-8u |%s|\n", p->threads[i].pid, p->threads[i].tid, s->lanes[i]);
+	if (p->nthreads > 32)
+		fprintf(out, "  (%u more threads in the JSON report)\n", p->nthreads - 32);
+}
+
 int ulma_summary_text(FILE *out, const struct ulma_summary *s, uint32_t limit)
 {
 	const struct ulma_profile *p = s->profile;
@@ -132,6 +178,10 @@ int ulma_summary_text(FILE *out, const struct ulma_summary *s, uint32_t limit)
 			 strsignal(WTERMSIG(s->exit_status)));
 	fprintf(out, "\ntotals: %.3f s wall, %u thread%s, %u process%s%s\n", (double)s->duration_ns / 1e9,
 		p->nthreads, p->nthreads == 1 ? "" : "s", procs, procs == 1 ? "" : "es", ending);
+	if (procs > 1)
+		print_processes(out, s);
+	if (s->lanes)
+		print_lanes(out, s);
 	if (split)
 		fprintf(out, "parallelism: %.2f threads on a CPU on average (cpu%% on a CPU, run%% waiting for one, "
 			     "blk%% blocked)\n",
@@ -204,7 +254,7 @@ double ulma_summary_parallelism(const struct ulma_summary *s)
 	uint64_t cpu = 0;
 	for (uint32_t i = 0; i < s->profile->nthreads; i++) {
 		const struct ulma_thread_row *t = &s->profile->threads[i];
-		cpu += t->sampled ? t->sample_cpu1 - t->sample_cpu0 : t->cpu_ns;
+		cpu += thread_cpu(t);
 	}
 	return s->duration_ns ? (double)cpu / (double)s->duration_ns : 0.0;
 }
@@ -252,10 +302,17 @@ int ulma_summary_json(FILE *out, const struct ulma_summary *s)
 		const struct ulma_thread_row *t = &p->threads[i];
 		fprintf(out,
 			"%s\n  {\"serial\": %llu, \"pid\": %u, \"tid\": %u, \"events\": %llu, \"lost\": %llu, "
-			"\"wall_ns\": %llu, \"self_ns\": %llu, \"on_cpu_ns\": %llu, \"runnable_ns\": %llu}",
+			"\"wall_ns\": %llu, \"self_ns\": %llu, \"on_cpu_ns\": %llu, \"runnable_ns\": %llu, "
+			"\"cpu_ns\": %llu",
 			i ? "," : "", (unsigned long long)t->serial, t->pid, t->tid, (unsigned long long)t->events,
 			(unsigned long long)t->lost, (unsigned long long)wall, (unsigned long long)self,
-			(unsigned long long)t->cpu_ns, (unsigned long long)t->wait_ns);
+			(unsigned long long)t->cpu_ns, (unsigned long long)t->wait_ns,
+			(unsigned long long)thread_cpu(t));
+		if (s->lanes && s->lanes[i]) {
+			fputs(", \"lane\": ", out);
+			json_string(out, s->lanes[i]);
+		}
+		fputc('}', out);
 	}
 	fputs("\n],\n", out);
 	failure_text(s->failures, fbuf, sizeof(fbuf));

@@ -23,6 +23,7 @@ struct ulma_summary {
 	uint32_t failures;     /* enum ulma_shm_failure */
 	bool complete;         /* the trace has its END record */
 	int exit_status;       /* wait status of the program, -1 if unknown */
+	const char *const *lanes; /* per thread: its CPU lane (lane.h), or NULL */
 };
 
 /* Top `limit` functions by self time, then totals.  Returns 0 or -EIO. */

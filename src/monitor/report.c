@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../analysis/lane.h"
 #include "../analysis/profile.h"
 #include "../analysis/schedline.h"
 #include "../analysis/summary.h"
@@ -15,7 +16,9 @@
 struct report_ctx {
 	struct ulma_profile profile;
 	struct ulma_schedline *sched; /* per thread */
+	struct ulma_lane *lanes;      /* per thread */
 	uint32_t nsched;
+	double ns_per_tick;
 	struct ulma_trace_meta meta;
 	struct ulma_trace_end end;
 	int error;
@@ -26,6 +29,7 @@ static int on_meta(void *ctx, const struct ulma_trace_meta *m)
 	struct report_ctx *r = ctx;
 	r->meta = *m;
 	r->meta.command = NULL; /* not kept past the callback */
+	r->ns_per_tick = (m->flags & ULMA_META_TSC) && m->tick_hz ? 1e9 / (double)m->tick_hz : 1.0;
 	return 0;
 }
 
@@ -46,6 +50,12 @@ static int on_thread(void *ctx, const struct ulma_trace_thread *t)
 			return -ENOMEM;
 		memset(v + r->nsched, 0, (n - r->nsched) * sizeof(*v));
 		r->sched = v;
+		struct ulma_lane *lv = realloc(r->lanes, n * sizeof(*lv));
+		if (!lv)
+			return -ENOMEM;
+		r->lanes = lv;
+		for (uint32_t i = r->nsched; i < n; i++) /* bins of 1 ms at first */
+			ulma_lane_init(&lv[i], r->meta.start_ticks, (uint64_t)(1e6 / r->ns_per_tick));
 		r->nsched = n;
 	}
 	return ulma_profile_add_thread(&r->profile, t->index, t->serial, t->pid, t->tid);
@@ -63,7 +73,11 @@ static int on_event(void *ctx, const struct ulma_trace_event *e)
 {
 	struct report_ctx *r = ctx;
 	uint64_t cpu = 0, wait = 0;
-	ulma_schedline_at(&r->sched[e->thread], e->ticks, &cpu, &wait);
+	struct ulma_schedline *line = &r->sched[e->thread];
+	ulma_schedline_at(line, e->ticks, &cpu, &wait);
+	/* without samples, on or off a CPU is unknown: show only which CPU */
+	uint64_t lane_cpu = ulma_schedline_empty(line) ? (uint64_t)((double)e->ticks * r->ns_per_tick) : cpu;
+	ulma_lane_event(&r->lanes[e->thread], e->ticks, e->cpu, lane_cpu, r->ns_per_tick);
 	switch (e->kind) {
 	case ULMA_EV_ENTER:
 		return ulma_profile_enter_at(&r->profile, e->thread, e->func, e->ticks, cpu, wait);
@@ -157,6 +171,7 @@ int ulma_cmd_report(int argc, char **argv)
 		for (uint32_t i = 0; i < r.nsched; i++)
 			ulma_schedline_free(&r.sched[i]);
 		free(r.sched);
+		free(r.lanes);
 		return 1;
 	}
 	bool tsc = (r.meta.flags & ULMA_META_TSC) != 0;
@@ -176,6 +191,16 @@ int ulma_cmd_report(int argc, char **argv)
 	s.duration_ns = st.complete && r.end.end_ns > r.meta.start_ns
 				? r.end.end_ns - r.meta.start_ns
 				: ulma_clock_ticks_to_ns(&s.cal, end_ticks > start.ticks ? end_ticks - start.ticks : 0);
+	enum { LANE_COLS = 64 };
+	char (*lane_text)[LANE_COLS + 1] = calloc(r.nsched ? r.nsched : 1, sizeof(*lane_text));
+	const char **lane_ptrs = calloc(r.nsched ? r.nsched : 1, sizeof(*lane_ptrs));
+	if (lane_text && lane_ptrs && end_ticks > r.meta.start_ticks) {
+		for (uint32_t i = 0; i < r.nsched; i++) {
+			ulma_lane_render(&r.lanes[i], r.meta.start_ticks, end_ticks, lane_text[i], LANE_COLS);
+			lane_ptrs[i] = lane_text[i];
+		}
+		s.lanes = lane_ptrs;
+	}
 	if (!st.complete)
 		ulma_die_msg("warning: %s is incomplete (cut short at byte %llu); showing the %llu events it holds",
 			     path, (unsigned long long)st.bytes, (unsigned long long)st.events);
@@ -185,6 +210,9 @@ int ulma_cmd_report(int argc, char **argv)
 	for (uint32_t i = 0; i < r.nsched; i++)
 		ulma_schedline_free(&r.sched[i]);
 	free(r.sched);
+	free(r.lanes);
+	free(lane_text);
+	free(lane_ptrs);
 	if (fflush(stdout) != 0 || err) {
 		ulma_die_msg("cannot write the report: %s", strerror(errno ? errno : EIO));
 		return 1;

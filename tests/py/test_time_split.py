@@ -84,3 +84,23 @@ def test_seed_000_processes_do(run_ulma, tmp_path):
         if best >= 1.5:
             break
     assert best >= 1.5
+
+
+def test_report_shows_cpu_lanes_and_process_rows(run_ulma, report_json, tmp_path):
+    """`ulma report` draws one CPU lane per thread and a row per process."""
+    trace = str(tmp_path / "lanes.trace")
+    proc = run_ulma(["run", "--no-c-calls", "--summary", "none", "-o", trace,
+                     os.path.join(EXAMPLES, "parallel_mergesort.py"), "processes"])
+    assert proc.returncode == 0, proc.stderr
+    data, _ = report_json(trace)
+    assert data["processes"] >= 3  # the parent and two workers
+    lanes = [t["lane"] for t in data["thread_list"]]
+    assert all(len(lane) == 64 for lane in lanes)
+    # each worker ran on some CPU for part of the run
+    busy = [lane for lane in lanes if sum(ch.isdigit() for ch in lane) >= 16]
+    assert len(busy) >= 2, lanes
+    text = run_ulma(["report", trace]).stdout.decode()
+    assert "cpu lanes over" in text
+    rows = [line.split() for line in text.splitlines() if line.split()[:1] and line.split()[0].isdigit()
+            and len(line.split()) == 6]
+    assert len({r[0] for r in rows}) == data["processes"], text

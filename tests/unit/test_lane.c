@@ -1,0 +1,44 @@
+/* test_lane.c - CPU lanes (src/analysis/lane.c): intervals charged to the
+ * CPU of their first event, on/off-CPU rendering, and bins that coarsen
+ * as the session outgrows them. */
+#include <string.h>
+
+#include "analysis/lane.h"
+#include "tap.h"
+
+int main(void)
+{
+	struct ulma_lane l;
+	char out[9];
+
+	/* ticks are ns (ns_per_tick 1); bins of 10 ns */
+	ulma_lane_init(&l, 0, 10);
+	ulma_lane_event(&l, 0, 1, 0, 1.0);
+	ulma_lane_event(&l, 40, 1, 40, 1.0);  /* [0,40): on CPU 1 all the time */
+	ulma_lane_event(&l, 80, 2, 40, 1.0);  /* [40,80): off a CPU */
+	ulma_lane_event(&l, 160, 2, 120, 1.0); /* [80,160): on CPU 2 */
+	ulma_lane_render(&l, 0, 160, out, 8);  /* 8 columns of 20 ns */
+	CHECK(strcmp(out, "11..2222") == 0, "lane reads 11..2222, got '%s'", out);
+
+	ulma_lane_render(&l, 0, 320, out, 8);
+	CHECK(strcmp(out, "1.22    ") == 0, "after the last event the lane is blank: got '%s'", out);
+
+	/* a long session: 128 bins of 10 ns cover 1280 ns; 5000 ns forces coarsening */
+	ulma_lane_init(&l, 0, 10);
+	ulma_lane_event(&l, 0, 3, 0, 1.0);
+	ulma_lane_event(&l, 2500, 3, 2500, 1.0); /* on CPU 3 for the first half */
+	ulma_lane_event(&l, 5000, 3, 2500, 1.0); /* off for the second */
+	CHECK(l.width >= 40, "bins widened to cover the session (width %llu)", (unsigned long long)l.width);
+	ulma_lane_render(&l, 0, 5000, out, 8);
+	CHECK(strcmp(out, "3333....") == 0, "coarse lane reads 3333...., got '%s'", out);
+
+	/* a fifth on a CPU is enough for a digit: two GIL threads alternate */
+	ulma_lane_init(&l, 0, 10);
+	for (uint64_t t = 0; t < 800; t += 20) {
+		ulma_lane_event(&l, t, 0, t / 2, 1.0);
+		ulma_lane_event(&l, t + 10, 0, t / 2 + 10, 1.0);
+	}
+	ulma_lane_render(&l, 0, 800, out, 8);
+	CHECK(strcmp(out, "00000000") == 0, "half the time on CPU 0 shows as CPU 0: got '%s'", out);
+	return tap_done();
+}
