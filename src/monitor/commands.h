@@ -5,6 +5,7 @@
 
 int ulma_cmd_run(int argc, char **argv);
 int ulma_cmd_report(int argc, char **argv);
+int ulma_cmd_relay(int argc, char **argv); /* internal: see live_relay.h */
 int ulma_cmd_export(int argc, char **argv);
 
 /* Print "ulma: " + message to stderr.  For the program only, never the library. */

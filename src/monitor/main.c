@@ -43,6 +43,8 @@ int main(int argc, char **argv)
 		return ulma_cmd_run(argc - 2, argv + 2);
 	if (strcmp(cmd, "report") == 0)
 		return ulma_cmd_report(argc - 2, argv + 2);
+	if (strcmp(cmd, "__relay") == 0) /* the live view's output relay, started by run */
+		return ulma_cmd_relay(argc - 2, argv + 2);
 	if (strcmp(cmd, "export") == 0)
 		return ulma_cmd_export(argc - 2, argv + 2);
 	if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {

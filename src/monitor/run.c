@@ -6,6 +6,8 @@
  * would have had untraced (see python/ulma/_boot.py for the Python side).
  * When the child exits, the monitor finishes the trace, prints the summary
  * on stderr and exits the way the child did: same code, or same signal.
+ * When stderr is the terminal, the monitor also shows the live table while
+ * the program runs (live_view.h; --no-live turns it off).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -27,6 +29,7 @@
 #include "../core/trace_writer.h"
 #include "collector.h"
 #include "commands.h"
+#include "live_view.h"
 #include "ulma/trace_format.h"
 
 /* The Python side: drop the cwd entry -c puts first, then hand over.  An
@@ -54,6 +57,7 @@ struct run_options {
 	bool lossless;
 	bool no_c_calls;
 	bool no_follow;
+	bool no_live;
 	bool module; /* -m */
 	int nargs;   /* target and its arguments */
 	char **args;
@@ -70,6 +74,7 @@ static const char run_usage[] =
 	"  --ring-records N       records per thread ring, a power of two (default 262144 = 4 MiB)\n"
 	"  --summary F            text (default), json or none, printed on stderr at the end\n"
 	"  --limit N              rows in the text summary (default 25)\n"
+	"  --no-live              no live table, even when stderr is a terminal (see docs/live.md)\n"
 	"  --python PATH          interpreter to run (default: $ULMA_PYTHON, else the python3\n"
 	"                         installed beside ulma, else python3 on PATH)\n";
 
@@ -148,6 +153,7 @@ static int parse_run_options(int argc, char **argv, struct run_options *o)
 		{"lossless", no_argument, NULL, 'L'},
 		{"no-c-calls", no_argument, NULL, 'C'},
 		{"no-follow", no_argument, NULL, 'F'},
+		{"no-live", no_argument, NULL, 'V'},
 		{"ring-records", required_argument, NULL, 'r'},
 		{"summary", required_argument, NULL, 's'},
 		{"limit", required_argument, NULL, 'n'},
@@ -177,6 +183,9 @@ static int parse_run_options(int argc, char **argv, struct run_options *o)
 			break;
 		case 'F':
 			o->no_follow = true;
+			break;
+		case 'V':
+			o->no_live = true;
 			break;
 		case 'r':
 			o->ring_records = strtol(optarg, &end, 10);
@@ -263,10 +272,10 @@ static char *command_line(const struct run_options *o)
 	return s;
 }
 
-/* Fork and exec the interpreter.  Returns the pid, or -1 with the exec
- * error already reported. */
+/* Fork and exec the interpreter, with redirect[i] (if not -1) as its fd i.
+ * Returns the pid, or -1 with the exec error already reported. */
 static pid_t spawn(const struct run_options *o, const char *python, int session_fd,
-		   const struct saved_signals *saved)
+		   const struct saved_signals *saved, const int redirect[3])
 {
 	int pipefd[2];
 	sigset_t forwarded, old_mask;
@@ -291,6 +300,9 @@ static pid_t spawn(const struct run_options *o, const char *python, int session_
 	if (pid == 0) {
 		restore_signals(saved);
 		sigprocmask(SIG_SETMASK, &old_mask, NULL);
+		for (int i = 0; i < 3; i++)
+			if (redirect[i] >= 0)
+				dup2(redirect[i], i); /* the copy is not close-on-exec */
 		int fd = fcntl(session_fd, F_DUPFD, 3); /* without close-on-exec */
 		char fdbuf[16];
 		snprintf(fdbuf, sizeof(fdbuf), "%d", fd);
@@ -360,12 +372,6 @@ static int pass_through(int status)
 	return 1;
 }
 
-static void sleep_ns(long ns)
-{
-	struct timespec ts = {0, ns};
-	nanosleep(&ts, NULL);
-}
-
 int ulma_cmd_run(int argc, char **argv)
 {
 	struct run_options o;
@@ -419,8 +425,18 @@ int ulma_cmd_run(int argc, char **argv)
 	atomic_store(&session.hdr->heartbeat_ns, ulma_clock_monotonic_ns());
 
 	take_signals(&saved);
-	pid_t pid = spawn(&o, python, session.fd, &saved);
+	struct ulma_live *live = NULL;
+	if (!o.no_live) {
+		struct ulma_live_source src = {&col, writer, cfg.use_tsc, hz, start};
+		err = ulma_live_open(&src, &live);
+		if (err && err != -ENOTTY)
+			ulma_die_msg("no live view: %s", strerror(-err));
+	}
+	int redirect[3] = {-1, ulma_live_program_fd(live, 1), ulma_live_program_fd(live, 2)};
+	pid_t pid = spawn(&o, python, session.fd, &saved, redirect);
+	ulma_live_started(live);
 	if (pid < 0) {
+		ulma_live_close(live);
 		ulma_trace_writer_abandon(writer);
 		unlink(o.output);
 		return 1;
@@ -449,7 +465,9 @@ int ulma_cmd_run(int argc, char **argv)
 			ulma_die_msg("waitpid: %s", strerror(errno));
 			break;
 		}
-		sleep_ns(n < 0 ? 10000000 : n > 0 ? 200000 : 500000);
+		if (ulma_live_tick(live) == ULMA_LIVE_CLOSED)
+			ulma_die_msg("live view closed; tracing goes on into %s", o.output);
+		ulma_live_sleep(live, n < 0 ? 10000000 : n > 0 ? 200000 : 500000);
 	}
 	child_pid = 0;
 	ulma_clock_sample(cfg.use_tsc, &endp);
@@ -457,6 +475,7 @@ int ulma_cmd_run(int argc, char **argv)
 	while (ulma_collector_poll(&col, true) > 0)
 		;
 	ulma_collector_close_all(&col, endp.ticks);
+	ulma_live_close(live); /* the program's held output comes before anything we print */
 
 	if (WIFEXITED(status) && WEXITSTATUS(status) == BOOT_NO_ULMA &&
 	    atomic_load(&session.hdr->started) == 0) {

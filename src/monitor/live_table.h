@@ -1,0 +1,73 @@
+/* live_table.h - the rows of the live view: a profile as it stands now,
+ * since the last clear.
+ *
+ * The collector's profile only credits a frame's time when the frame
+ * returns, so a function that is still running (main, a long sleep) would
+ * show nothing.  A snapshot adds the frames still open: each open frame's
+ * self time so far, and for each function its outermost open frame's time
+ * so far (the same recursion rule as the profile's totals).
+ *
+ * Clearing does not touch the profile, which still feeds the trace's END
+ * record and the final summary: it records the current values as a
+ * baseline, and later snapshots show the difference.  Because the baseline
+ * includes the open frames' time so far, a frame open at the clear counts
+ * from the clear on, whether it is still open or has returned since.
+ *
+ * Times are in session ticks.  Single-threaded; returns 0 or -ENOMEM.
+ */
+#ifndef ULMA_LIVE_TABLE_H
+#define ULMA_LIVE_TABLE_H
+
+#include <stdint.h>
+
+#include "../analysis/profile.h"
+
+enum ulma_live_sort {
+	ULMA_SORT_SELF,
+	ULMA_SORT_TOTAL,
+	ULMA_SORT_CALLS,
+	ULMA_SORT_NAME,
+	ULMA_SORT_COUNT,
+};
+
+struct ulma_live_row {
+	uint32_t func; /* index in the profile */
+	uint64_t calls;
+	uint64_t total_ticks;
+	uint64_t self_ticks;
+};
+
+struct ulma_live_counts {
+	uint64_t calls;
+	uint64_t total_ticks;
+	uint64_t self_ticks;
+};
+
+struct ulma_live_table {
+	struct ulma_live_counts *base; /* values at the last clear, per function */
+	uint32_t nbase;                /* functions defined after it have none */
+	struct ulma_live_counts *cur;  /* scratch: values now */
+	uint32_t *stamp;               /* scratch: outermost-open-frame marks */
+	uint32_t cap;
+	uint32_t generation;
+	struct ulma_live_row *rows;    /* functions with anything since the clear */
+	uint32_t nrows;
+	uint32_t cap_rows;
+	uint64_t self_sum;             /* sum of the rows' self ticks */
+	uint64_t events_base;          /* profile events and lost at the clear */
+	uint64_t lost_base;
+};
+
+void ulma_live_table_init(struct ulma_live_table *t);
+void ulma_live_table_free(struct ulma_live_table *t);
+
+/* Rebuild the rows from the profile, open frames counted up to now_ticks. */
+int ulma_live_table_update(struct ulma_live_table *t, const struct ulma_profile *p, uint64_t now_ticks);
+
+/* Make now the new zero (and rebuild the rows, which are then empty). */
+int ulma_live_table_clear(struct ulma_live_table *t, const struct ulma_profile *p, uint64_t now_ticks);
+
+/* Order the rows: times and calls descending, names ascending. */
+void ulma_live_table_sort(struct ulma_live_table *t, const struct ulma_profile *p, enum ulma_live_sort key);
+
+#endif

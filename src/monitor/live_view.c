@@ -1,0 +1,590 @@
+/* live_view.c - layout, drawing and keys of the live table (see live_view.h). */
+#include "live_view.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "live_relay.h"
+#include "live_table.h"
+#include "live_term.h"
+#include "ulma/shm.h"
+
+#define REFRESH_NS UINT64_C(500000000)
+#define RELAY_WAIT_MS 3000 /* for the relay to write the program's last output */
+
+/* Fixed columns, right-aligned, each with its leading space. */
+#define W_CALLS 11
+#define W_TIME 10
+#define W_PCT 7
+#define W_NUMBERS (W_CALLS + 2 * W_TIME + W_PCT)
+
+static const char *const sort_names[ULMA_SORT_COUNT] = {"self", "total", "calls", "name"};
+
+struct text {
+	char *buf;
+	size_t len, cap;
+	bool failed;
+};
+
+struct ulma_live {
+	struct ulma_live_source src;
+	struct ulma_clock_calibration cal;
+	struct ulma_live_table table;
+	struct ulma_relay relay;
+	struct text out;  /* the frame */
+	struct text line; /* the line being built */
+	char cwd[4096];
+	bool showing, closed, paused, full_redraw;
+	bool key_ready; /* the last sleep saw the terminal readable */
+	enum ulma_live_sort sort;
+	uint32_t scroll;
+	unsigned rows, cols;
+	uint64_t next_refresh_ns;
+	/* the status as of the last snapshot (frozen while paused) */
+	uint64_t snap_ns, rate_ns, rate_events;
+	double events_per_s;
+	uint64_t cleared_ns; /* 0 if never */
+	uint32_t live_threads, live_processes;
+	uint64_t lost, trace_bytes;
+};
+
+/* ---- text buffer ---- */
+
+static void put(struct text *t, const char *s, size_t n)
+{
+	if (t->failed || n == 0)
+		return;
+	if (t->len + n + 1 > t->cap) {
+		size_t cap = t->cap ? t->cap : 16384;
+		while (cap < t->len + n + 1)
+			cap *= 2;
+		char *b = realloc(t->buf, cap);
+		if (!b) {
+			t->failed = true;
+			return;
+		}
+		t->buf = b;
+		t->cap = cap;
+	}
+	memcpy(t->buf + t->len, s, n);
+	t->len += n;
+}
+
+static void puts_(struct text *t, const char *s)
+{
+	put(t, s, strlen(s));
+}
+
+__attribute__((format(printf, 2, 3))) static void putf(struct text *t, const char *fmt, ...)
+{
+	char tmp[512];
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(tmp, sizeof(tmp), fmt, ap);
+	va_end(ap);
+	if (n > 0)
+		put(t, tmp, (size_t)n < sizeof(tmp) ? (size_t)n : sizeof(tmp) - 1);
+}
+
+static void spaces(struct text *t, unsigned n)
+{
+	static const char sp[] = "                                ";
+	while (n > 0) {
+		unsigned k = n < sizeof(sp) - 1 ? n : (unsigned)sizeof(sp) - 1;
+		put(t, sp, k);
+		n -= k;
+	}
+}
+
+/* Characters on screen of a UTF-8 string (code points; wide glyphs count one). */
+static unsigned width_of(const char *s, size_t n)
+{
+	unsigned w = 0;
+	for (size_t i = 0; i < n; i++)
+		w += ((unsigned char)s[i] & 0xc0) != 0x80;
+	return w;
+}
+
+/* Byte offset where the string's last `keep` characters begin. */
+static size_t tail_start(const char *s, size_t n, unsigned keep)
+{
+	size_t i = n;
+	while (i > 0 && keep > 0) {
+		i--;
+		if (((unsigned char)s[i] & 0xc0) != 0x80)
+			keep--;
+	}
+	return i;
+}
+
+/* Byte length of the string's first `keep` characters. */
+static size_t head_len(const char *s, size_t n, unsigned keep)
+{
+	size_t i = 0;
+	while (i < n && keep > 0) {
+		i++;
+		while (i < n && ((unsigned char)s[i] & 0xc0) == 0x80)
+			i++;
+		keep--;
+	}
+	return i;
+}
+
+/* Names and paths come from the program: no control byte reaches the terminal. */
+static void put_clean(struct text *t, const char *s, size_t n)
+{
+	size_t run = 0;
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)s[i];
+		if (c < 0x20 || c == 0x7f) {
+			put(t, s + run, i - run);
+			put(t, "?", 1);
+			run = i + 1;
+		}
+	}
+	put(t, s + run, n - run);
+}
+
+/* A left-aligned cell of exactly `width` characters.  Too long, it loses
+ * its end (names) or its start (paths), marked with "..". */
+static void cell(struct text *t, const char *s, unsigned width, bool keep_tail)
+{
+	size_t n = strlen(s);
+	unsigned w = width_of(s, n);
+	if (w <= width) {
+		put_clean(t, s, n);
+		spaces(t, width - w);
+		return;
+	}
+	if (width < 3) {
+		put_clean(t, s, head_len(s, n, width));
+		return;
+	}
+	if (keep_tail) {
+		put(t, "..", 2);
+		size_t from = tail_start(s, n, width - 2);
+		put_clean(t, s + from, n - from);
+	} else {
+		put_clean(t, s, head_len(s, n, width - 2));
+		put(t, "..", 2);
+	}
+}
+
+/* ---- numbers ---- */
+
+static void human_count(double v, char *buf, size_t cap)
+{
+	if (v < 10000)
+		snprintf(buf, cap, "%.0f", v);
+	else if (v < 1e6)
+		snprintf(buf, cap, "%.1fk", v / 1e3);
+	else if (v < 1e9)
+		snprintf(buf, cap, "%.2fM", v / 1e6);
+	else
+		snprintf(buf, cap, "%.2fG", v / 1e9);
+}
+
+static void human_bytes(uint64_t b, char *buf, size_t cap)
+{
+	if (b >= (UINT64_C(1) << 30))
+		snprintf(buf, cap, "%.2f GiB", (double)b / (double)(UINT64_C(1) << 30));
+	else if (b >= (1u << 20))
+		snprintf(buf, cap, "%.1f MiB", (double)b / (double)(1u << 20));
+	else
+		snprintf(buf, cap, "%.1f KiB", (double)b / 1024.0);
+}
+
+/* Seconds with three significant-ish digits, like top's TIME column. */
+static void seconds(double s, char *buf, size_t cap)
+{
+	if (s < 10)
+		snprintf(buf, cap, "%.3fs", s);
+	else if (s < 100)
+		snprintf(buf, cap, "%.2fs", s);
+	else if (s < 1000)
+		snprintf(buf, cap, "%.1fs", s);
+	else
+		snprintf(buf, cap, "%.0fs", s);
+}
+
+static double ticks_s(const struct ulma_live *lv, uint64_t ticks)
+{
+	return (double)ulma_clock_ticks_to_ns(&lv->cal, ticks) / 1e9;
+}
+
+/* ---- snapshot ---- */
+
+static uint64_t now_ticks(const struct ulma_live *lv)
+{
+	uint32_t cpu;
+	return ulma_clock_now(lv->src.use_tsc, &cpu);
+}
+
+/* Threads writing now, and the processes they belong to. */
+static void count_running(struct ulma_live *lv)
+{
+	const struct ulma_session *s = lv->src.col->session;
+	uint32_t pids[64], npids = 0, threads = 0;
+	bool many = false;
+	for (uint32_t i = 0; i < s->hdr->slot_count; i++) {
+		const struct ulma_shm_slot *slot = &s->slots[i];
+		if (atomic_load_explicit(&slot->state, memory_order_acquire) != ULMA_SLOT_ACTIVE)
+			continue;
+		threads++;
+		uint32_t k = 0;
+		while (k < npids && pids[k] != slot->pid)
+			k++;
+		if (k == npids) {
+			if (npids < 64)
+				pids[npids++] = slot->pid;
+			else
+				many = true;
+		}
+	}
+	lv->live_threads = threads;
+	lv->live_processes = npids + many;
+}
+
+static void snapshot(struct ulma_live *lv)
+{
+	const struct ulma_profile *p = &lv->src.col->profile;
+	uint64_t now = ulma_clock_monotonic_ns();
+	if (ulma_live_table_update(&lv->table, p, now_ticks(lv)) == 0)
+		ulma_live_table_sort(&lv->table, p, lv->sort);
+	if (lv->rate_ns == 0 || now - lv->rate_ns >= REFRESH_NS / 2) {
+		uint64_t events = p->events;
+		uint64_t since = lv->rate_ns ? lv->rate_ns : lv->src.start.ns;
+		uint64_t counted = lv->rate_ns ? lv->rate_events : 0;
+		if (now > since)
+			lv->events_per_s = (double)(events - counted) * 1e9 / (double)(now - since);
+		lv->rate_ns = now;
+		lv->rate_events = events;
+	}
+	count_running(lv);
+	lv->lost = p->lost + atomic_load(&lv->src.col->session->hdr->lost_unmarked);
+	lv->trace_bytes = lv->src.writer ? ulma_trace_writer_bytes(lv->src.writer) : 0;
+	lv->snap_ns = now;
+}
+
+/* ---- drawing ---- */
+
+static unsigned visible_rows(const struct ulma_live *lv)
+{
+	return lv->rows > 3 ? lv->rows - 3 : 0;
+}
+
+static void clamp_scroll(struct ulma_live *lv)
+{
+	unsigned vis = visible_rows(lv);
+	uint32_t max = lv->table.nrows > vis ? lv->table.nrows - vis : 0;
+	if (lv->scroll > max)
+		lv->scroll = max;
+}
+
+/* Put the line built in lv->line on row r (1-based): attr, the text cut
+ * to the width, padded to it (pad) or followed by a clear.  Nothing is
+ * written past the last column, so nothing wraps or is clipped by the
+ * terminal. */
+static void emit_line(struct ulma_live *lv, unsigned r, const char *attr, bool pad)
+{
+	struct text *o = &lv->out, *l = &lv->line;
+	putf(o, "\033[%u;1H", r);
+	puts_(o, attr);
+	size_t n = head_len(l->buf, l->len, lv->cols);
+	unsigned w = width_of(l->buf, n);
+	put(o, l->buf, n);
+	if (pad && w < lv->cols)
+		spaces(o, lv->cols - w);
+	puts_(o, "\033[0m");
+	if (!pad && w < lv->cols)
+		puts_(o, "\033[K");
+	l->len = 0;
+}
+
+static void draw_status(struct ulma_live *lv)
+{
+	char rate[32], lost[32], size[32], el[32];
+	seconds((double)(lv->snap_ns - lv->src.start.ns) / 1e9, el, sizeof(el));
+	human_count(lv->events_per_s, rate, sizeof(rate));
+	human_count((double)lv->lost, lost, sizeof(lost));
+	human_bytes(lv->trace_bytes, size, sizeof(size));
+	putf(&lv->line, "elapsed %s  events/s %s  lost %s  threads %u  processes %u  trace %s", el, rate, lost,
+	     lv->live_threads, lv->live_processes, size);
+	emit_line(lv, 1, "\033[1m", false);
+}
+
+static void draw_header(struct ulma_live *lv, unsigned nw, unsigned fw)
+{
+	struct text *l = &lv->line;
+	static const char *const names[4] = {"calls", "total", "self", "self %"};
+	static const enum ulma_live_sort keys[4] = {ULMA_SORT_CALLS, ULMA_SORT_TOTAL, ULMA_SORT_SELF,
+						    ULMA_SORT_COUNT};
+	static const unsigned widths[4] = {W_CALLS, W_TIME, W_TIME, W_PCT};
+	cell(l, lv->sort == ULMA_SORT_NAME ? "function*" : "function", nw, false);
+	put(l, " ", 1);
+	cell(l, "file:line", fw, false);
+	for (int i = 0; i < 4; i++) /* the sort column is marked with '*' */
+		putf(l, "%*s%s", (int)widths[i] - (keys[i] == lv->sort), names[i], keys[i] == lv->sort ? "*" : "");
+	emit_line(lv, 2, "\033[7m", true);
+}
+
+static void draw_row(struct ulma_live *lv, unsigned r, const struct ulma_live_row *row, unsigned nw, unsigned fw)
+{
+	const struct ulma_func_row *f = &lv->src.col->profile.funcs[row->func];
+	struct text *l = &lv->line;
+	char where[4200], tot[32], self[32];
+	const char *file = f->file && *f->file ? f->file : "?";
+	size_t cl = strlen(lv->cwd);
+	if (cl > 1 && strncmp(file, lv->cwd, cl) == 0 && file[cl] == '/')
+		file += cl + 1;
+	if (strcmp(file, "~") == 0)
+		snprintf(where, sizeof(where), "~");
+	else
+		snprintf(where, sizeof(where), "%s:%u", file, f->line);
+	cell(l, f->name && *f->name ? f->name : "?", nw, false);
+	put(l, " ", 1);
+	cell(l, where, fw, true);
+	seconds(ticks_s(lv, row->total_ticks), tot, sizeof(tot));
+	seconds(ticks_s(lv, row->self_ticks), self, sizeof(self));
+	double pct = lv->table.self_sum ? 100.0 * (double)row->self_ticks / (double)lv->table.self_sum : 0.0;
+	putf(l, "%*llu%*s%*s%*.1f%%", W_CALLS, (unsigned long long)row->calls, W_TIME, tot, W_TIME, self,
+	     W_PCT - 1, pct);
+	emit_line(lv, r, "", false);
+}
+
+static void draw_keys(struct ulma_live *lv, unsigned r)
+{
+	char where[64] = "", cleared[48] = "";
+	unsigned vis = visible_rows(lv);
+	uint32_t n = lv->table.nrows;
+	if (n > 0) {
+		uint32_t last = lv->scroll + vis < n ? lv->scroll + vis : n;
+		snprintf(where, sizeof(where), "  rows %u-%u of %u", lv->scroll + 1, last, n);
+	}
+	if (lv->cleared_ns)
+		snprintf(cleared, sizeof(cleared), "  cleared %.0fs ago",
+			 (double)(lv->snap_ns - lv->cleared_ns) / 1e9);
+	putf(&lv->line, "s sort: %s  c clear  p pause  q close view  up/down scroll%s%s%s", sort_names[lv->sort],
+	     where, cleared, lv->paused ? "  PAUSED" : "");
+	emit_line(lv, r, lv->paused ? "\033[7m" : "", false);
+}
+
+static void draw(struct ulma_live *lv)
+{
+	ulma_term_size(&lv->rows, &lv->cols);
+	clamp_scroll(lv);
+	lv->out.len = lv->line.len = 0;
+	lv->out.failed = lv->line.failed = false;
+	if (lv->full_redraw)
+		puts_(&lv->out, "\033[0m\033[H\033[2J");
+	/* function and file:line share what the numbers leave, 11:9 */
+	unsigned rest = lv->cols > W_NUMBERS + 17 ? lv->cols - W_NUMBERS - 1 : 16;
+	unsigned nw = rest * 11 / 20, fw = rest - nw;
+	draw_status(lv);
+	if (lv->rows >= 3)
+		draw_header(lv, nw, fw);
+	unsigned vis = visible_rows(lv);
+	for (unsigned i = 0; i < vis; i++) {
+		uint32_t k = lv->scroll + i;
+		if (k < lv->table.nrows) {
+			draw_row(lv, 3 + i, &lv->table.rows[k], nw, fw);
+		} else {
+			emit_line(lv, 3 + i, "", false);
+		}
+	}
+	if (lv->rows >= 2)
+		draw_keys(lv, lv->rows);
+	if (lv->out.failed)
+		return;
+	int r = ulma_term_write(lv->out.buf, lv->out.len);
+	lv->full_redraw = r != 0; /* a frame cut short leaves debris: clear next time */
+}
+
+/* ---- life cycle ---- */
+
+int ulma_live_open(const struct ulma_live_source *src, struct ulma_live **out)
+{
+	*out = NULL;
+	int err = ulma_term_open();
+	if (err)
+		return err;
+	struct ulma_live *lv = calloc(1, sizeof(*lv));
+	if (!lv) {
+		ulma_term_close();
+		return -ENOMEM;
+	}
+	lv->src = *src;
+	ulma_clock_calibrate(src->use_tsc, &src->start, NULL, src->hz, &lv->cal);
+	ulma_live_table_init(&lv->table);
+	if (!getcwd(lv->cwd, sizeof(lv->cwd)))
+		lv->cwd[0] = 0;
+	err = ulma_relay_start(&lv->relay, ulma_term_fd(), ulma_term_saved_modes());
+	if (err) {
+		ulma_term_close();
+		free(lv);
+		return err;
+	}
+	*out = lv;
+	return 0;
+}
+
+int ulma_live_program_fd(const struct ulma_live *lv, int fd)
+{
+	if (!lv || lv->relay.slave < 0 || (fd != STDOUT_FILENO && fd != STDERR_FILENO))
+		return -1;
+	return ulma_term_is_same(fd) ? lv->relay.slave : -1;
+}
+
+static void close_view(struct ulma_live *lv)
+{
+	if (lv->showing)
+		ulma_term_leave();
+	lv->showing = false;
+	lv->closed = true;
+	ulma_relay_release(&lv->relay);
+}
+
+void ulma_live_started(struct ulma_live *lv)
+{
+	if (!lv)
+		return;
+	ulma_relay_spawned(&lv->relay);
+	if (ulma_term_enter() != 0) {
+		close_view(lv);
+		return;
+	}
+	lv->showing = true;
+	lv->full_redraw = true;
+	lv->key_ready = true;
+	snapshot(lv);
+	draw(lv);
+	lv->next_refresh_ns = ulma_clock_monotonic_ns() + REFRESH_NS;
+}
+
+bool ulma_live_showing(const struct ulma_live *lv)
+{
+	return lv && lv->showing;
+}
+
+/* Apply one key.  Returns true if the view must close. */
+static bool key(struct ulma_live *lv, int k)
+{
+	unsigned page = visible_rows(lv) > 1 ? visible_rows(lv) - 1 : 1;
+	switch (k) {
+	case 'q':
+	case 'Q':
+		return true;
+	case 's':
+	case 'S':
+		lv->sort = (enum ulma_live_sort)((lv->sort + 1) % ULMA_SORT_COUNT);
+		ulma_live_table_sort(&lv->table, &lv->src.col->profile, lv->sort);
+		lv->scroll = 0;
+		break;
+	case 'c':
+	case 'C':
+		/* even when paused: the user sees the table restart from zero */
+		if (ulma_live_table_clear(&lv->table, &lv->src.col->profile, now_ticks(lv)) == 0)
+			lv->cleared_ns = ulma_clock_monotonic_ns();
+		snapshot(lv);
+		lv->scroll = 0;
+		break;
+	case 'p':
+	case 'P':
+	case ' ':
+		lv->paused = !lv->paused;
+		if (!lv->paused)
+			snapshot(lv);
+		break;
+	case ULMA_KEY_UP:
+		lv->scroll = lv->scroll > 0 ? lv->scroll - 1 : 0;
+		break;
+	case ULMA_KEY_DOWN:
+		lv->scroll++;
+		break;
+	case ULMA_KEY_PGUP:
+		lv->scroll = lv->scroll > page ? lv->scroll - page : 0;
+		break;
+	case ULMA_KEY_PGDN:
+		lv->scroll += page;
+		break;
+	case ULMA_KEY_HOME:
+		lv->scroll = 0;
+		break;
+	case ULMA_KEY_END:
+		lv->scroll = UINT32_MAX;
+		break;
+	case 0x0c: /* Ctrl-L */
+		lv->full_redraw = true;
+		break;
+	default:
+		return false;
+	}
+	clamp_scroll(lv);
+	return false;
+}
+
+enum ulma_live_result ulma_live_tick(struct ulma_live *lv)
+{
+	if (!lv || !lv->showing)
+		return ULMA_LIVE_OFF;
+	bool redraw = false;
+	int k;
+	/* read keys only when the last sleep saw the terminal readable */
+	while (lv->key_ready && (k = ulma_term_key()) != ULMA_KEY_NONE) {
+		if (key(lv, k)) {
+			close_view(lv);
+			return ULMA_LIVE_CLOSED;
+		}
+		redraw = true;
+	}
+	lv->key_ready = false;
+	unsigned ev = ulma_term_events();
+	if (ev & ULMA_TERM_LOST) {
+		close_view(lv);
+		return ULMA_LIVE_CLOSED;
+	}
+	if (ev & (ULMA_TERM_RESIZED | ULMA_TERM_RESUMED)) {
+		lv->full_redraw = true;
+		redraw = true;
+	}
+	uint64_t now = ulma_clock_monotonic_ns();
+	if (now >= lv->next_refresh_ns) {
+		if (!lv->paused)
+			snapshot(lv);
+		lv->next_refresh_ns = now + REFRESH_NS;
+		redraw = true;
+	}
+	if (redraw)
+		draw(lv);
+	return ULMA_LIVE_ON;
+}
+
+void ulma_live_sleep(struct ulma_live *lv, long ns)
+{
+	struct timespec ts = {0, ns};
+	if (!lv || !lv->showing) {
+		nanosleep(&ts, NULL);
+		return;
+	}
+	struct pollfd p = {ulma_term_fd(), POLLIN, 0};
+	lv->key_ready = ppoll(&p, 1, &ts, NULL) != 0; /* a key, a hang-up, or a signal */
+}
+
+void ulma_live_close(struct ulma_live *lv)
+{
+	if (!lv)
+		return;
+	close_view(lv);
+	ulma_term_close();
+	ulma_relay_finish(&lv->relay, RELAY_WAIT_MS);
+	ulma_live_table_free(&lv->table);
+	free(lv->out.buf);
+	free(lv->line.buf);
+	free(lv);
+}

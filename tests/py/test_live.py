@@ -1,0 +1,334 @@
+"""The live view of `ulma run` (docs/live.md), driven through a real
+terminal: tmux runs `ulma run` in a detached session, send-keys types, and
+capture-pane reads the screen.  Plus the two SIGKILL cases (monitor killed,
+program killed), which need no terminal, and the no-terminal case.
+
+Waiting is always "poll the screen until it shows X, fail after a generous
+deadline": the deadline only catches hangs, nothing is timed."""
+import json
+import os
+import re
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import TIMEOUT, base_env
+
+HANG = 20  # seconds before a wait is declared hung
+ROW = re.compile(r"^(\S+)\s+(\S+)\s+(\d+)\s+([\d.]+)s\s+([\d.]+)s\s+([\d.]+)%$")
+
+needs_tmux = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
+
+
+def table(screen):
+    """{function: (calls, total_s, self_s, pct)} from the live table on a screen."""
+    rows = {}
+    for line in screen.splitlines():
+        m = ROW.match(line.rstrip())
+        if m:
+            rows[m.group(1)] = (int(m.group(3)), float(m.group(4)), float(m.group(5)), float(m.group(6)))
+    return rows
+
+
+class Pane:
+    """`ulma run ...` in a tmux pane of its own server; the shell prints
+    ULMA-EXIT=<status> when ulma ends, and the pane stays for reading."""
+
+    def __init__(self, tmp_path, args, width=100, height=30):
+        self.sock = "ulma-live-%d-%d" % (os.getpid(), id(self))
+        env = base_env()
+        exports = " ".join("%s=%s" % (k, shlex.quote(env[k])) for k in ("ULMA_PYTHON", "PATH") if k in env)
+        cmd = "cd %s && env %s PYTHONDONTWRITEBYTECODE=1 %s; echo ULMA-EXIT=$?; sleep %d" % (
+            shlex.quote(str(tmp_path)), exports, " ".join(shlex.quote(a) for a in args), TIMEOUT)
+        self.tmux("new-session", "-d", "-x", str(width), "-y", str(height), "sh -c %s" % shlex.quote(cmd))
+
+    def tmux(self, *args):
+        return subprocess.run(["tmux", "-L", self.sock, "-f", "/dev/null"] + list(args), check=True,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=30).stdout.decode()
+
+    def screen(self):
+        """What the terminal shows now (the alternate screen while the view is open)."""
+        return self.tmux("capture-pane", "-p")
+
+    def history(self):
+        """The main screen and its scrollback."""
+        return self.tmux("capture-pane", "-p", "-S", "-200")
+
+    def keys(self, *keys):
+        self.tmux("send-keys", *keys)
+
+    def shell_pid(self):
+        return int(self.tmux("display-message", "-p", "#{pane_pid}").strip())
+
+    def tty(self):
+        return self.tmux("display-message", "-p", "#{pane_tty}").strip()
+
+    def wait(self, what, pred, history=False):
+        """Poll the screen until pred(text) is true; return the text."""
+        deadline = time.monotonic() + HANG
+        while True:
+            text = self.history() if history else self.screen()
+            if pred(text):
+                return text
+            if time.monotonic() > deadline:
+                pytest.fail("the terminal never showed %s; it shows:\n%s" % (what, text))
+            time.sleep(0.05)
+
+    def wait_exit(self):
+        text = self.wait("ulma's exit", lambda s: "ULMA-EXIT=" in s, history=True)
+        return int(re.search(r"ULMA-EXIT=(\d+)", text).group(1)), text
+
+    def close(self):
+        subprocess.run(["tmux", "-L", self.sock, "kill-server"], stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL, timeout=30)
+
+
+@pytest.fixture
+def pane(tmp_path):
+    panes = []
+
+    def start(args, **kw):
+        p = Pane(tmp_path, args, **kw)
+        panes.append(p)
+        return p
+
+    yield start
+    for p in panes:
+        p.close()
+
+
+def live_args(ulma_bin, prog, trace, *program_args, opts=()):
+    return [ulma_bin, "run", "-o", trace] + list(opts) + [prog("live_work.py")] + list(program_args)
+
+
+def has_work(screen):
+    return "work" in table(screen) and "leaf" in table(screen)
+
+
+def terminal_restored(p):
+    modes = subprocess.run(["stty", "-a", "-F", p.tty()], stdout=subprocess.PIPE, timeout=30).stdout.decode()
+    flags = modes.split()
+    return "icanon" in flags and "echo" in flags and "isig" in flags
+
+
+def children(pid):
+    """Direct children of pid, from /proc."""
+    kids = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open("/proc/%s/stat" % entry) as f:
+                    stat = f.read()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+                kids.append(int(entry))
+    return kids
+
+
+@needs_tmux
+def test_table_shows_the_program_and_changes(pane, ulma_bin, prog, tmp_path, report_json):
+    trace = str(tmp_path / "t.trace")
+    p = pane(live_args(ulma_bin, prog, trace, "--seconds", "3"))
+    first = p.wait("the table with work and leaf", has_work)
+    lines = first.splitlines()
+    for word in ("elapsed", "events/s", "lost", "threads", "processes", "trace"):
+        assert word in lines[0], "status line lacks %r: %r" % (word, lines[0])
+    for word in ("function", "file:line", "calls", "total", "self", "self %"):
+        assert word in lines[1], "header lacks %r: %r" % (word, lines[1])
+    assert table(first)["work"][0] > 0
+    assert "live_work.py:" in first
+    calls = table(first)["work"][0]
+    p.wait("the call count of work changing", lambda s: has_work(s) and table(s)["work"][0] != calls)
+
+    code, text = p.wait_exit()
+    assert code == 0, text
+    # the view is gone; the program's output, held meanwhile, comes before the summary
+    assert "s sort:" not in text
+    start, done, totals = text.find("LIVE-START"), text.find("LIVE-DONE"), text.find("totals:")
+    assert 0 <= start < done < totals, text
+    assert "isatty=True" in text, "the program no longer sees a terminal:\n" + text
+    assert terminal_restored(p)
+    data, _ = report_json(trace)
+    assert any(f["name"] == "work" and f["calls"] > calls for f in data["functions"])
+
+
+@needs_tmux
+def test_keys_sort_pause_clear_scroll(pane, ulma_bin, prog, tmp_path, report_json):
+    trace, stop = str(tmp_path / "t.trace"), str(tmp_path / "stop")
+    # 12 lines: fewer than the program's functions, so there is something to scroll
+    p = pane(live_args(ulma_bin, prog, trace, "--seconds", "60", "--stop", stop), height=12)
+    p.wait("the table", has_work)
+
+    p.keys("s")
+    s = p.wait("sorting by total", lambda s: "sort: total" in s)
+    assert "total*" in s.splitlines()[1]
+    p.keys("s")
+    p.wait("sorting by calls", lambda s: "sort: calls" in s and "calls*" in s)
+    rows = [ROW.match(l.rstrip()) for l in p.screen().splitlines()]
+    counts = [int(m.group(3)) for m in rows if m]
+    assert counts == sorted(counts, reverse=True), counts
+
+    p.keys("Down")
+    p.wait("the table scrolled by one row", lambda s: "rows 2-" in s)
+    p.keys("Up")
+    p.wait("the table scrolled back", lambda s: "rows 1-" in s)
+
+    p.keys("p")
+    paused = p.wait("the view paused", lambda s: "PAUSED" in s and has_work(s))
+    time.sleep(1.2)  # two refresh periods: a running view would have changed
+    assert p.screen() == paused, "the paused view still changes"
+    before = table(paused)["work"][0]
+    assert before > 0
+
+    p.keys("c")
+    cleared = p.wait("the cleared table", lambda s: "cleared" in s)
+    assert table(cleared).get("work", (0,))[0] == 0, "c did not reset the counts:\n" + cleared
+    assert table(cleared).get("leaf", (0,))[0] == 0, cleared
+    p.keys("p")
+    p.wait("counting again after the clear", lambda s: "PAUSED" not in s and has_work(s))
+
+    open(stop, "w").close()
+    code, text = p.wait_exit()
+    assert code == 0, text
+    # clearing the view leaves the trace and the final summary whole
+    data, _ = report_json(trace)
+    work = [f for f in data["functions"] if f["name"] == "work"]
+    assert work and work[0]["calls"] > before
+
+
+@needs_tmux
+def test_q_closes_the_view_and_the_program_runs_on(pane, ulma_bin, prog, tmp_path, report_json):
+    trace, stop, pidfile = str(tmp_path / "t.trace"), str(tmp_path / "stop"), str(tmp_path / "pid")
+    p = pane(live_args(ulma_bin, prog, trace, "--seconds", "60", "--stop", stop, "--pidfile", pidfile))
+    p.wait("the table", has_work)
+    p.keys("q")
+    text = p.wait("the main screen with the held output",
+                  lambda s: "live view closed" in s and "LIVE-WORKING" in s, history=True)
+    assert "s sort:" not in p.screen()
+    assert "LIVE-DONE" not in text and "ULMA-EXIT" not in text
+    with open(pidfile) as f:
+        os.kill(int(f.read()), 0)  # still running
+    assert terminal_restored(p)
+
+    open(stop, "w").close()
+    code, text = p.wait_exit()
+    assert code == 0, text
+    assert text.find("LIVE-WORKING") < text.find("LIVE-DONE") < text.find("totals:"), text
+    data, _ = report_json(trace)
+    assert any(f["name"] == "work" for f in data["functions"])
+    assert data["exit_status"] == 0
+
+
+@needs_tmux
+def test_fits_80x24(pane, ulma_bin, prog, tmp_path):
+    trace, stop = str(tmp_path / "t.trace"), str(tmp_path / "stop")
+    p = pane(live_args(ulma_bin, prog, trace, "--seconds", "60", "--stop", stop), width=80, height=24)
+    screen = p.wait("the table", has_work)
+    lines = screen.split("\n")
+    assert "trace" in lines[0], "status line cut short: %r" % lines[0]
+    for word in ("function", "file:line", "calls", "total", "self", "self %"):
+        assert word in lines[1], "header lacks %r at 80 columns: %r" % (word, lines[1])
+    assert "q close view" in lines[23], "no key line at the bottom: %r" % lines[23]
+    assert all(len(l) <= 80 for l in lines)
+    assert re.search(r"live_work\.py:\d+", screen), "no file:line at 80 columns"
+    open(stop, "w").close()
+    code, text = p.wait_exit()
+    assert code == 0, text
+
+
+@needs_tmux
+def test_no_live_draws_nothing(pane, ulma_bin, prog, tmp_path):
+    trace, stop = str(tmp_path / "t.trace"), str(tmp_path / "stop")
+    p = pane(live_args(ulma_bin, prog, trace, "--seconds", "60", "--stop", stop, opts=["--no-live"]))
+    text = p.wait("the program's own output", lambda s: "LIVE-WORKING" in s)
+    assert "s sort:" not in text and "events/s" not in text
+    open(stop, "w").close()
+    code, text = p.wait_exit()
+    assert code == 0 and "totals:" in text, text
+
+
+@needs_tmux
+def test_program_killed_under_the_view(pane, ulma_bin, prog, tmp_path, report_json):
+    trace, pidfile = str(tmp_path / "t.trace"), str(tmp_path / "pid")
+    p = pane(live_args(ulma_bin, prog, trace, "--seconds", "60", "--pidfile", pidfile))
+    p.wait("the table", has_work)
+    with open(pidfile) as f:
+        os.kill(int(f.read()), signal.SIGKILL)
+    code, text = p.wait_exit()
+    assert code == 128 + signal.SIGKILL, text
+    assert "killed by signal 9" in text and "LIVE-WORKING" in text, text
+    assert "s sort:" not in text
+    assert terminal_restored(p)
+    data, _ = report_json(trace)
+    assert any(f["name"] == "work" and f["calls"] > 0 for f in data["functions"])
+
+
+@needs_tmux
+def test_monitor_killed_under_the_view(pane, ulma_bin, prog, tmp_path):
+    """The relay restores the terminal the dead monitor left raw, shows the
+    held output, and the program runs on to its end."""
+    trace, stop = str(tmp_path / "t.trace"), str(tmp_path / "stop")
+    p = pane(live_args(ulma_bin, prog, trace, "--seconds", "60", "--stop", stop, opts=["--lossless"]))
+    p.wait("the table", has_work)
+    monitors = [c for c in children(p.shell_pid())]
+    assert len(monitors) == 1, monitors
+    os.kill(monitors[0], signal.SIGKILL)
+    text = p.wait("the relay's note and the held output",
+                  lambda s: "monitor ended unexpectedly" in s and "LIVE-WORKING" in s, history=True)
+    assert "s sort:" not in p.screen()
+    assert terminal_restored(p)
+    open(stop, "w").close()
+    p.wait("the program's end", lambda s: "LIVE-DONE" in s, history=True)
+
+
+def test_monitor_killed_program_unharmed(prog, ulma_bin, tmp_path):
+    """SIGKILL to the monitor: the program (lossless, tiny rings, so its
+    writers soon find the rings full and nobody draining them) still runs
+    to the end with its own output and exit code."""
+    trace = str(tmp_path / "t.trace")
+    proc = subprocess.run(
+        [sys.executable, prog("live_orphan_driver.py"), ulma_bin, trace, prog("live_work.py"),
+         "--seconds", "3", "--code", "7"],
+        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=base_env(),
+        timeout=TIMEOUT)
+    assert proc.returncode == 0, proc.stderr.decode(errors="replace")
+    res = json.loads(proc.stdout)
+    assert res["monitor"] == -signal.SIGKILL, res
+    assert res["status"] == 7, res
+    lines = res["stdout"].splitlines()
+    assert lines[0].startswith("LIVE-START pid=") and lines[1:] == ["LIVE-WORKING", "LIVE-DONE"], res
+
+
+def test_program_killed_monitor_reports(prog, ulma_bin, tmp_path, report_json):
+    """SIGKILL to the program: the monitor notices, writes what it has,
+    says how the program ended and ends the same way."""
+    trace = str(tmp_path / "t.trace")
+    proc = subprocess.Popen([ulma_bin, "run", "-o", trace, prog("live_work.py"), "--seconds", "60"],
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env=base_env())
+    try:
+        out = b""
+        while b"LIVE-WORKING" not in out:
+            line = proc.stdout.readline()
+            assert line, "the program ended early"
+            out += line
+        os.kill(int(out.split(b"pid=")[1].split()[0]), signal.SIGKILL)
+        _, err = proc.communicate(timeout=TIMEOUT)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == -signal.SIGKILL
+    err = err.decode(errors="replace")
+    assert "killed by signal 9" in err, err
+    assert "\x1b" not in err, "escape sequences without a terminal"
+    data, _ = report_json(trace)
+    assert data["complete"] and data["exit_status"] == 128 + signal.SIGKILL
+    work = [f for f in data["functions"] if f["name"] == "work"]
+    assert work and work[0]["calls"] > 0
