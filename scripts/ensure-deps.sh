@@ -7,6 +7,9 @@ command -v clang >/dev/null || need+=(clang)
 [ -n "$(ls /usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a 2>/dev/null)" ] || need+=(libclang-rt-14-dev)
 command -v cmake >/dev/null || need+=(cmake)
 command -v ninja >/dev/null || need+=(ninja-build)
+# readers the export tests check against (docs/exports.md)
+command -v callgrind_annotate >/dev/null || need+=(valgrind)
+command -v babeltrace2 >/dev/null || need+=(babeltrace2)
 if [ ${#need[@]} -gt 0 ]; then
   echo "installing: ${need[*]}"
   SUDO=""; [ "$(id -u)" = 0 ] || SUDO=sudo

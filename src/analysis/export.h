@@ -58,6 +58,8 @@ int ulma_export_speedscope(FILE *in, const struct ulma_export_opts *o, FILE *out
 			   struct ulma_export_result *res);
 int ulma_export_callgrind(FILE *in, const struct ulma_export_opts *o, FILE *out, const char *dir,
 			  struct ulma_export_result *res);
+int ulma_export_ctf(FILE *in, const struct ulma_export_opts *o, FILE *out, const char *dir,
+		    struct ulma_export_result *res);
 
 /* Shared by the writers: initialise w with o's filter, run it over in with
  * sink, fill res.  The caller frees w (ulma_walk_free) in every case. */

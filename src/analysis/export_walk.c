@@ -255,7 +255,7 @@ static int push(struct ulma_walk *w, struct ulma_walk_thread *t, uint32_t func, 
 	return 0;
 }
 
-static int pop(struct ulma_walk *w, uint32_t thread, uint64_t ns)
+static int pop(struct ulma_walk *w, uint32_t thread, uint64_t ns, uint32_t cpu)
 {
 	struct ulma_walk_thread *t = &w->threads[thread];
 	const struct ulma_walk_filter *flt = &w->filter;
@@ -278,6 +278,7 @@ static int pop(struct ulma_walk *w, uint32_t thread, uint64_t ns)
 		if (w->sink->on_close) {
 			struct ulma_walk_frame fr;
 			frame_of(t, i, &fr, flt);
+			fr.cpu = cpu;
 			fr.end_ns = ce;
 			fr.self_ns = dur > s->child ? dur - s->child : 0;
 			err = w->sink->on_close(w->sink->ctx, w, thread, &fr);
@@ -302,6 +303,7 @@ static int on_meta(void *ctx, const struct ulma_trace_meta *m)
 	w->ticks0 = m->start_ticks;
 	w->ns_per_tick = cal.ns_per_tick;
 	w->pid = m->pid;
+	w->start_ns = m->start_ns;
 	free(w->command);
 	w->command = m->command ? strdup(m->command) : NULL;
 	if (m->command && !w->command)
@@ -402,11 +404,12 @@ static int on_event(void *ctx, const struct ulma_trace_event *e)
 	}
 	if (ns > t->last_ns)
 		t->last_ns = ns;
+	t->cpu = e->cpu;
 	switch (e->kind) {
 	case ULMA_EV_ENTER:
 		return push(w, t, e->func, ns, e->cpu);
 	case ULMA_EV_EXIT:
-		return t->depth ? pop(w, e->thread, ns) : 0;
+		return t->depth ? pop(w, e->thread, ns, e->cpu) : 0;
 	default:
 		t->lost += e->count;
 		return 0;
@@ -442,7 +445,7 @@ int ulma_walk_run(struct ulma_walk *w, FILE *f, const struct ulma_walk_sink *sin
 		struct ulma_walk_thread *t = &w->threads[i];
 		uint64_t at = end > t->last_ns ? end : t->last_ns;
 		while (t->depth)
-			if ((err = pop(w, i, at)))
+			if ((err = pop(w, i, at, t->cpu)))
 				return err;
 	}
 	return 0;

@@ -66,7 +66,7 @@ struct ulma_walk_frame {
 	uint32_t func;
 	uint32_t parent;   /* func of the nearest kept ancestor, or ULMA_WALK_NONE */
 	uint32_t depth;    /* number of kept ancestors */
-	uint32_t cpu;      /* where it was entered */
+	uint32_t cpu;      /* open: the CPU it was entered on; close: the one it left on */
 	uint64_t start_ns; /* clipped to the window */
 	uint64_t end_ns;   /* close only */
 	uint64_t self_ns;  /* close only: end - start minus kept children */
@@ -81,6 +81,7 @@ struct ulma_walk_thread {
 	uint64_t first_ns;  /* first event */
 	uint64_t last_ns;   /* last event */
 	uint64_t lost;      /* events the recorder dropped in this thread */
+	uint32_t cpu;       /* CPU of the latest event */
 	uint64_t kept;      /* frames kept */
 	/* private: the shadow stack */
 	struct walk_slot *stack;
@@ -109,7 +110,8 @@ struct ulma_walk {
 	uint32_t nthreads;
 	uint32_t cap_threads;
 	/* session facts, valid once the walk has begun */
-	uint32_t pid;         /* the traced program */
+	uint32_t pid;         /* the traced program (0 if the trace does not say) */
+	uint64_t start_ns;    /* CLOCK_MONOTONIC at the trace start: times count from here */
 	char *command;        /* its command line, may be NULL */
 	uint64_t duration_ns; /* trace start to end (or last event) */
 	bool complete;        /* the trace has its END chunk */

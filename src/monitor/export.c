@@ -3,9 +3,13 @@
  *
  * The output is written under a temporary name in the same directory and
  * renamed into place only once complete, so a half-written export never
- * sits under the final name.  `-o -` streams a file format to stdout.
+ * sits under the final name.  `-o -` streams a file format to stdout.  A
+ * directory format (ctf) replaces an existing empty directory but never
+ * one with files in it.
  */
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -105,6 +109,58 @@ static int write_file(const struct ulma_export_format *fmt, FILE *in, const stru
 	}
 	if (err)
 		unlink(tmp);
+	free(tmp);
+	return err;
+}
+
+/* Remove the files of a temporary directory this command made, then it. */
+static void remove_temp_dir(const char *dir)
+{
+	DIR *d = opendir(dir);
+	if (d) {
+		struct dirent *e;
+		while ((e = readdir(d)) != NULL) {
+			if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+				continue;
+			unlinkat(dirfd(d), e->d_name, 0);
+		}
+		closedir(d);
+	}
+	rmdir(dir);
+}
+
+/* Write a directory format to path via a temporary directory beside it.
+ * An existing empty directory is replaced; anything else is left alone. */
+static int write_dir(const struct ulma_export_format *fmt, FILE *in, const struct ulma_export_opts *o,
+		     const char *path, struct ulma_export_result *res, int *werr)
+{
+	struct stat sb;
+	if (lstat(path, &sb) == 0 && !S_ISDIR(sb.st_mode)) {
+		*werr = EEXIST;
+		return -EIO;
+	}
+	size_t n = strlen(path);
+	char *tmp = malloc(n + 16);
+	if (!tmp)
+		return -ENOMEM;
+	snprintf(tmp, n + 16, "%s.tmp.XXXXXX", path);
+	if (!mkdtemp(tmp)) {
+		*werr = errno;
+		free(tmp);
+		return -EIO;
+	}
+	mode_t mask = umask(0); /* mkdtemp makes 0700; an export is an ordinary directory */
+	umask(mask);
+	chmod(tmp, 0777 & ~mask);
+	int err = fmt->write(in, o, NULL, tmp, res);
+	if (err == -EIO)
+		*werr = errno ? errno : EIO;
+	if (!err && rename(tmp, path) != 0) {
+		err = -EIO;
+		*werr = errno;
+	}
+	if (err)
+		remove_temp_dir(tmp);
 	free(tmp);
 	return err;
 }
@@ -220,7 +276,8 @@ int ulma_cmd_export(int argc, char **argv)
 	struct ulma_export_result res;
 	int werr = 0;
 	memset(&res, 0, sizeof(res));
-	int err = write_file(fmt, in, &o, output, &res, &werr);
+	int err = fmt->directory ? write_dir(fmt, in, &o, output, &res, &werr)
+				 : write_file(fmt, in, &o, output, &res, &werr);
 	fclose(in);
 	if (res.read_error) {
 		ulma_die_msg("cannot read trace '%s': %s", path, strerror(EIO));

@@ -23,7 +23,7 @@
 
 struct rec {
 	char kind; /* 'O' or 'C' */
-	uint32_t thread, func, parent, depth;
+	uint32_t thread, func, parent, depth, cpu;
 	uint64_t start, end, self;
 };
 
@@ -41,7 +41,8 @@ static int rec_add(struct recorder *rc, char kind, uint32_t thread, const struct
 		if (!rc->r)
 			return -ENOMEM;
 	}
-	rc->r[rc->n++] = (struct rec){kind, thread, f->func, f->parent, f->depth, f->start_ns, f->end_ns, f->self_ns};
+	rc->r[rc->n++] =
+		(struct rec){kind, thread, f->func, f->parent, f->depth, f->cpu, f->start_ns, f->end_ns, f->self_ns};
 	return 0;
 }
 
@@ -128,7 +129,7 @@ static int write_small_trace(void)
 	ulma_trace_enter(s0, 1010, 0, 2, 1);
 	ulma_trace_enter(s0, 1020, 0, 3, 2);
 	ulma_trace_exit(s0, 1035, 0);
-	ulma_trace_exit(s0, 1050, 0);
+	ulma_trace_exit(s0, 1050, 3); /* B leaves on cpu 3 */
 	ulma_trace_enter(s1, 1005, 1, 4, 0);
 	ulma_trace_exit(s1, 1025, 1);
 	ulma_trace_enter(s0, 1060, 0, 3, 1);
@@ -180,6 +181,11 @@ static void test_unfiltered(void)
 		if (rc.r[i].kind == 'O' && rc.r[i].func == 2)
 			break;
 	CHECK(i < rc.n && rc.r[i].parent == 1 && rc.r[i].depth == 2, "C's parent is B at depth 2");
+	uint32_t open_cpu = 99, close_cpu = 99;
+	for (i = 0; i < rc.n; i++)
+		if (rc.r[i].thread == 0 && rc.r[i].func == 1)
+			*(rc.r[i].kind == 'O' ? &open_cpu : &close_cpu) = rc.r[i].cpu;
+	CHECK(open_cpu == 0 && close_cpu == 3, "an open carries the CPU of the entry, a close that of the exit");
 	free(rc.r);
 	ulma_walk_free(&w);
 }

@@ -1,0 +1,313 @@
+/* export_ctf.c - the Common Trace Format, version 1.8 (diamon.org/ctf),
+ * as LTTng writes it and babeltrace2 / Trace Compass read it.
+ *
+ * A CTF trace is a directory: `metadata`, a TSDL text describing the
+ * binary layout, and one binary stream file per traced thread
+ * (`stream_<serial>`).  A stream file is a sequence of packets; each packet
+ * starts with a header (magic, stream id) and a context (first and last
+ * timestamp, content and packet size in bits, pid, tid), followed by its
+ * events.  Every event has a header (event id, 64-bit timestamp), a
+ * context carrying the cpu_id it ran on, and a payload:
+ *
+ *     ulma:function_entry  { string name; string file; uint32 line; }
+ *     ulma:function_exit   { string name; uint64 duration_ns; uint64 self_ns; }
+ *
+ * All integers are little-endian and byte-aligned, so no padding occurs.
+ * Timestamps are nanoseconds of a clock `monotonic` whose offset is the
+ * trace's CLOCK_MONOTONIC start, so times line up with other traces of the
+ * machine (LTTng's kernel traces use the same clock).  Strings are UTF-8
+ * (invalid bytes become U+FFFD).  Each thread's events collect in a 64 KiB
+ * buffer written out as one packet, its file opened only to append, so
+ * memory and open files stay bounded.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "export.h"
+#include "export_text.h"
+#include "ulma/shm.h"
+
+#define PACKET_AT 65536
+#define CTF_MAGIC 0xC1FC1FC1u
+#define HEADER_BYTES 48u /* packet header 8 + packet context 40 */
+
+enum { EV_ENTRY = 0, EV_EXIT = 1 };
+
+struct ctf_thread {
+	struct ulma_sbuf ev; /* events of the packet being built */
+	uint64_t begin, end; /* its first and last timestamp */
+	uint64_t events;     /* in the packet */
+	bool started;        /* the stream file exists */
+};
+
+struct ctf {
+	const char *dir;
+	struct ctf_thread *threads;
+	uint32_t nthreads;
+	char **names; /* per function: cleaned name, NUL included in length */
+	char **files;
+	uint32_t nnames;
+	uint64_t events;
+};
+
+static void put_le(struct ulma_sbuf *b, uint64_t v, unsigned bytes)
+{
+	char le[8];
+	for (unsigned i = 0; i < bytes; i++)
+		le[i] = (char)(v >> (8 * i) & 0xff);
+	ulma_sbuf_put(b, le, bytes);
+}
+
+static void put_cstr(struct ulma_sbuf *b, const char *s)
+{
+	ulma_sbuf_put(b, s, strlen(s) + 1);
+}
+
+static char *clean(const char *s)
+{
+	struct ulma_sbuf b = {0};
+	ulma_sbuf_utf8(&b, s);
+	if (b.nomem || !b.p) {
+		ulma_sbuf_free(&b);
+		return NULL;
+	}
+	return b.p;
+}
+
+static int on_func(void *ctx, const struct ulma_walk *w, uint32_t func)
+{
+	struct ctf *c = ctx;
+	if (func >= c->nnames) {
+		uint32_t n = func + 1 > c->nnames * 2 ? func + 1 : c->nnames * 2;
+		char **a = realloc(c->names, (size_t)n * sizeof(*a));
+		if (!a)
+			return -ENOMEM;
+		c->names = a;
+		char **f = realloc(c->files, (size_t)n * sizeof(*f));
+		if (!f)
+			return -ENOMEM;
+		c->files = f;
+		memset(c->names + c->nnames, 0, (size_t)(n - c->nnames) * sizeof(*a));
+		memset(c->files + c->nnames, 0, (size_t)(n - c->nnames) * sizeof(*f));
+		c->nnames = n;
+	}
+	free(c->names[func]);
+	free(c->files[func]);
+	c->names[func] = clean(*w->funcs[func].name ? w->funcs[func].name : "?");
+	c->files[func] = clean(w->funcs[func].file);
+	return c->names[func] && c->files[func] ? 0 : -ENOMEM;
+}
+
+static int write_packet(struct ctf *c, const struct ulma_walk *w, uint32_t thread)
+{
+	struct ctf_thread *t = &c->threads[thread];
+	const struct ulma_walk_thread *wt = &w->threads[thread];
+	if (t->ev.nomem)
+		return -ENOMEM;
+	if (t->events == 0)
+		return 0;
+	struct ulma_sbuf h = {0};
+	uint64_t bits = ((uint64_t)HEADER_BYTES + t->ev.len) * 8;
+	put_le(&h, CTF_MAGIC, 4);
+	put_le(&h, 0, 4); /* stream id */
+	put_le(&h, t->begin, 8);
+	put_le(&h, t->end, 8);
+	put_le(&h, bits, 8); /* content size */
+	put_le(&h, bits, 8); /* packet size */
+	put_le(&h, wt->pid, 4);
+	put_le(&h, wt->tid, 4);
+	char path[4096];
+	snprintf(path, sizeof(path), "%s/stream_%llu", c->dir, (unsigned long long)wt->serial);
+	FILE *f = h.nomem ? NULL : fopen(path, t->started ? "ab" : "wb");
+	int err = h.nomem ? -ENOMEM : f ? 0 : -EIO;
+	if (f) {
+		if (fwrite(h.p, 1, h.len, f) != h.len || fwrite(t->ev.p, 1, t->ev.len, f) != t->ev.len)
+			err = -EIO;
+		if (fclose(f) != 0)
+			err = -EIO;
+	}
+	ulma_sbuf_free(&h);
+	t->started = true;
+	t->ev.len = 0;
+	t->events = 0;
+	return err;
+}
+
+static int event(struct ctf *c, const struct ulma_walk *w, uint32_t thread, const struct ulma_walk_frame *f,
+		 bool entry)
+{
+	if (thread >= c->nthreads) {
+		uint32_t n = thread + 1 > c->nthreads * 2 ? thread + 1 : c->nthreads * 2;
+		struct ctf_thread *p = realloc(c->threads, (size_t)n * sizeof(*p));
+		if (!p)
+			return -ENOMEM;
+		memset(p + c->nthreads, 0, (size_t)(n - c->nthreads) * sizeof(*p));
+		c->threads = p;
+		c->nthreads = n;
+	}
+	struct ctf_thread *t = &c->threads[thread];
+	uint64_t at = entry ? f->start_ns : f->end_ns;
+	if (t->events == 0)
+		t->begin = at;
+	t->end = at;
+	t->events++;
+	c->events++;
+	struct ulma_sbuf *b = &t->ev;
+	const char *name = f->func < c->nnames && c->names[f->func] ? c->names[f->func] : "?";
+	put_le(b, entry ? EV_ENTRY : EV_EXIT, 4);
+	put_le(b, at, 8);
+	put_le(b, f->cpu, 4);
+	put_cstr(b, name);
+	if (entry) {
+		put_cstr(b, f->func < c->nnames && c->files[f->func] ? c->files[f->func] : "?");
+		put_le(b, w->funcs[f->func].line, 4);
+	} else {
+		put_le(b, f->end_ns - f->start_ns, 8);
+		put_le(b, f->self_ns, 8);
+	}
+	return b->len >= PACKET_AT ? write_packet(c, w, thread) : b->nomem ? -ENOMEM : 0;
+}
+
+static int on_open(void *ctx, const struct ulma_walk *w, uint32_t thread, const struct ulma_walk_frame *f)
+{
+	return event(ctx, w, thread, f, true);
+}
+
+static int on_close(void *ctx, const struct ulma_walk *w, uint32_t thread, const struct ulma_walk_frame *f)
+{
+	return event(ctx, w, thread, f, false);
+}
+
+static const char metadata_types[] =
+	"/* CTF 1.8 */\n"
+	"\n"
+	"typealias integer { size = 8; align = 8; signed = false; } := uint8_t;\n"
+	"typealias integer { size = 32; align = 8; signed = false; } := uint32_t;\n"
+	"typealias integer { size = 64; align = 8; signed = false; } := uint64_t;\n"
+	"\n"
+	"trace {\n"
+	"\tmajor = 1;\n"
+	"\tminor = 8;\n"
+	"\tbyte_order = le;\n"
+	"\tpacket.header := struct {\n"
+	"\t\tuint32_t magic;\n"
+	"\t\tuint32_t stream_id;\n"
+	"\t};\n"
+	"};\n"
+	"\n";
+
+static const char metadata_stream[] =
+	"typealias integer { size = 64; align = 8; signed = false; map = clock.monotonic.value; }"
+	" := uint64_clock_monotonic_t;\n"
+	"\n"
+	"stream {\n"
+	"\tid = 0;\n"
+	"\tpacket.context := struct {\n"
+	"\t\tuint64_clock_monotonic_t timestamp_begin;\n"
+	"\t\tuint64_clock_monotonic_t timestamp_end;\n"
+	"\t\tuint64_t content_size;\n"
+	"\t\tuint64_t packet_size;\n"
+	"\t\tuint32_t pid;\n"
+	"\t\tuint32_t tid;\n"
+	"\t};\n"
+	"\tevent.header := struct {\n"
+	"\t\tuint32_t id;\n"
+	"\t\tuint64_clock_monotonic_t timestamp;\n"
+	"\t};\n"
+	"\tevent.context := struct {\n"
+	"\t\tuint32_t cpu_id;\n"
+	"\t};\n"
+	"};\n"
+	"\n"
+	"event {\n"
+	"\tname = \"ulma:function_entry\";\n"
+	"\tid = 0;\n"
+	"\tstream_id = 0;\n"
+	"\tfields := struct {\n"
+	"\t\tstring name;\n"
+	"\t\tstring file;\n"
+	"\t\tuint32_t line;\n"
+	"\t};\n"
+	"};\n"
+	"\n"
+	"event {\n"
+	"\tname = \"ulma:function_exit\";\n"
+	"\tid = 1;\n"
+	"\tstream_id = 0;\n"
+	"\tfields := struct {\n"
+	"\t\tstring name;\n"
+	"\t\tuint64_t duration_ns;\n"
+	"\t\tuint64_t self_ns;\n"
+	"\t};\n"
+	"};\n";
+
+/* TSDL string literal contents: escape backslash and quote, drop controls. */
+static void put_tsdl_string(struct ulma_sbuf *b, const char *s)
+{
+	char *c = clean(s);
+	if (!c) {
+		b->nomem = true;
+		return;
+	}
+	for (const char *p = c; *p; p++) {
+		if (*p == '"' || *p == '\\')
+			ulma_sbuf_put(b, "\\", 1);
+		if ((unsigned char)*p >= 0x20 && *p != 0x7f)
+			ulma_sbuf_put(b, p, 1);
+	}
+	free(c);
+}
+
+static int write_metadata(const struct ctf *c, const struct ulma_walk *w)
+{
+	struct ulma_sbuf b = {0};
+	ulma_sbuf_puts(&b, metadata_types);
+	ulma_sbuf_puts(&b, "env {\n\ttracer_name = \"ulma\";\n\tdomain = \"python\";\n\tcommand = \"");
+	put_tsdl_string(&b, w->command ? w->command : "");
+	ulma_sbuf_printf(&b, "\";\n\tcomplete = %d;\n};\n\n", w->complete ? 1 : 0);
+	ulma_sbuf_printf(&b,
+			 "clock {\n\tname = \"monotonic\";\n"
+			 "\tdescription = \"CLOCK_MONOTONIC, from the ulma trace start\";\n"
+			 "\tfreq = 1000000000;\n\tprecision = 1;\n"
+			 "\toffset_s = %llu;\n\toffset = %llu;\n\tabsolute = false;\n};\n\n",
+			 (unsigned long long)(w->start_ns / 1000000000u), (unsigned long long)(w->start_ns % 1000000000u));
+	ulma_sbuf_puts(&b, metadata_stream);
+	char path[4096];
+	snprintf(path, sizeof(path), "%s/metadata", c->dir);
+	FILE *f = b.nomem ? NULL : fopen(path, "wb");
+	int err = b.nomem ? -ENOMEM : f ? 0 : -EIO;
+	if (f) {
+		if (fwrite(b.p, 1, b.len, f) != b.len)
+			err = -EIO;
+		if (fclose(f) != 0)
+			err = -EIO;
+	}
+	ulma_sbuf_free(&b);
+	return err;
+}
+
+int ulma_export_ctf(FILE *in, const struct ulma_export_opts *o, FILE *out, const char *dir,
+		    struct ulma_export_result *res)
+{
+	struct ctf c = {.dir = dir};
+	struct ulma_walk w;
+	(void)out;
+	struct ulma_walk_sink sink = {&c, on_func, NULL, on_open, on_close};
+	int err = ulma_export_walk(in, o, &w, &sink, res);
+	for (uint32_t i = 0; i < c.nthreads && !err; i++)
+		err = write_packet(&c, &w, i);
+	if (!err)
+		err = write_metadata(&c, &w);
+	for (uint32_t i = 0; i < c.nthreads; i++)
+		ulma_sbuf_free(&c.threads[i].ev);
+	for (uint32_t i = 0; i < c.nnames; i++) {
+		free(c.names[i]);
+		free(c.files[i]);
+	}
+	free(c.names);
+	free(c.files);
+	free(c.threads);
+	ulma_walk_free(&w);
+	return err;
+}
