@@ -17,7 +17,8 @@ static const char usage[] =
 	"  run [options] -m module [args...]   the same for a module\n"
 	"  report TRACE [--format text|json] [--limit N]\n"
 	"                                      summarise a trace file\n"
-	"  export TRACE --format FMT -o OUT    write a trace as pstats, folded, chrome, speedscope, callgrind\n"
+	"  export TRACE --format FMT -o OUT    write a trace for another tool: pstats, folded, chrome,\n"
+	"                                      speedscope, callgrind, ctf (docs/exports.md)\n"
 	"  version                             print the version\n"
 	"\n"
 	"`ulma <command> --help` describes a command's options.\n";
