@@ -10,6 +10,7 @@ command -v ninja >/dev/null || need+=(ninja-build)
 # readers the export tests check against (docs/exports.md)
 command -v callgrind_annotate >/dev/null || need+=(valgrind)
 command -v babeltrace2 >/dev/null || need+=(babeltrace2)
+command -v chromium >/dev/null || need+=(chromium)
 if [ ${#need[@]} -gt 0 ]; then
   echo "installing: ${need[*]}"
   SUDO=""; [ "$(id -u)" = 0 ] || SUDO=sudo

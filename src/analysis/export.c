@@ -10,6 +10,7 @@ const struct ulma_export_format ulma_export_formats[] = {
 	{"chrome", "Chrome trace-event JSON for Perfetto and chrome://tracing", ulma_export_chrome, false},
 	{"speedscope", "speedscope JSON, one evented profile per thread", ulma_export_speedscope, false},
 	{"callgrind", "callgrind profile for KCachegrind and callgrind_annotate", ulma_export_callgrind, false},
+	{"html", "self-contained HTML report: flame graph, function table, timeline", ulma_export_html, false},
 	{"ctf", "CTF 1.8 directory for babeltrace2 and Trace Compass (entry/exit events, cpu_id)", ulma_export_ctf, true},
 	{NULL, NULL, NULL, false},
 };

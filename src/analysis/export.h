@@ -58,6 +58,8 @@ int ulma_export_speedscope(FILE *in, const struct ulma_export_opts *o, FILE *out
 			   struct ulma_export_result *res);
 int ulma_export_callgrind(FILE *in, const struct ulma_export_opts *o, FILE *out, const char *dir,
 			  struct ulma_export_result *res);
+int ulma_export_html(FILE *in, const struct ulma_export_opts *o, FILE *out, const char *dir,
+		     struct ulma_export_result *res);
 int ulma_export_ctf(FILE *in, const struct ulma_export_opts *o, FILE *out, const char *dir,
 		    struct ulma_export_result *res);
 

@@ -7,6 +7,8 @@ int ulma_cmd_run(int argc, char **argv);
 int ulma_cmd_report(int argc, char **argv);
 int ulma_cmd_relay(int argc, char **argv); /* internal: see live_relay.h */
 int ulma_cmd_export(int argc, char **argv);
+/* `ulma report TRACE --html OUT`: the html export, unfiltered (export.c). */
+int ulma_report_html(const char *trace, const char *output);
 
 /* Print "ulma: " + message to stderr.  For the program only, never the library. */
 void ulma_die_msg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

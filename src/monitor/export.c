@@ -165,6 +165,54 @@ static int write_dir(const struct ulma_export_format *fmt, FILE *in, const struc
 	return err;
 }
 
+/* Read the trace at path, write fmt to output; report errors.  Returns the
+ * exit status. */
+static int export_one(const struct ulma_export_format *fmt, const char *path, const char *output,
+		      const struct ulma_export_opts *o)
+{
+	FILE *in = fopen(path, "rb");
+	if (!in) {
+		ulma_die_msg("cannot open trace '%s': %s", path, strerror(errno));
+		return 1;
+	}
+	struct ulma_export_result res;
+	int werr = 0;
+	memset(&res, 0, sizeof(res));
+	int err = fmt->directory ? write_dir(fmt, in, o, output, &res, &werr)
+				 : write_file(fmt, in, o, output, &res, &werr);
+	fclose(in);
+	if (res.read_error) {
+		ulma_die_msg("cannot read trace '%s': %s", path, strerror(EIO));
+		return 1;
+	}
+	if (err == -EPROTO) {
+		ulma_die_msg("%s: not a readable ulma trace: %s", path, res.st.error);
+		return 1;
+	}
+	if (err == -EIO) {
+		ulma_die_msg("cannot write '%s': %s", output, strerror(werr ? werr : EIO));
+		return 1;
+	}
+	if (err) {
+		ulma_die_msg("%s: %s", path, strerror(-err));
+		return 1;
+	}
+	if (!res.complete)
+		ulma_die_msg("warning: %s is incomplete (cut short at byte %llu); exported the %llu events it holds",
+			     path, (unsigned long long)res.st.bytes, (unsigned long long)res.st.events);
+	if (res.frames == 0)
+		ulma_die_msg("warning: no frames to export: the trace is empty or the filters kept nothing");
+	return 0;
+}
+
+int ulma_report_html(const char *trace, const char *output)
+{
+	struct ulma_export_opts o;
+	memset(&o, 0, sizeof(o));
+	ulma_walk_filter_init(&o.filter);
+	return export_one(ulma_export_find("html"), trace, output, &o);
+}
+
 int ulma_cmd_export(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -267,38 +315,5 @@ int ulma_cmd_export(int argc, char **argv)
 		ulma_die_msg("the %s format writes a directory: -o needs a path", fmt->name);
 		return ULMA_EXIT_USAGE;
 	}
-	const char *path = argv[optind - 1];
-	FILE *in = fopen(path, "rb");
-	if (!in) {
-		ulma_die_msg("cannot open trace '%s': %s", path, strerror(errno));
-		return 1;
-	}
-	struct ulma_export_result res;
-	int werr = 0;
-	memset(&res, 0, sizeof(res));
-	int err = fmt->directory ? write_dir(fmt, in, &o, output, &res, &werr)
-				 : write_file(fmt, in, &o, output, &res, &werr);
-	fclose(in);
-	if (res.read_error) {
-		ulma_die_msg("cannot read trace '%s': %s", path, strerror(EIO));
-		return 1;
-	}
-	if (err == -EPROTO) {
-		ulma_die_msg("%s: not a readable ulma trace: %s", path, res.st.error);
-		return 1;
-	}
-	if (err == -EIO) {
-		ulma_die_msg("cannot write '%s': %s", output, strerror(werr ? werr : EIO));
-		return 1;
-	}
-	if (err) {
-		ulma_die_msg("%s: %s", path, strerror(-err));
-		return 1;
-	}
-	if (!res.complete)
-		ulma_die_msg("warning: %s is incomplete (cut short at byte %llu); exported the %llu events it holds",
-			     path, (unsigned long long)res.st.bytes, (unsigned long long)res.st.events);
-	if (res.frames == 0)
-		ulma_die_msg("warning: no frames to export: the trace is empty or the filters kept nothing");
-	return 0;
+	return export_one(fmt, argv[optind - 1], output, &o);
 }

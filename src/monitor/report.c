@@ -98,19 +98,21 @@ static int on_end(void *ctx, const struct ulma_trace_end *e)
 }
 
 static const char report_usage[] =
-	"usage: ulma report TRACE [--format text|json] [--limit N]\n"
+	"usage: ulma report TRACE [--format text|json] [--limit N] [--html OUT.html]\n"
 	"  --format F   text (default) or json (see docs/json.md)\n"
-	"  --limit N    rows in the text table (default 25)\n";
+	"  --limit N    rows in the text table (default 25)\n"
+	"  --html OUT   write a self-contained HTML report instead (docs/exports.md)\n";
 
 int ulma_cmd_report(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{"format", required_argument, NULL, 'f'},
 		{"limit", required_argument, NULL, 'n'},
+		{"html", required_argument, NULL, 'H'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
-	const char *format = "text";
+	const char *format = "text", *html = NULL;
 	long limit = 25;
 	int c;
 	optind = 0;
@@ -126,6 +128,9 @@ int ulma_cmd_report(int argc, char **argv)
 				ulma_die_msg("--limit takes a positive number, not '%s'", optarg);
 				return ULMA_EXIT_USAGE;
 			}
+			break;
+		case 'H':
+			html = optarg;
 			break;
 		case 'h':
 			fputs(report_usage, stdout);
@@ -145,6 +150,8 @@ int ulma_cmd_report(int argc, char **argv)
 		return ULMA_EXIT_USAGE;
 	}
 	const char *path = argv[optind - 1];
+	if (html)
+		return ulma_report_html(path, html);
 
 	struct report_ctx r;
 	memset(&r, 0, sizeof(r));

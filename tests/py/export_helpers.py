@@ -8,7 +8,7 @@ import os
 import pytest
 
 # every format that writes one file, in the order they were built
-FILE_FORMATS = ["pstats", "folded", "chrome", "speedscope", "callgrind"]
+FILE_FORMATS = ["pstats", "folded", "chrome", "speedscope", "callgrind", "html"]
 
 # programs/odd_names.py's function names: NAMES[i] is called i + 1 times
 ODD_NAMES = [
@@ -19,7 +19,14 @@ ODD_NAMES = [
     'quote"back\\slash',
     "<script>alert(1)</script>",
     "gr\u00fc\u00dfe \u2028 \U0001f600",
+    "<img src=x onerror=\"document.title='pwned'\">",
 ]
+
+
+def odd_names_line(path):
+    """The first line of programs/odd_names.py's _template, which every odd name shares."""
+    with open(path) as f:
+        return next(i for i, line in enumerate(f, 1) if line.startswith("def _template"))
 
 
 @pytest.fixture(scope="session")

@@ -12,7 +12,7 @@ from urllib.parse import unquote
 
 import pytest
 
-from export_helpers import ODD_NAMES, export_trace, run_export  # noqa: F401
+from export_helpers import ODD_NAMES, export_trace, odd_names_line, run_export  # noqa: F401
 
 LINE = re.compile(r"^(?P<stack>[^\n]+) (?P<value>[1-9][0-9]*)$")
 
@@ -107,7 +107,7 @@ def test_names_with_separators_round_trip(export_trace, run_export, tmp_path):
     rows = parse_folded(out)
     got = by_leaf(rows)
     for i, name in enumerate(ODD_NAMES):
-        key = "%s (%s:19)" % (name, t["path"])
+        key = "%s (%s:%d)" % (name, t["path"], odd_names_line(t["path"]))
         assert got.get(key) == i + 1, (name, sorted(got))
     raw = out.read_bytes()
     assert b"semi%3Bcolon" in raw and b"new%0Aline" in raw and b"per%25cent" in raw

@@ -1,6 +1,7 @@
 """Functions whose names hold characters that export formats must escape:
 ';' (folded's separator), a newline, '%', a tab, quotes and backslashes
-(JSON), markup (HTML), and non-ASCII.  Each NAMES[i] is called i + 1
+(JSON), markup that would run script if a page inserted it as HTML, and
+non-ASCII.  Each NAMES[i] is called i + 1
 times, directly from main.  The names are set on the code objects, so the
 tracer sees them as the interpreter does (co_qualname too on 3.11+)."""
 import sys
@@ -13,6 +14,7 @@ NAMES = [
     'quote"back\\slash',
     "<script>alert(1)</script>",
     "gr\u00fc\u00dfe \u2028 \U0001f600",
+    "<img src=x onerror=\"document.title='pwned'\">",
 ]
 
 
