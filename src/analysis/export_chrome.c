@@ -2,7 +2,7 @@
  * which Perfetto's UI and trace processor also open.
  *
  * One JSON object: {"displayTimeUnit": "ns", "traceEvents": [...],
- * "otherData": {command, completeness, duration}}.  Each kept frame is a complete event
+ * "otherData": {command, completeness, duration, events lost}}.  Each kept frame is a complete event
  * ({"ph": "X", "ts", "dur"} in microseconds with nanosecond decimals,
  * "pid", "tid", "name", "cat" python or c, "args": {"loc": "file:line"}),
  * and each process and thread gets a process_name / thread_name metadata
@@ -162,8 +162,9 @@ int ulma_export_chrome(FILE *in, const struct ulma_export_opts *o, FILE *out, co
 	if (!err) {
 		ulma_sbuf_puts(&c.b, "\n],\"otherData\":{\"producer\":\"ulma export\",\"command\":");
 		ulma_sbuf_json(&c.b, w.command ? w.command : "");
-		ulma_sbuf_printf(&c.b, ",\"complete\":%s,\"duration_ns\":%llu}}\n", w.complete ? "true" : "false",
-				 (unsigned long long)w.duration_ns);
+		ulma_sbuf_printf(&c.b, ",\"complete\":%s,\"duration_ns\":%llu,\"lost_events\":%llu}}\n",
+				 w.complete ? "true" : "false", (unsigned long long)w.duration_ns,
+				 (unsigned long long)w.lost);
 		err = ulma_sbuf_flush(&c.b, out);
 	}
 	for (uint32_t i = 0; i < c.nfields; i++)

@@ -127,8 +127,10 @@ static int write_data(FILE *out, const struct ulma_walk *w, struct html *h)
 
 	ulma_sbuf_puts(&b, "{\"title\":");
 	ulma_sbuf_json(&b, w->command && *w->command ? w->command : "ulma trace");
-	ulma_sbuf_printf(&b, ",\"duration_ns\":%llu,\"events\":%llu,\"complete\":%s,\"min_span_ns\":%llu,\n\"funcs\":[",
-			 (unsigned long long)w->duration_ns, (unsigned long long)w->events,
+	ulma_sbuf_printf(&b,
+			 ",\"duration_ns\":%llu,\"events\":%llu,\"lost\":%llu,\"complete\":%s,\"min_span_ns\":%llu,\n"
+			 "\"funcs\":[",
+			 (unsigned long long)w->duration_ns, (unsigned long long)w->events, (unsigned long long)w->lost,
 			 w->complete ? "true" : "false", (unsigned long long)h->min_span);
 	for (uint32_t k = 0; k < w->nfuncs && !err; k++) {
 		index[k] = UINT32_MAX;

@@ -395,6 +395,8 @@ static int on_event(void *ctx, const struct ulma_trace_event *e)
 	struct ulma_walk *w = ctx;
 	struct ulma_walk_thread *t = &w->threads[e->thread];
 	w->events++;
+	if (e->kind == ULMA_EV_LOST)
+		w->lost += e->count;
 	if (!t->pass)
 		return 0;
 	uint64_t ns = to_ns(w, e->ticks);

@@ -117,6 +117,7 @@ struct ulma_walk {
 	bool complete;        /* the trace has its END chunk */
 	uint64_t events;      /* events decoded */
 	uint64_t frames;      /* frames kept */
+	uint64_t lost;        /* events the recorder dropped (markers in the streams read) */
 	/* private */
 	bool tsc;
 	uint64_t ticks0;

@@ -100,6 +100,7 @@ def test_durations_match_the_report(varied):
     assert len(durs) == 1
     assert durs[0] * 1000 == pytest.approx(main["total_ns"], rel=0.001, abs=2)
     assert varied["data"]["otherData"]["complete"] is True
+    assert varied["data"]["otherData"]["lost_events"] == varied["report"]["lost"] == 0
 
 
 def test_thread_filter(varied, run_export, tmp_path):
