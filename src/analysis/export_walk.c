@@ -143,7 +143,8 @@ static inline uint64_t to_ns(const struct ulma_walk *w, uint64_t ticks)
 		return 0;
 	if (!w->tsc)
 		return ticks - w->ticks0;
-	return (uint64_t)((double)(ticks - w->ticks0) * w->ns_per_tick + 0.5);
+	double ns = (double)(ticks - w->ticks0) * w->ns_per_tick + 0.5;
+	return ns < 9.2e18 ? (uint64_t)ns : UINT64_C(9200000000000000000); /* a damaged trace's times */
 }
 
 int ulma_walk_parse_ns(const char *s, uint64_t *out)
