@@ -64,7 +64,9 @@ def _report(exc):
 
 
 def main():
-    fd = int(os.environ.pop("ULMA_SESSION_FD"))
+    # `ulma run --attachable`: no session; untraced until `ulma top PID` attaches
+    attachable = os.environ.pop("ULMA_ATTACHABLE", None) == "1"
+    fd = None if attachable else int(os.environ.pop("ULMA_SESSION_FD"))
     args = sys.argv[1:]
     module_mode = args[0] == "-m"
     if module_mode:
@@ -90,7 +92,12 @@ def main():
             sys.exit(1)
 
     atexit.register(_finish)
-    _ulma.start(fd, (_finish.__code__,))
+    if attachable:
+        import ulma
+
+        ulma.attachable()
+    else:
+        _ulma.start(fd, (_finish.__code__,))
     try:
         if module_mode:
             import runpy

@@ -314,8 +314,10 @@ static void draw_status(struct ulma_live *lv)
 	human_count(lv->events_per_s, rate, sizeof(rate));
 	human_count((double)lv->lost, lost, sizeof(lost));
 	human_bytes(lv->trace_bytes, size, sizeof(size));
-	putf(&lv->line, "elapsed %s  events/s %s  lost %s  threads %u  processes %u  trace %s", el, rate, lost,
-	     lv->live_threads, lv->live_processes, size);
+	putf(&lv->line, "elapsed %s  events/s %s  lost %s  threads %u  processes %u", el, rate, lost,
+	     lv->live_threads, lv->live_processes);
+	if (lv->src.writer)
+		putf(&lv->line, "  trace %s", size);
 	emit_line(lv, 1, "\033[1m", false);
 }
 
@@ -424,7 +426,8 @@ int ulma_live_open(const struct ulma_live_source *src, struct ulma_live **out)
 	ulma_live_table_init(&lv->table);
 	if (!getcwd(lv->cwd, sizeof(lv->cwd)))
 		lv->cwd[0] = 0;
-	err = ulma_relay_start(&lv->relay, ulma_term_fd(), ulma_term_saved_modes());
+	lv->relay = (struct ulma_relay){.pid = 0, .slave = -1, .ctl = -1, .released = false};
+	err = src->hold_output ? ulma_relay_start(&lv->relay, ulma_term_fd(), ulma_term_saved_modes()) : 0;
 	if (err) {
 		ulma_term_close();
 		free(lv);

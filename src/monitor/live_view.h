@@ -33,9 +33,11 @@ struct ulma_live_source {
 	bool use_tsc;
 	uint64_t hz;                 /* measured ticks per second */
 	struct ulma_clock_pair start; /* the session's start */
+	bool hold_output;             /* the program is our child: hold its terminal output */
 };
 
-/* Take the terminal and start the relay, before the program starts.
+/* Take the terminal and (with hold_output) start the relay, before the
+ * program starts.
  * Returns 0, -ENOTTY when stderr is not our foreground terminal (run
  * without a view), or another -errno. */
 int ulma_live_open(const struct ulma_live_source *src, struct ulma_live **out);

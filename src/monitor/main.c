@@ -15,6 +15,8 @@ static const char usage[] =
 	"commands:\n"
 	"  run [options] script.py [args...]   trace a Python program, print a summary, write a trace\n"
 	"  run [options] -m module [args...]   the same for a module\n"
+	"  top PID [--once]                    live table of a running attachable process (docs/live.md)\n"
+	"  record PID -d SECONDS [-o FILE]     trace a running attachable process for a while\n"
 	"  report TRACE [--format text|json] [--limit N]\n"
 	"                                      summarise a trace file\n"
 	"  export TRACE --format FMT -o OUT    write a trace for another tool: pstats, folded, chrome,\n"
@@ -46,6 +48,10 @@ int main(int argc, char **argv)
 		return ulma_cmd_report(argc - 2, argv + 2);
 	if (strcmp(cmd, "__relay") == 0) /* the live view's output relay, started by run */
 		return ulma_cmd_relay(argc - 2, argv + 2);
+	if (strcmp(cmd, "top") == 0)
+		return ulma_cmd_top(argc - 2, argv + 2);
+	if (strcmp(cmd, "record") == 0)
+		return ulma_cmd_record(argc - 2, argv + 2);
 	if (strcmp(cmd, "export") == 0)
 		return ulma_cmd_export(argc - 2, argv + 2);
 	if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {

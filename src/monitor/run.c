@@ -58,6 +58,7 @@ struct run_options {
 	bool no_c_calls;
 	bool no_follow;
 	bool no_live;
+	bool attachable;
 	bool module; /* -m */
 	int nargs;   /* target and its arguments */
 	char **args;
@@ -75,6 +76,7 @@ static const char run_usage[] =
 	"  --summary F            text (default), json or none, printed on stderr at the end\n"
 	"  --limit N              rows in the text summary (default 25)\n"
 	"  --no-live              no live table, even when stderr is a terminal (see docs/live.md)\n"
+	"  --attachable           run untraced, but let `ulma top PID` or `ulma record PID` attach later\n"
 	"  --python PATH          interpreter to run (default: $ULMA_PYTHON, else the python3\n"
 	"                         installed beside ulma, else python3 on PATH)\n";
 
@@ -154,6 +156,7 @@ static int parse_run_options(int argc, char **argv, struct run_options *o)
 		{"no-c-calls", no_argument, NULL, 'C'},
 		{"no-follow", no_argument, NULL, 'F'},
 		{"no-live", no_argument, NULL, 'V'},
+		{"attachable", no_argument, NULL, 'A'},
 		{"ring-records", required_argument, NULL, 'r'},
 		{"summary", required_argument, NULL, 's'},
 		{"limit", required_argument, NULL, 'n'},
@@ -186,6 +189,9 @@ static int parse_run_options(int argc, char **argv, struct run_options *o)
 			break;
 		case 'V':
 			o->no_live = true;
+			break;
+		case 'A':
+			o->attachable = true;
 			break;
 		case 'r':
 			o->ring_records = strtol(optarg, &end, 10);
@@ -272,6 +278,43 @@ static char *command_line(const struct run_options *o)
 	return s;
 }
 
+/* Replace this process with the interpreter running the boot code.
+ * Returns only on failure, with errno set. */
+static void exec_python(const struct run_options *o, const char *python)
+{
+	char **argv = calloc((size_t)o->nargs + 5, sizeof(char *));
+	int k = 0;
+	if (!argv)
+		return;
+	argv[k++] = (char *)python;
+	argv[k++] = "-c";
+	argv[k++] = (char *)boot_code;
+	if (o->module)
+		argv[k++] = "-m";
+	for (int i = 0; i < o->nargs; i++)
+		argv[k++] = o->args[i];
+	argv[k] = NULL;
+	if (strchr(python, '/'))
+		execv(python, argv);
+	else
+		execvp(python, argv);
+	int e = errno;
+	free(argv);
+	errno = e;
+}
+
+/* `ulma run --attachable`: no monitor at all.  The program becomes the
+ * interpreter in this very process (same pid, parent, signals and stdio),
+ * untraced, with a control file that `ulma top PID` uses to attach. */
+static int run_attachable(const struct run_options *o, const char *python)
+{
+	setenv("ULMA_ATTACHABLE", "1", 1);
+	exec_python(o, python);
+	ulma_die_msg("cannot start the Python interpreter '%s': %s (use --python or ULMA_PYTHON)", python,
+		     strerror(errno));
+	return 1;
+}
+
 /* Fork and exec the interpreter, with redirect[i] (if not -1) as its fd i.
  * Returns the pid, or -1 with the exec error already reported. */
 static pid_t spawn(const struct run_options *o, const char *python, int session_fd,
@@ -313,22 +356,8 @@ static pid_t spawn(const struct run_options *o, const char *python, int session_
 		snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int)getppid(), session_fd);
 		if (!o->no_follow)
 			setenv("ULMA_SESSION_PATH", path, 1);
-		char **argv = calloc((size_t)o->nargs + 5, sizeof(char *));
-		int k = 0;
-		if (fd >= 0 && argv) {
-			argv[k++] = (char *)python;
-			argv[k++] = "-c";
-			argv[k++] = (char *)boot_code;
-			if (o->module)
-				argv[k++] = "-m";
-			for (int i = 0; i < o->nargs; i++)
-				argv[k++] = o->args[i];
-			argv[k] = NULL;
-			if (strchr(python, '/'))
-				execv(python, argv);
-			else
-				execvp(python, argv);
-		}
+		if (fd >= 0)
+			exec_python(o, python);
 		int e = errno;
 		(void)!write(pipefd[1], &e, sizeof(e));
 		_exit(127);
@@ -388,6 +417,8 @@ int ulma_cmd_run(int argc, char **argv)
 	if (!o.module && check_script(o.args[0]) < 0)
 		return ULMA_EXIT_USAGE;
 	const char *python = find_python(o.python, pybuf, sizeof(pybuf));
+	if (o.attachable)
+		return run_attachable(&o, python);
 
 	ulma_session_config_default(&cfg);
 	cfg.lossless = o.lossless;
@@ -427,7 +458,7 @@ int ulma_cmd_run(int argc, char **argv)
 	take_signals(&saved);
 	struct ulma_live *live = NULL;
 	if (!o.no_live) {
-		struct ulma_live_source src = {&col, writer, cfg.use_tsc, hz, start};
+		struct ulma_live_source src = {&col, writer, cfg.use_tsc, hz, start, true};
 		err = ulma_live_open(&src, &live);
 		if (err && err != -ENOTTY)
 			ulma_die_msg("no live view: %s", strerror(-err));

@@ -24,6 +24,12 @@ static PyMethodDef module_methods[] = {
 	 "which is closed.  Code objects in skip are never recorded."},
 	{"stop", stop, METH_NOARGS, "stop()\n--\n\nStop tracing and hand every thread's last records over."},
 	{"is_active", is_active, METH_NOARGS, "is_active()\n--\n\nTrue while this process is traced."},
+	/* attach.c: untraced until a monitor attaches (docs/live.md) */
+	{"attachable", ulma_attachable, METH_NOARGS,
+	 "attachable()\n--\n\nLet `ulma top PID` and `ulma record PID` attach to this process later.\n"
+	 "Returns the path of its control file."},
+	{"_attach_shutdown", ulma_attach_shutdown, METH_NOARGS, NULL},
+	{"_attach_forked", ulma_attach_forked, METH_NOARGS, NULL},
 	{NULL, NULL, 0, NULL},
 };
 

@@ -123,6 +123,11 @@ static inline uint32_t ulma_cfunc_id(PyObject *callable, PyMethodDef *ml)
 	return ulma_cfunc_id_slow(callable, ml);
 }
 
+/* attach.c: the attachable() method and its atexit and fork handlers. */
+PyObject *ulma_attachable(PyObject *module, PyObject *unused);
+PyObject *ulma_attach_shutdown(PyObject *module, PyObject *unused);
+PyObject *ulma_attach_forked(PyObject *module, PyObject *unused);
+
 /* hooks: install and remove the interpreter hook for all threads.
  * Return 0, or -1 with a Python exception set. */
 int ulma_hook_install(PyObject *module);

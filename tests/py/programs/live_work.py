@@ -4,7 +4,8 @@ Prints "LIVE-START pid=N isatty=B", calls a few functions in a loop
 (printing "LIVE-WORKING" once the first round is done), and stops after
 --seconds S (default 4) or as soon as the file --stop FILE exists; then
 prints "LIVE-DONE" and exits with --code N (default 0).  --pidfile FILE
-gets its pid before anything else happens."""
+gets its pid before anything else happens.  --attachable 1 calls
+ulma.attachable() first and prints "LIVE-ATTACHABLE <path>"."""
 import os
 import sys
 import time
@@ -26,14 +27,18 @@ def idle():
 
 
 def options(argv):
-    opts = {"--seconds": "4", "--stop": None, "--code": "0", "--pidfile": None}
+    opts = {"--seconds": "4", "--stop": None, "--code": "0", "--pidfile": None, "--attachable": None}
     for name, value in zip(argv[::2], argv[1::2]):
         opts[name] = value
-    return float(opts["--seconds"]), opts["--stop"], int(opts["--code"]), opts["--pidfile"]
+    return float(opts["--seconds"]), opts["--stop"], int(opts["--code"]), opts["--pidfile"], opts["--attachable"]
 
 
 def main():
-    seconds, stop, code, pidfile = options(sys.argv[1:])
+    seconds, stop, code, pidfile, attachable = options(sys.argv[1:])
+    if attachable:
+        import ulma
+
+        print("LIVE-ATTACHABLE %s" % ulma.attachable(), flush=True)
     if pidfile:
         with open(pidfile + ".tmp", "w") as f:
             f.write(str(os.getpid()))

@@ -1,0 +1,382 @@
+/* attach.c - `ulma top PID` and `ulma record PID`: attach to a running
+ * attachable process, watch it or record it, and detach.
+ *
+ * The process was started with `ulma run --attachable` or called
+ * ulma.attachable(); it runs untraced until now.  This monitor takes it
+ * (one monitor at a time), creates a session as `ulma run` does, asks the
+ * process to trace into it (attach_ctl.h) and drains the rings.  `top`
+ * shows the live table (live_view.h) until q, Ctrl-C or the process's end;
+ * `top --once` prints one summary after about a second; `record` writes a
+ * trace for -d seconds.  Then it asks the process to stop tracing, drains
+ * what is left and gives the process back.  If this monitor is killed
+ * instead, the process notices the silent heartbeat and detaches itself.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../analysis/summary.h"
+#include "../core/clock.h"
+#include "../core/session.h"
+#include "../core/trace_writer.h"
+#include "attach_ctl.h"
+#include "collector.h"
+#include "commands.h"
+#include "live_view.h"
+#include "ulma/trace_format.h"
+
+#define ATTACH_TIMEOUT_MS 5000
+#define DETACH_TIMEOUT_MS 3000
+#define ONCE_NS UINT64_C(1000000000)
+#define FLUSH_EVERY_NS UINT64_C(250000000)
+#define REAP_EVERY_NS UINT64_C(10000000)
+
+enum mode { MODE_TOP, MODE_ONCE, MODE_RECORD };
+
+struct attach_options {
+	enum mode mode;
+	pid_t pid;
+	double seconds; /* record: how long */
+	const char *output;
+	const char *summary;
+	long limit;
+	bool lossless;
+	bool no_c_calls;
+};
+
+static const char top_usage[] =
+	"usage: ulma top PID [--once] [--limit N]\n"
+	"  show the live table of a running attachable process (see docs/live.md); q detaches\n"
+	"  --once                 print one summary after about a second and detach (no terminal needed)\n"
+	"  --limit N              rows of that summary (default 25)\n"
+	"  --no-c-calls           record Python functions only\n";
+
+static const char record_usage[] =
+	"usage: ulma record PID -d SECONDS [-o FILE] [options]\n"
+	"  trace a running attachable process for SECONDS, then detach (see docs/live.md)\n"
+	"  -d, --duration S       how long to record (Ctrl-C stops early)\n"
+	"  -o, --output FILE      trace file to write (default ulma.trace)\n"
+	"  --lossless             make the program wait instead of dropping events when a ring is full\n"
+	"  --no-c-calls           record Python functions only\n"
+	"  --summary F            text (default), json or none, printed on stderr at the end\n"
+	"  --limit N              rows in the text summary (default 25)\n";
+
+static volatile sig_atomic_t stop_requested;
+
+static void on_stop(int sig)
+{
+	(void)sig;
+	stop_requested = 1;
+}
+
+static int parse(int argc, char **argv, bool record, struct attach_options *o)
+{
+	static const struct option opts[] = {
+		{"once", no_argument, NULL, '1'},
+		{"duration", required_argument, NULL, 'd'},
+		{"output", required_argument, NULL, 'o'},
+		{"lossless", no_argument, NULL, 'L'},
+		{"no-c-calls", no_argument, NULL, 'C'},
+		{"summary", required_argument, NULL, 's'},
+		{"limit", required_argument, NULL, 'n'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	const char *usage = record ? record_usage : top_usage;
+	char *end;
+	int c;
+	memset(o, 0, sizeof(*o));
+	o->mode = record ? MODE_RECORD : MODE_TOP;
+	o->output = "ulma.trace";
+	o->summary = "text";
+	o->limit = 25;
+	o->seconds = -1;
+	optind = 0;
+	while ((c = getopt_long(argc + 1, argv - 1, "d:o:h", opts, NULL)) != -1) {
+		switch (c) {
+		case '1':
+			if (record)
+				goto bad;
+			o->mode = MODE_ONCE;
+			break;
+		case 'd':
+			o->seconds = strtod(optarg, &end);
+			if (!record || *end || !(o->seconds > 0) || o->seconds > 1e7) {
+				ulma_die_msg("-d takes a positive number of seconds, not '%s'", optarg);
+				return -1;
+			}
+			break;
+		case 'o':
+		case 'L':
+		case 's':
+			if (!record)
+				goto bad;
+			if (c == 'o')
+				o->output = optarg;
+			else if (c == 'L')
+				o->lossless = true;
+			else if (strcmp(optarg, "text") && strcmp(optarg, "json") && strcmp(optarg, "none")) {
+				ulma_die_msg("--summary takes text, json or none, not '%s'", optarg);
+				return -1;
+			} else
+				o->summary = optarg;
+			break;
+		case 'C':
+			o->no_c_calls = true;
+			break;
+		case 'n':
+			o->limit = strtol(optarg, &end, 10);
+			if (*end || o->limit <= 0) {
+				ulma_die_msg("--limit takes a positive number, not '%s'", optarg);
+				return -1;
+			}
+			break;
+		case 'h':
+			fputs(usage, stdout);
+			exit(0);
+		default:
+			goto bad;
+		}
+	}
+	if (optind != argc) {
+		ulma_die_msg("%s", optind > argc ? "which process? give its PID" : "one PID only");
+		goto bad;
+	}
+	long pid = strtol(argv[optind - 1], &end, 10);
+	if (*end || pid <= 0 || pid > 0x7fffffff) {
+		ulma_die_msg("'%s' is not a process id", argv[optind - 1]);
+		goto bad;
+	}
+	o->pid = (pid_t)pid;
+	if (record && o->seconds < 0) {
+		ulma_die_msg("record needs -d SECONDS");
+		goto bad;
+	}
+	return 0;
+bad:
+	fputs(usage, stderr);
+	return -1;
+}
+
+static void catch_stop_signals(void)
+{
+	struct sigaction sa = {.sa_handler = on_stop};
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+}
+
+/* Everything one attachment holds, released by finish(). */
+struct attachment {
+	struct ulma_attach_target target;
+	struct ulma_session session;
+	struct ulma_trace_writer *writer;
+	struct ulma_collector col;
+	bool col_ready;
+	bool use_tsc;
+	uint64_t hz;
+	struct ulma_clock_pair start, end;
+};
+
+static int begin(const struct attach_options *o, struct attachment *a)
+{
+	char why[512];
+	struct ulma_session_config cfg;
+	int err = ulma_attach_open(o->pid, &a->target, why, sizeof(why));
+	if (!err)
+		err = ulma_attach_claim(&a->target, why, sizeof(why));
+	if (err) {
+		ulma_die_msg("%s", why);
+		return -1;
+	}
+	ulma_session_config_default(&cfg);
+	cfg.lossless = o->lossless;
+	cfg.c_calls = !o->no_c_calls;
+	cfg.use_tsc = a->use_tsc = ulma_clock_tsc_usable();
+	err = ulma_session_create(&cfg, &a->session);
+	if (err) {
+		ulma_die_msg("cannot create the shared-memory session: %s", strerror(-err));
+		return -1;
+	}
+	a->hz = ulma_clock_measure_hz(cfg.use_tsc);
+	ulma_clock_sample(cfg.use_tsc, &a->start);
+	if (o->mode == MODE_RECORD) {
+		char cmd[64];
+		snprintf(cmd, sizeof(cmd), "attach %d", (int)o->pid);
+		struct ulma_trace_meta meta = {
+			.flags = (cfg.use_tsc ? ULMA_META_TSC : 0) | (o->lossless ? ULMA_META_LOSSLESS : 0) |
+				 (o->no_c_calls ? ULMA_META_NO_C_CALLS : 0),
+			.pid = (uint32_t)o->pid,
+			.start_ticks = a->start.ticks,
+			.start_ns = a->start.ns,
+			.tick_hz = a->hz,
+			.command = cmd,
+		};
+		err = ulma_trace_writer_open(o->output, &meta, &a->writer);
+		if (err) {
+			ulma_die_msg("cannot write the trace to '%s': %s", o->output, strerror(-err));
+			return -1;
+		}
+	}
+	if (ulma_collector_init(&a->col, &a->session, a->writer)) {
+		ulma_die_msg("out of memory");
+		return -1;
+	}
+	a->col_ready = true;
+	atomic_store(&a->session.hdr->heartbeat_ns, ulma_clock_monotonic_ns());
+	err = ulma_attach_request(&a->target, a->session.fd, ATTACH_TIMEOUT_MS, why, sizeof(why));
+	if (err) {
+		ulma_die_msg("%s", why);
+		return -1;
+	}
+	return 0;
+}
+
+/* Drain until the end: detach, take the last records, close open frames. */
+static void end_tracing(struct attachment *a, bool ended)
+{
+	if (!ended && ulma_attach_detach(&a->target, DETACH_TIMEOUT_MS) == -ETIMEDOUT)
+		ulma_die_msg("process %d did not detach in time; it will when it sees this monitor gone",
+			     (int)a->target.pid);
+	ulma_clock_sample(a->use_tsc, &a->end);
+	while (ulma_collector_poll(&a->col, true) > 0)
+		;
+	ulma_collector_reap(&a->col, a->end.ticks);
+	ulma_collector_close_all(&a->col, a->end.ticks);
+}
+
+static void finish(struct attachment *a)
+{
+	if (a->writer)
+		ulma_trace_writer_abandon(a->writer);
+	if (a->col_ready)
+		ulma_collector_free(&a->col);
+	ulma_session_unmap(&a->session);
+	ulma_attach_close(&a->target);
+}
+
+static int print_summary(const struct attach_options *o, struct attachment *a, FILE *out)
+{
+	uint32_t failures = atomic_load(&a->session.hdr->failures);
+	a->col.profile.lost += atomic_load(&a->session.hdr->lost_unmarked);
+	int err = 0;
+	if (a->writer) {
+		struct ulma_trace_end end = {a->end.ticks, a->end.ns, a->col.profile.events, a->col.profile.lost,
+					     failures, -1};
+		err = a->col.error ? a->col.error : 0;
+		int cerr = ulma_trace_writer_close(a->writer, &end);
+		a->writer = NULL;
+		if (!err)
+			err = cerr;
+		if (err)
+			ulma_die_msg("error writing the trace '%s': %s", o->output, strerror(-err));
+	}
+	struct stat st;
+	struct ulma_summary s = {.profile = &a->col.profile,
+				 .duration_ns = a->end.ns - a->start.ns,
+				 .trace_bytes = o->mode == MODE_RECORD && stat(o->output, &st) == 0 ? (uint64_t)st.st_size : 0,
+				 .trace_path = o->mode == MODE_RECORD ? o->output : NULL,
+				 .failures = failures,
+				 .complete = true,
+				 .exit_status = -1};
+	ulma_clock_calibrate(a->use_tsc, &a->start, &a->end, a->hz, &s.cal);
+	if (strcmp(o->summary, "text") == 0)
+		ulma_summary_text(out, &s, (uint32_t)o->limit);
+	else if (strcmp(o->summary, "json") == 0)
+		ulma_summary_json(out, &s);
+	return err ? 1 : 0;
+}
+
+static int attach_main(const struct attach_options *o)
+{
+	struct attachment a;
+	struct ulma_live *live = NULL;
+	memset(&a, 0, sizeof(a));
+	a.session.fd = -1;
+	catch_stop_signals();
+	if (o->mode == MODE_TOP) {
+		/* take the terminal before the process: a refusal then costs it nothing */
+		struct ulma_live_source src = {&a.col, NULL, false, 0, {0, 0}, false};
+		int err = ulma_live_open(&src, &live);
+		if (err) {
+			ulma_die_msg(err == -ENOTTY ? "top needs a terminal: use `ulma top PID --once`"
+						    : "cannot open the live view: %s",
+				     strerror(-err));
+			return 1;
+		}
+	}
+	if (begin(o, &a) < 0) {
+		ulma_live_close(live);
+		finish(&a);
+		return 1;
+	}
+	if (live) {
+		ulma_live_close(live); /* reopened with the session's clock */
+		struct ulma_live_source src = {&a.col, NULL, a.use_tsc, a.hz, a.start, false};
+		if (ulma_live_open(&src, &live) == 0)
+			ulma_live_started(live);
+	}
+	uint64_t t0 = ulma_clock_monotonic_ns(), last_flush = t0, last_reap = t0;
+	uint64_t stop_at = o->mode == MODE_ONCE     ? t0 + ONCE_NS
+			   : o->mode == MODE_RECORD ? t0 + (uint64_t)(o->seconds * 1e9)
+						    : UINT64_MAX;
+	bool ended = false;
+	while (!stop_requested) {
+		long n = ulma_collector_poll(&a.col, false);
+		uint64_t now = ulma_clock_monotonic_ns();
+		atomic_store_explicit(&a.session.hdr->heartbeat_ns, now, memory_order_relaxed);
+		if (now - last_reap > REAP_EVERY_NS) {
+			uint32_t cpu;
+			ulma_collector_reap(&a.col, ulma_clock_now(a.use_tsc, &cpu));
+			last_reap = now;
+			if ((ended = ulma_attach_ended(&a.target)))
+				break;
+		}
+		if (a.writer && now - last_flush > FLUSH_EVERY_NS) {
+			ulma_trace_writer_flush(a.writer);
+			last_flush = now;
+		}
+		if (now >= stop_at)
+			break;
+		if (live && ulma_live_tick(live) != ULMA_LIVE_ON)
+			break; /* q, or the terminal went away */
+		ulma_live_sleep(live, n < 0 ? 10000000 : n > 0 ? 200000 : 500000);
+	}
+	end_tracing(&a, ended);
+	ulma_live_close(live);
+	int rc = 0;
+	if (o->mode == MODE_ONCE)
+		rc = print_summary(o, &a, stdout);
+	else if (o->mode == MODE_RECORD)
+		rc = print_summary(o, &a, stderr);
+	if (ended)
+		ulma_die_msg("process %d ended", (int)o->pid);
+	else if (o->mode == MODE_TOP)
+		ulma_die_msg("detached from process %d", (int)o->pid);
+	finish(&a);
+	return rc;
+}
+
+int ulma_cmd_top(int argc, char **argv)
+{
+	struct attach_options o;
+	if (parse(argc, argv, false, &o) < 0)
+		return ULMA_EXIT_USAGE;
+	return attach_main(&o);
+}
+
+int ulma_cmd_record(int argc, char **argv)
+{
+	struct attach_options o;
+	if (parse(argc, argv, true, &o) < 0)
+		return ULMA_EXIT_USAGE;
+	return attach_main(&o);
+}
