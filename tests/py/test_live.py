@@ -226,7 +226,7 @@ def test_q_closes_the_view_and_the_program_runs_on(pane, ulma_bin, prog, tmp_pat
 
 
 @needs_tmux
-def test_fits_80x24(pane, ulma_bin, prog, tmp_path):
+def test_fits_80x24_and_follows_resize(pane, ulma_bin, prog, tmp_path):
     trace, stop = str(tmp_path / "t.trace"), str(tmp_path / "stop")
     p = pane(live_args(ulma_bin, prog, trace, "--seconds", "60", "--stop", stop), width=80, height=24)
     screen = p.wait("the table", has_work)
@@ -237,6 +237,9 @@ def test_fits_80x24(pane, ulma_bin, prog, tmp_path):
     assert "q close view" in lines[23], "no key line at the bottom: %r" % lines[23]
     assert all(len(l) <= 80 for l in lines)
     assert re.search(r"live_work\.py:\d+", screen), "no file:line at 80 columns"
+    # a resize redraws at the new size: the key line moves to the new bottom
+    p.tmux("resize-window", "-x", "100", "-y", "30")
+    p.wait("the view redrawn at 100x30", lambda s: len(s.split("\n")) >= 30 and "q close view" in s.split("\n")[29])
     open(stop, "w").close()
     code, text = p.wait_exit()
     assert code == 0, text
