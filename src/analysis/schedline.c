@@ -1,6 +1,8 @@
 /* schedline.c - interpolation of sampled CPU and run-queue time (see schedline.h). */
 #include "schedline.h"
 
+#include "../core/clock.h"
+
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,8 +59,8 @@ void ulma_schedline_at(struct ulma_schedline *l, uint64_t ticks, uint64_t *cpu_n
 		l->rated = true;
 	}
 	double into = (double)(ticks - a->ticks);
-	*cpu_ns = a->cpu_ns + (uint64_t)(l->cpu_per_tick * into + 0.5);
-	*wait_ns = a->wait_ns + (uint64_t)(l->wait_per_tick * into + 0.5);
+	*cpu_ns = a->cpu_ns + ulma_u64_from_double(l->cpu_per_tick * into + 0.5);
+	*wait_ns = a->wait_ns + ulma_u64_from_double(l->wait_per_tick * into + 0.5);
 }
 
 void ulma_schedline_free(struct ulma_schedline *l)

@@ -105,10 +105,21 @@ void ulma_clock_calibrate(bool use_tsc, const struct ulma_clock_pair *start,
 			  const struct ulma_clock_pair *end, uint64_t fallback_hz,
 			  struct ulma_clock_calibration *out);
 
+/* A double as u64, saturating: converting an out-of-range double is
+ * undefined behaviour, and a damaged trace can hold any tick value. */
+static inline uint64_t ulma_u64_from_double(double x)
+{
+	if (!(x > 0.0))
+		return 0; /* also NaN */
+	if (x >= 18446744073709551616.0)
+		return UINT64_MAX;
+	return (uint64_t)x;
+}
+
 /* Duration in ns of a tick interval. */
 static inline uint64_t ulma_clock_ticks_to_ns(const struct ulma_clock_calibration *cal, uint64_t ticks)
 {
-	return (uint64_t)((double)ticks * cal->ns_per_tick + 0.5);
+	return ulma_u64_from_double((double)ticks * cal->ns_per_tick + 0.5);
 }
 
 #endif

@@ -55,7 +55,7 @@ static int on_thread(void *ctx, const struct ulma_trace_thread *t)
 			return -ENOMEM;
 		r->lanes = lv;
 		for (uint32_t i = r->nsched; i < n; i++) /* bins of 1 ms at first */
-			ulma_lane_init(&lv[i], r->meta.start_ticks, (uint64_t)(1e6 / r->ns_per_tick));
+			ulma_lane_init(&lv[i], r->meta.start_ticks, ulma_u64_from_double(1e6 / r->ns_per_tick));
 		r->nsched = n;
 	}
 	return ulma_profile_add_thread(&r->profile, t->index, t->serial, t->pid, t->tid);
@@ -76,7 +76,8 @@ static int on_event(void *ctx, const struct ulma_trace_event *e)
 	struct ulma_schedline *line = &r->sched[e->thread];
 	ulma_schedline_at(line, e->ticks, &cpu, &wait);
 	/* without samples, on or off a CPU is unknown: show only which CPU */
-	uint64_t lane_cpu = ulma_schedline_empty(line) ? (uint64_t)((double)e->ticks * r->ns_per_tick) : cpu;
+	uint64_t lane_cpu =
+		ulma_schedline_empty(line) ? ulma_u64_from_double((double)e->ticks * r->ns_per_tick) : cpu;
 	ulma_lane_event(&r->lanes[e->thread], e->ticks, e->cpu, lane_cpu, r->ns_per_tick);
 	switch (e->kind) {
 	case ULMA_EV_ENTER:
