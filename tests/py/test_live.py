@@ -40,7 +40,8 @@ class Pane:
     ULMA-EXIT=<status> when ulma ends, and the pane stays for reading."""
 
     def __init__(self, tmp_path, args, width=100, height=30):
-        self.sock = "ulma-live-%d-%d" % (os.getpid(), id(self))
+        # a socket of our own, removed in close() (unix socket paths are short: not in tmp_path)
+        self.sock = "/tmp/ulma-live-%d-%x.sock" % (os.getpid(), id(self))
         env = base_env()
         exports = " ".join("%s=%s" % (k, shlex.quote(env[k])) for k in ("ULMA_PYTHON", "PATH") if k in env)
         cmd = "cd %s && env %s PYTHONDONTWRITEBYTECODE=1 %s; echo ULMA-EXIT=$?; sleep %d" % (
@@ -48,7 +49,7 @@ class Pane:
         self.tmux("new-session", "-d", "-x", str(width), "-y", str(height), "sh -c %s" % shlex.quote(cmd))
 
     def tmux(self, *args):
-        return subprocess.run(["tmux", "-L", self.sock, "-f", "/dev/null"] + list(args), check=True,
+        return subprocess.run(["tmux", "-S", self.sock, "-f", "/dev/null"] + list(args), check=True,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=30).stdout.decode()
 
     def screen(self):
@@ -84,8 +85,12 @@ class Pane:
         return int(re.search(r"ULMA-EXIT=(\d+)", text).group(1)), text
 
     def close(self):
-        subprocess.run(["tmux", "-L", self.sock, "kill-server"], stdout=subprocess.DEVNULL,
+        subprocess.run(["tmux", "-S", self.sock, "kill-server"], stdout=subprocess.DEVNULL,
                        stderr=subprocess.DEVNULL, timeout=30)
+        try:
+            os.unlink(self.sock)
+        except OSError:
+            pass
 
 
 @pytest.fixture
