@@ -215,29 +215,6 @@ void ulma_profile_finish(struct ulma_profile *p, uint64_t ticks)
 	}
 }
 
-void ulma_profile_clear(struct ulma_profile *p, uint64_t now_ticks)
-{
-	for (uint32_t i = 0; i < p->nfuncs; i++) {
-		struct ulma_func_row *f = &p->funcs[i];
-		f->calls = f->total_ticks = f->self_ticks = 0;
-		f->self_cpu_ns = f->self_wait_ns = f->total_cpu_ns = f->total_wait_ns = 0;
-	}
-	for (uint32_t i = 0; i < p->nthreads; i++) {
-		struct ulma_thread_row *t = &p->threads[i];
-		/* open frames restart now: their earlier time is forgotten */
-		for (uint32_t d = 0; d < t->depth; d++) {
-			t->stack[d].start = now_ticks;
-			t->stack[d].child = t->stack[d].child_cpu = t->stack[d].child_wait = 0;
-			t->stack[d].cpu0 = t->last_cpu;
-			t->stack[d].wait0 = t->last_wait;
-		}
-		t->events = t->lost = t->self_ticks = t->cpu_ns = t->wait_ns = 0;
-		t->first_ticks = t->last_ticks = now_ticks;
-	}
-	p->events = p->lost = 0;
-	p->first_ticks = p->last_ticks = now_ticks;
-}
-
 static const struct ulma_profile *sort_profile;
 
 static int by_self_desc(const void *a, const void *b)

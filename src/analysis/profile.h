@@ -107,10 +107,6 @@ void ulma_profile_sample(struct ulma_profile *p, uint32_t thread, uint64_t cpu_n
  * that is later). */
 void ulma_profile_finish(struct ulma_profile *p, uint64_t ticks);
 
-/* Forget all counts and times but keep definitions and open stacks, so
- * profiling starts anew from now (the live view's "clear"). */
-void ulma_profile_clear(struct ulma_profile *p, uint64_t now_ticks);
-
 /* Function indices sorted by self time, descending; caller frees. */
 uint32_t *ulma_profile_sorted_by_self(const struct ulma_profile *p);
 

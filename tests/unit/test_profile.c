@@ -146,24 +146,6 @@ static void test_finish(void)
 	ulma_profile_free(&p);
 }
 
-static void test_clear(void)
-{
-	struct ulma_profile p;
-	ulma_profile_init(&p);
-	add_funcs(&p, 2);
-	ulma_profile_add_thread(&p, 0, 0, 1, 1);
-	ulma_profile_enter(&p, 0, 0, 0);
-	ulma_profile_enter(&p, 0, 1, 10);
-	ulma_profile_exit(&p, 0, 20);
-	ulma_profile_clear(&p, 1000);
-	CHECK(row_is(&p, 0, 0, 0, 0) && row_is(&p, 1, 0, 0, 0) && p.events == 0 && p.threads[0].depth == 1,
-	      "clear forgets counts but keeps the open frame");
-	ulma_profile_exit(&p, 0, 1100);
-	CHECK(row_is(&p, 0, 0, 100, 100), "the open frame restarts at the clear time");
-	CHECK(strcmp(p.funcs[1].name, "B") == 0, "definitions survive clear");
-	ulma_profile_free(&p);
-}
-
 /* xorshift64*: deterministic pseudo-random stream */
 static uint64_t rng_next(uint64_t *s)
 {
@@ -249,7 +231,6 @@ int main(void)
 	test_nested();
 	test_recursion();
 	test_finish();
-	test_clear();
 	test_conservation();
 	return tap_done();
 }
