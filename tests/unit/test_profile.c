@@ -2,7 +2,7 @@
  * total and calls on a hand-built nested stream; recursion counted once in
  * total; finish closing open frames; lost counts; the self-time
  * conservation law (a thread always inside a frame has self ticks summing
- * to its wall span) on a long pseudo-random stream; clear; sorting. */
+ * to its wall span) on a long pseudo-random stream; sorting. */
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
