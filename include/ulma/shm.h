@@ -18,7 +18,7 @@
 #include <stdint.h>
 
 #define ULMA_SHM_MAGIC UINT64_C(0x314d48534d4c5500) /* "\0ULMSHM1" */
-#define ULMA_SHM_VERSION 1u
+#define ULMA_SHM_VERSION 2u
 #define ULMA_CACHELINE 64
 
 /* Header flags, fixed at session creation. */
@@ -112,10 +112,15 @@ enum ulma_def_kind {
 	ULMA_DEF_C = 2,  /* builtin or other C function */
 };
 
+#define ULMA_DEF_MAGIC 0x46454455u /* "UDEF" */
+
 /* Definition entry in the definition area.  `size` is 0 until the entry is
- * complete; the writer stores it last, with release ordering. */
+ * complete; the writer stores it last, with release ordering.  A process
+ * that dies between reserving an entry and completing it leaves a hole: the
+ * magic lets a reader find the next complete entry beyond it. */
 struct ulma_shm_def {
 	_Atomic uint32_t size; /* whole entry in bytes, a multiple of 8 */
+	uint32_t magic;        /* ULMA_DEF_MAGIC */
 	uint32_t id;
 	uint32_t line;
 	uint8_t kind; /* enum ulma_def_kind */
@@ -125,6 +130,6 @@ struct ulma_shm_def {
 	uint16_t reserved2;
 	/* name_len bytes of name, then file_len bytes of file (UTF-8, unterminated) */
 };
-static_assert(sizeof(struct ulma_shm_def) == 20, "definition header is 20 bytes");
+static_assert(sizeof(struct ulma_shm_def) == 24, "definition header is 24 bytes");
 
 #endif

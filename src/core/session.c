@@ -186,6 +186,22 @@ void ulma_session_close_slot(struct ulma_ring_writer *w)
 	atomic_store_explicit(&w->slot->state, ULMA_SLOT_CLOSED, memory_order_release);
 }
 
+int ulma_session_next_def_after_hole(const struct ulma_session *s, uint64_t hole, uint64_t *next)
+{
+	uint64_t used = atomic_load_explicit(&s->hdr->defs_used, memory_order_acquire);
+	uint64_t limit = used < s->hdr->defs_size ? used : s->hdr->defs_size;
+	for (uint64_t off = hole + 8; off + sizeof(struct ulma_shm_def) <= limit; off += 8) {
+		uint64_t probe = off;
+		struct ulma_def_view v;
+		const struct ulma_shm_def *d = (const struct ulma_shm_def *)(s->defs + off);
+		if (d->magic == ULMA_DEF_MAGIC && ulma_session_next_def(s, &probe, &v) == 1) {
+			*next = off;
+			return 1;
+		}
+	}
+	return 0;
+}
+
 void ulma_session_recycle_slot(struct ulma_session *s, uint32_t i)
 {
 	struct ulma_shm_slot *slot = &s->slots[i];
@@ -214,6 +230,7 @@ uint32_t ulma_session_define(struct ulma_session *s, uint8_t kind, const char *n
 	}
 	struct ulma_shm_def *d = (struct ulma_shm_def *)(s->defs + off);
 	uint32_t id = atomic_fetch_add_explicit(&h->next_id, 1, memory_order_relaxed);
+	d->magic = ULMA_DEF_MAGIC;
 	d->id = id;
 	d->line = line;
 	d->kind = kind;
@@ -237,7 +254,7 @@ int ulma_session_next_def(const struct ulma_session *s, uint64_t *cursor, struct
 	uint32_t size = atomic_load_explicit(&d->size, memory_order_acquire);
 	if (size == 0)
 		return 0;
-	if ((size & 7) || size < sizeof(*d) || off + size > limit ||
+	if ((size & 7) || size < sizeof(*d) || off + size > limit || d->magic != ULMA_DEF_MAGIC ||
 	    sizeof(*d) + (uint64_t)d->name_len + d->file_len > size || d->id == 0)
 		return -EPROTO;
 	out->id = d->id;

@@ -92,6 +92,11 @@ struct ulma_def_view {
  * cursor, 0 if none is complete there yet, or -EPROTO if it is corrupt. */
 int ulma_session_next_def(const struct ulma_session *s, uint64_t *cursor, struct ulma_def_view *out);
 
+/* Monitor: the entry at `hole` has stayed incomplete (its writer may have
+ * died).  Find the next complete entry after it: returns 1 and *next, or 0
+ * if there is none yet.  The hole may still complete later; re-read it. */
+int ulma_session_next_def_after_hole(const struct ulma_session *s, uint64_t hole, uint64_t *next);
+
 /* Monitor: a CLOSED slot is fully drained; reset it and make it FREE. */
 void ulma_session_recycle_slot(struct ulma_session *s, uint32_t slot);
 

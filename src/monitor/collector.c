@@ -101,6 +101,7 @@ void ulma_collector_free(struct ulma_collector *c)
 	free(c->slots);
 	free(c->by_id);
 	free(c->canon);
+	free(c->holes);
 	ulma_idmap_free(&c->by_content);
 	for (uint32_t i = 0; i < c->nfiles; i++)
 		free(c->files[i]);
@@ -211,19 +212,71 @@ static int define(struct ulma_collector *c, uint32_t sid, uint8_t kind, const ch
 	return set_error(c, err);
 }
 
-static int scan_defs(struct ulma_collector *c)
+#define DEF_HOLE_NS 100000000u /* an entry incomplete this long is skipped (and re-read later) */
+
+static int take_def(struct ulma_collector *c, const struct ulma_def_view *d)
+{
+	uint32_t have;
+	if (ulma_idmap_get(&c->func_index, d->id, &have))
+		return 0;
+	return define(c, d->id, d->kind, d->name, d->name_len, d->file, d->file_len, d->line);
+}
+
+/* Entries skipped as holes may have completed since: read them now. */
+static int recheck_holes(struct ulma_collector *c)
+{
+	for (uint32_t i = 0; i < c->nholes;) {
+		uint64_t at = c->holes[i];
+		struct ulma_def_view d;
+		int r = ulma_session_next_def(c->session, &at, &d);
+		if (r < 0)
+			return set_error(c, r);
+		if (r == 1) {
+			int err = take_def(c, &d);
+			if (err)
+				return err;
+			c->holes[i] = c->holes[--c->nholes];
+		} else {
+			i++;
+		}
+	}
+	return 0;
+}
+
+/* Read new definitions.  An entry that stays incomplete (its writer died
+ * between reserving and completing it) would hide every later one, so after
+ * DEF_HOLE_NS, or at once when `final`, it is skipped and kept as a hole. */
+static int scan_defs(struct ulma_collector *c, bool final)
 {
 	struct ulma_def_view d;
-	int r;
-	while ((r = ulma_session_next_def(c->session, &c->def_cursor, &d)) == 1) {
-		uint32_t have;
-		if (ulma_idmap_get(&c->func_index, d.id, &have))
-			continue;
-		int err = define(c, d.id, d.kind, d.name, d.name_len, d.file, d.file_len, d.line);
-		if (err)
-			return err;
+	int r, err = recheck_holes(c);
+	if (err)
+		return err;
+	for (;;) {
+		while ((r = ulma_session_next_def(c->session, &c->def_cursor, &d)) == 1)
+			if ((err = take_def(c, &d)))
+				return err;
+		if (r < 0)
+			return set_error(c, r);
+		uint64_t used = atomic_load_explicit(&c->session->hdr->defs_used, memory_order_acquire);
+		if (c->def_cursor >= used || c->def_cursor >= c->session->hdr->defs_size)
+			return 0; /* nothing incomplete: simply at the end */
+		uint64_t now = ulma_clock_monotonic_ns();
+		if (c->stuck_at != c->def_cursor) {
+			c->stuck_at = c->def_cursor;
+			c->stuck_since_ns = now;
+		}
+		uint64_t next;
+		if ((!final && now - c->stuck_since_ns < DEF_HOLE_NS) ||
+		    !ulma_session_next_def_after_hole(c->session, c->def_cursor, &next))
+			return 0;
+		uint64_t *v = realloc(c->holes, (c->nholes + 1) * sizeof(*v));
+		if (!v)
+			return set_error(c, -ENOMEM);
+		c->holes = v;
+		c->holes[c->nholes++] = c->def_cursor;
+		c->def_cursor = next;
 	}
-	return r < 0 ? set_error(c, r) : 0;
 }
 
 /* Dense index and canonical id for a session id, which is replaced by the
@@ -239,7 +292,7 @@ static bool resolve(struct ulma_collector *c, uint32_t *sid, uint32_t *index, bo
 	if (*sid != 0 && ulma_idmap_get(&c->func_index, *sid, index))
 		goto found;
 	if (*sid != 0) {
-		scan_defs(c);
+		scan_defs(c, final);
 		if (ulma_idmap_get(&c->func_index, *sid, index))
 			goto found;
 		if (!final)
@@ -433,7 +486,7 @@ static long drain_slot(struct ulma_collector *c, uint32_t i, bool final, uint64_
 long ulma_collector_poll(struct ulma_collector *c, bool final)
 {
 	long total = 0;
-	scan_defs(c);
+	scan_defs(c, final);
 	for (uint32_t i = 0; i < c->session->hdr->slot_count; i++) {
 		long n = drain_slot(c, i, final, 0);
 		if (n < 0)

@@ -44,6 +44,10 @@ struct ulma_collector {
 	char **files;
 	uint32_t nfiles;
 	uint64_t def_cursor;
+	uint64_t stuck_at;        /* def_cursor where an incomplete entry blocks reading */
+	uint64_t stuck_since_ns;
+	uint64_t *holes;          /* entries skipped while incomplete, re-read on every scan */
+	uint32_t nholes;
 	struct ulma_collector_slot *slots; /* one per session slot */
 	bool use_tsc;          /* session clock: TSC ticks, else ns */
 	bool sample_sched;     /* split time into on-CPU / runnable / blocked */

@@ -352,7 +352,7 @@ static void test_defs(void)
 	CHECK(d.id == 1 && d.kind == ULMA_DEF_PY && d.line == 12 && d.name_len == 4 &&
 		      memcmp(d.name, "main", 4) == 0 && d.file_len == 6 && memcmp(d.file, "app.py", 6) == 0,
 	      "first: id 1, PY, main, app.py:12");
-	CHECK_EQ_U64(cursor, 32, "cursor advanced by the 8-aligned entry size (20+4+6 -> 32)");
+	CHECK_EQ_U64(cursor, 40, "cursor advanced by the 8-aligned entry size (24+4+6 -> 40)");
 	CHECK_EQ_I64(ulma_session_next_def(&s, &cursor, &d), 1, "read second definition");
 	CHECK(d.id == 2 && d.kind == ULMA_DEF_C && d.line == 0 && d.name_len == 3 &&
 		      memcmp(d.name, "len", 3) == 0 && d.file_len == 0,
@@ -526,7 +526,7 @@ static void test_map_fd(void)
 		case 2: bad.ring_records = 96; break;
 		case 3: bad.slot_count = 100; break;
 		case 4: bad.defs_offset += 4096; break;
-		case 5: bad.version = 2; break;
+		case 5: bad.version = ULMA_SHM_VERSION + 1; break;
 		case 6: bad.record_size = 32; break;
 		case 7: bad.ring_records = 32; break;
 		}
