@@ -81,11 +81,14 @@ static const char run_usage[] =
 	"                         installed beside ulma, else python3 on PATH)\n";
 
 static volatile sig_atomic_t child_pid;
+static volatile sig_atomic_t pending_signal; /* arrived before the child existed */
 
 static void forward_signal(int sig)
 {
 	if (child_pid > 0)
 		kill((pid_t)child_pid, sig);
+	else
+		pending_signal = sig; /* spawn delivers it once the child exists */
 }
 
 /* Signals a terminal sends to the whole process group: the child gets them
@@ -363,6 +366,8 @@ static pid_t spawn(const struct run_options *o, const char *python, int session_
 		_exit(127);
 	}
 	child_pid = pid;
+	if (pending_signal) /* sent to us between taking the signals and now */
+		kill(pid, pending_signal);
 	sigprocmask(SIG_SETMASK, &old_mask, NULL); /* a held signal is forwarded now */
 	close(pipefd[1]);
 	int e = 0;
