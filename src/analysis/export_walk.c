@@ -9,6 +9,7 @@
  * window at least as much, so announcing ancestors early never contradicts
  * the filters.
  */
+#include "../core/array.h"
 #include "export_walk.h"
 
 #include <errno.h>
@@ -63,35 +64,6 @@ void ulma_walk_free(struct ulma_walk *w)
 	free(w->command);
 	ulma_idmap_free(&w->keys);
 	memset(w, 0, sizeof(*w));
-}
-
-/* Grow an array so index fits; new elements are zeroed. */
-static int grow(void **arr, uint32_t *cap, uint32_t index, size_t elem)
-{
-	if (index < *cap)
-		return 0;
-	if (index == UINT32_MAX)
-		return -ENOMEM;
-	uint32_t ncap = *cap ? *cap : 16;
-	while (ncap <= index)
-		ncap = ncap > UINT32_MAX / 2 ? UINT32_MAX : ncap * 2;
-	void *n = realloc(*arr, (size_t)ncap * elem);
-	if (!n)
-		return -ENOMEM;
-	memset((char *)n + (size_t)*cap * elem, 0, (size_t)(ncap - *cap) * elem);
-	*arr = n;
-	*cap = ncap;
-	return 0;
-}
-
-static char *dup_n(const char *s, size_t n)
-{
-	char *d = malloc(n + 1);
-	if (d) {
-		memcpy(d, s, n);
-		d[n] = 0;
-	}
-	return d;
 }
 
 /* ---------- the END pair, found before decoding ---------- */
@@ -245,7 +217,7 @@ static int open_chain(struct ulma_walk *w, uint32_t thread, uint32_t i)
 
 static int push(struct ulma_walk *w, struct ulma_walk_thread *t, uint32_t func, uint64_t ns, uint32_t cpu)
 {
-	if (t->depth == t->cap && grow((void **)&t->stack, &t->cap, t->depth, sizeof(*t->stack)))
+	if (t->depth == t->cap && ulma_array_grow((void **)&t->stack, &t->cap, t->depth, sizeof(*t->stack)))
 		return -ENOMEM;
 	uint32_t up = ULMA_WALK_NONE;
 	if (t->depth) {
@@ -348,10 +320,10 @@ static int on_func(void *ctx, const struct ulma_trace_func *f)
 {
 	struct ulma_walk *w = ctx;
 	const struct ulma_walk_filter *flt = &w->filter;
-	if (grow((void **)&w->funcs, &w->cap_funcs, f->index, sizeof(*w->funcs)))
+	if (ulma_array_grow((void **)&w->funcs, &w->cap_funcs, f->index, sizeof(*w->funcs)))
 		return -ENOMEM;
 	struct ulma_walk_func *d = &w->funcs[f->index];
-	char *name = dup_n(f->name, f->name_len), *file = dup_n(f->file, f->file_len);
+	char *name = ulma_strndup(f->name, f->name_len), *file = ulma_strndup(f->file, f->file_len);
 	if (!name || !file) {
 		free(name);
 		free(file);
@@ -376,7 +348,7 @@ static int on_func(void *ctx, const struct ulma_trace_func *f)
 static int on_thread(void *ctx, const struct ulma_trace_thread *th)
 {
 	struct ulma_walk *w = ctx;
-	if (grow((void **)&w->threads, &w->cap_threads, th->index, sizeof(*w->threads)))
+	if (ulma_array_grow((void **)&w->threads, &w->cap_threads, th->index, sizeof(*w->threads)))
 		return -ENOMEM;
 	struct ulma_walk_thread *t = &w->threads[th->index];
 	t->serial = th->serial;

@@ -1,6 +1,8 @@
 /* profile.c - shadow stacks and per-function totals (see profile.h). */
 #include "profile.h"
 
+#include "../core/array.h"
+
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,42 +27,13 @@ void ulma_profile_free(struct ulma_profile *p)
 	memset(p, 0, sizeof(*p));
 }
 
-static char *dup_n(const char *s, size_t n)
-{
-	char *d = malloc(n + 1);
-	if (d) {
-		memcpy(d, s, n);
-		d[n] = 0;
-	}
-	return d;
-}
-
-/* Grow an array of elements so index fits; new elements are zeroed. */
-static int grow(void **arr, uint32_t *cap, uint32_t index, size_t elem)
-{
-	if (index < *cap)
-		return 0;
-	if (index == UINT32_MAX)
-		return -ENOMEM;
-	uint32_t ncap = *cap ? *cap : 16;
-	while (ncap <= index)
-		ncap = ncap > UINT32_MAX / 2 ? UINT32_MAX : ncap * 2;
-	void *n = realloc(*arr, (size_t)ncap * elem);
-	if (!n)
-		return -ENOMEM;
-	memset((char *)n + (size_t)*cap * elem, 0, (size_t)(ncap - *cap) * elem);
-	*arr = n;
-	*cap = ncap;
-	return 0;
-}
-
 int ulma_profile_add_func(struct ulma_profile *p, uint32_t index, uint8_t kind, const char *name,
 			  size_t name_len, const char *file, size_t file_len, uint32_t line)
 {
-	if (grow((void **)&p->funcs, &p->cap_funcs, index, sizeof(*p->funcs)))
+	if (ulma_array_grow((void **)&p->funcs, &p->cap_funcs, index, sizeof(*p->funcs)))
 		return -ENOMEM;
 	struct ulma_func_row *f = &p->funcs[index];
-	char *n = dup_n(name, name_len), *fl = dup_n(file, file_len);
+	char *n = ulma_strndup(name, name_len), *fl = ulma_strndup(file, file_len);
 	if (!n || !fl) {
 		free(n);
 		free(fl);
@@ -80,7 +53,7 @@ int ulma_profile_add_func(struct ulma_profile *p, uint32_t index, uint8_t kind, 
 int ulma_profile_add_thread(struct ulma_profile *p, uint32_t index, uint64_t serial, uint32_t pid,
 			    uint32_t tid)
 {
-	if (grow((void **)&p->threads, &p->cap_threads, index, sizeof(*p->threads)))
+	if (ulma_array_grow((void **)&p->threads, &p->cap_threads, index, sizeof(*p->threads)))
 		return -ENOMEM;
 	struct ulma_thread_row *t = &p->threads[index];
 	t->serial = serial;
@@ -117,9 +90,9 @@ int ulma_profile_enter_at(struct ulma_profile *p, uint32_t thread, uint32_t func
 			  uint64_t cpu_ns, uint64_t wait_ns)
 {
 	struct ulma_thread_row *t = &p->threads[thread];
-	if (t->depth == t->cap && grow((void **)&t->stack, &t->cap, t->depth, sizeof(*t->stack)))
+	if (t->depth == t->cap && ulma_array_grow((void **)&t->stack, &t->cap, t->depth, sizeof(*t->stack)))
 		return -ENOMEM;
-	if (func >= t->nactive && grow((void **)&t->active, &t->nactive, func, sizeof(*t->active)))
+	if (func >= t->nactive && ulma_array_grow((void **)&t->active, &t->nactive, func, sizeof(*t->active)))
 		return -ENOMEM;
 	touch(p, t, ticks);
 	t->last_cpu = cpu_ns;

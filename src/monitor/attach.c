@@ -131,11 +131,8 @@ static int parse(int argc, char **argv, bool record, struct attach_options *o)
 			o->no_c_calls = true;
 			break;
 		case 'n':
-			o->limit = strtol(optarg, &end, 10);
-			if (*end || o->limit <= 0) {
-				ulma_die_msg("--limit takes a positive number, not '%s'", optarg);
+			if (ulma_parse_limit(optarg, &o->limit) < 0)
 				return -1;
-			}
 			break;
 		case 'h':
 			fputs(usage, stdout);

@@ -15,6 +15,10 @@ int ulma_report_html(const char *trace, const char *output);
 /* Print "ulma: " + message to stderr.  For the program only, never the library. */
 void ulma_die_msg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* Parse a --limit value (a positive number of rows).  Returns 0, or -1
+ * after saying what is wrong. */
+int ulma_parse_limit(const char *arg, long *out);
+
 #define ULMA_EXIT_USAGE 2
 
 #endif

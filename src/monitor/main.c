@@ -1,6 +1,7 @@
 /* main.c - entry point of the `ulma` program: dispatch to a subcommand. */
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "commands.h"
@@ -33,6 +34,18 @@ void ulma_die_msg(const char *fmt, ...)
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
 	fputc('\n', stderr);
+}
+
+int ulma_parse_limit(const char *arg, long *out)
+{
+	char *end;
+	long v = strtol(arg, &end, 10);
+	if (end == arg || *end || v <= 0) {
+		ulma_die_msg("--limit takes a positive number, not '%s'", arg);
+		return -1;
+	}
+	*out = v;
+	return 0;
 }
 
 int main(int argc, char **argv)

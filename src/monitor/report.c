@@ -118,17 +118,13 @@ int ulma_cmd_report(int argc, char **argv)
 	int c;
 	optind = 0;
 	while ((c = getopt_long(argc + 1, argv - 1, "f:n:h", opts, NULL)) != -1) {
-		char *end;
 		switch (c) {
 		case 'f':
 			format = optarg;
 			break;
 		case 'n':
-			limit = strtol(optarg, &end, 10);
-			if (*end || limit <= 0) {
-				ulma_die_msg("--limit takes a positive number, not '%s'", optarg);
+			if (ulma_parse_limit(optarg, &limit) < 0)
 				return ULMA_EXIT_USAGE;
-			}
 			break;
 		case 'H':
 			html = optarg;

@@ -212,11 +212,8 @@ static int parse_run_options(int argc, char **argv, struct run_options *o)
 			}
 			break;
 		case 'n':
-			o->limit = strtol(optarg, &end, 10);
-			if (*end || o->limit <= 0) {
-				ulma_die_msg("--limit takes a positive number, not '%s'", optarg);
+			if (ulma_parse_limit(optarg, &o->limit) < 0)
 				return -1;
-			}
 			break;
 		case 'p':
 			o->python = optarg;
