@@ -146,12 +146,18 @@ int ulma_attach_request(struct ulma_attach_target *t, int session_fd, int timeou
 	int r = wait_state(t, ULMA_STATE_DETACHED, ULMA_STATE_EXITING, timeout_ms);
 	if (r == 0 && atomic_load(&c->state) == ULMA_STATE_EXITING)
 		r = -ESRCH;
+	uint64_t attaches_before = atomic_load(&c->attaches);
 	if (r == 0) {
 		atomic_store(&c->session_fd, (uint32_t)session_fd);
 		atomic_store(&c->want, ULMA_WANT_ATTACHED); /* seq_cst: session_fd is visible first */
 		r = wait_state(t, ULMA_STATE_ATTACHED, ULMA_STATE_FAILED, timeout_ms);
 	}
-	if (r == 0 && atomic_load(&c->state) == ULMA_STATE_ATTACHED)
+	/* The program counts an attach before it says ATTACHED, and may be
+	 * exiting (or gone) by the time we look: it was attached all the same,
+	 * and what it traced is in the session.  We hold the claim, so the
+	 * count moved for us. */
+	if ((r == 0 && atomic_load(&c->state) == ULMA_STATE_ATTACHED) ||
+	    atomic_load(&c->attaches) != attaches_before)
 		return 0;
 	atomic_store(&c->want, ULMA_WANT_DETACHED);
 	if (r == -ESRCH)

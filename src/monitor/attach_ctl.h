@@ -34,8 +34,10 @@ int ulma_attach_open(pid_t pid, struct ulma_attach_target *t, char *why, size_t 
 int ulma_attach_claim(struct ulma_attach_target *t, char *why, size_t cap);
 
 /* Ask the process to trace into the session whose fd this monitor holds,
- * and wait up to timeout_ms.  Returns 0, -ETIMEDOUT, -ESRCH (it ended) or
- * -EIO (it refused: why holds its reason). */
+ * and wait up to timeout_ms.  Returns 0 once it has attached (also when it
+ * attached and then ended before we looked: the session holds its events,
+ * and ulma_attach_ended tells the rest), -ETIMEDOUT, -ESRCH (it ended
+ * unattached) or -EIO (it refused: why holds its reason). */
 int ulma_attach_request(struct ulma_attach_target *t, int session_fd, int timeout_ms, char *why,
 			size_t cap);
 

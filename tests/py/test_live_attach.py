@@ -97,10 +97,6 @@ def ulma(ulma_bin, *args, **kw):
 
 
 @pytest.mark.parametrize("via_run", [True, False], ids=["run-attachable", "ulma.attachable"])
-@pytest.mark.xfail(strict=False, reason="KNOWN BUG (issue 3): `ulma record` right after `top --once` "
-                   "detached sometimes reports 'process N ended' while the program runs on (seen once "
-                   "in three clean CI runs, Python 3.9); a race in the detach/re-attach handshake "
-                   "of src/monitor/attach_ctl.c, to be fixed")
 def test_top_once_and_record(program, ulma_bin, tmp_path, report_json, via_run):
     p = program(via_run)
     assert control(p.pid) == (0, 0, STATE_DETACHED)
@@ -135,6 +131,31 @@ def test_top_once_and_record(program, ulma_bin, tmp_path, report_json, via_run):
     lines = [l for l in out.splitlines() if not l.startswith("LIVE-ATTACHABLE")]
     assert lines[0].startswith("LIVE-START") and lines[1:] == ["LIVE-WORKING", "LIVE-DONE"], out
     assert not os.path.exists(control_path(p.pid)), "control file left behind"
+
+
+@pytest.mark.parametrize("round", range(3))
+def test_a_program_that_ends_as_it_is_attached(prog, ulma_bin, tmp_path, report_json, round):
+    """The program ends a moment after it attached, maybe before the recorder
+    has looked: the attach still counts, the recorder keeps what was traced,
+    says the process ended and exits 0 (it once failed with 'process N ended'
+    and no trace)."""
+    proc = subprocess.Popen([sys.executable, prog("exit_when_attached.py")], stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=base_env())
+    try:
+        line = proc.stdout.readline()
+        assert line.startswith(b"ATTACHABLE pid="), (line, proc.stderr.read())
+        trace = str(tmp_path / "r.trace")
+        rec = ulma(ulma_bin, "record", proc.pid, "-d", "30", "-o", trace)
+        out, err = proc.communicate(timeout=TIMEOUT)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 7, (out, err)
+    assert rec.returncode == 0, rec.stderr.decode()
+    assert ("process %d ended" % proc.pid).encode() in rec.stderr, rec.stderr
+    data, _ = report_json(trace)
+    assert any(f["name"] == "work" and f["calls"] >= 5 for f in data["functions"]), data["functions"]
 
 
 def test_refusals(program, prog, ulma_bin, tmp_path, report_json):
