@@ -67,7 +67,10 @@ struct ulma_shm_slot {
 	uint32_t tid;
 	uint32_t reserved;
 	uint64_t serial; /* session-unique thread number, set before ACTIVE */
-	uint8_t pad0[ULMA_CACHELINE - 24];
+	uint64_t gil_addr; /* the thread's interpreter lock: a futex wait on an */
+	uint32_t gil_len;  /* address in [gil_addr, gil_addr + gil_len) waits for */
+	uint32_t reserved2; /* the GIL (0, 0: unknown).  Set before ACTIVE. */
+	uint8_t pad0[ULMA_CACHELINE - 40];
 	_Atomic uint64_t head; /* records published by the writer (only grows) */
 	uint8_t pad1[ULMA_CACHELINE - 8];
 	_Atomic uint64_t tail; /* records consumed by the monitor (only grows) */

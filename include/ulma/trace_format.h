@@ -1,6 +1,6 @@
-/* trace_format.h - the on-disk trace (.ulma) format, version 1.
+/* trace_format.h - the on-disk trace (.ulma) format, version 2.
  *
- * A trace is a 16-byte file header followed by chunks.  Each chunk is a
+ * A trace (version 2) is a 16-byte file header followed by chunks.  Each chunk is a
  * 12-byte header (type, payload length, CRC-32C of the payload) and its
  * payload.  Chunks are self-delimiting, so every prefix of a trace that ends
  * on a chunk boundary is a valid trace; a reader stops cleanly at a cut.
@@ -13,7 +13,8 @@
 #include <stdint.h>
 
 #define ULMA_TRACE_MAGIC "ULMATRC\x01"
-#define ULMA_TRACE_VERSION 1u
+#define ULMA_TRACE_VERSION 2u     /* 2: SCHED chunks say how many values a sample has */
+#define ULMA_TRACE_MIN_VERSION 1u /* the oldest version this ulma reads */
 #define ULMA_TRACE_FILE_HEADER 16u
 #define ULMA_TRACE_CHUNK_HEADER 12u
 #define ULMA_TRACE_MAX_CHUNK (64u << 20) /* larger payloads are corrupt */
@@ -24,7 +25,7 @@ enum ulma_chunk_type {
 	ULMA_CHUNK_THREAD = 3, /* a thread: serial, pid, tid */
 	ULMA_CHUNK_EVENTS = 4, /* one thread's events, delta-varint encoded */
 	ULMA_CHUNK_END = 5,    /* end pair and totals; present only if complete */
-	ULMA_CHUNK_SCHED = 6,  /* one thread's schedstat samples: ticks, cpu ns, wait ns */
+	ULMA_CHUNK_SCHED = 6,  /* one thread's schedstat samples: ticks, cpu ns, wait ns[, gil ns] */
 };
 
 enum ulma_def_tag {

@@ -83,11 +83,12 @@ static void touch(struct ulma_profile *p, struct ulma_thread_row *t, uint64_t ti
 int ulma_profile_enter(struct ulma_profile *p, uint32_t thread, uint32_t func, uint64_t ticks)
 {
 	struct ulma_thread_row *t = &p->threads[thread];
-	return ulma_profile_enter_at(p, thread, func, ticks, t->last_cpu, t->last_wait);
+	struct ulma_sched_clocks at = {t->last_cpu, t->last_wait, t->last_gil};
+	return ulma_profile_enter_at(p, thread, func, ticks, &at);
 }
 
 int ulma_profile_enter_at(struct ulma_profile *p, uint32_t thread, uint32_t func, uint64_t ticks,
-			  uint64_t cpu_ns, uint64_t wait_ns)
+			  const struct ulma_sched_clocks *at)
 {
 	struct ulma_thread_row *t = &p->threads[thread];
 	if (t->depth == t->cap && ulma_array_grow((void **)&t->stack, &t->cap, t->depth, sizeof(*t->stack)))
@@ -95,9 +96,14 @@ int ulma_profile_enter_at(struct ulma_profile *p, uint32_t thread, uint32_t func
 	if (func >= t->nactive && ulma_array_grow((void **)&t->active, &t->nactive, func, sizeof(*t->active)))
 		return -ENOMEM;
 	touch(p, t, ticks);
-	t->last_cpu = cpu_ns;
-	t->last_wait = wait_ns;
-	t->stack[t->depth++] = (struct ulma_frame){func, ticks, 0, cpu_ns, wait_ns, 0, 0};
+	t->last_cpu = at->cpu_ns;
+	t->last_wait = at->wait_ns;
+	t->last_gil = at->gil_ns;
+	t->stack[t->depth++] = (struct ulma_frame){.func = func,
+						   .start = ticks,
+						   .cpu0 = at->cpu_ns,
+						   .wait0 = at->wait_ns,
+						   .gil0 = at->gil_ns};
 	t->active[func]++;
 	p->funcs[func].calls++;
 	return 0;
@@ -108,49 +114,56 @@ static uint64_t sub0(uint64_t a, uint64_t b)
 	return a > b ? a - b : 0;
 }
 
-static void pop(struct ulma_profile *p, struct ulma_thread_row *t, uint64_t ticks, uint64_t cpu,
-		uint64_t wait)
+static void pop(struct ulma_profile *p, struct ulma_thread_row *t, uint64_t ticks,
+		const struct ulma_sched_clocks *at)
 {
 	struct ulma_frame *f = &t->stack[--t->depth];
 	uint64_t elapsed = sub0(ticks, f->start), self = sub0(elapsed, f->child);
-	uint64_t ecpu = sub0(cpu, f->cpu0), scpu = sub0(ecpu, f->child_cpu);
-	uint64_t ewait = sub0(wait, f->wait0), swait = sub0(ewait, f->child_wait);
+	uint64_t ecpu = sub0(at->cpu_ns, f->cpu0), scpu = sub0(ecpu, f->child_cpu);
+	uint64_t ewait = sub0(at->wait_ns, f->wait0), swait = sub0(ewait, f->child_wait);
+	uint64_t egil = sub0(at->gil_ns, f->gil0), sgil = sub0(egil, f->child_gil);
 	struct ulma_func_row *row = &p->funcs[f->func];
 	row->self_ticks += self;
 	row->self_cpu_ns += scpu;
 	row->self_wait_ns += swait;
+	row->self_gil_ns += sgil;
 	t->self_ticks += self;
 	t->cpu_ns += scpu;
 	t->wait_ns += swait;
+	t->gil_ns += sgil;
 	if (--t->active[f->func] == 0) {
 		row->total_ticks += elapsed;
 		row->total_cpu_ns += ecpu;
 		row->total_wait_ns += ewait;
+		row->total_gil_ns += egil;
 	}
 	if (t->depth) {
 		struct ulma_frame *parent = &t->stack[t->depth - 1];
 		parent->child += elapsed;
 		parent->child_cpu += ecpu;
 		parent->child_wait += ewait;
+		parent->child_gil += egil;
 	}
 }
 
 void ulma_profile_exit(struct ulma_profile *p, uint32_t thread, uint64_t ticks)
 {
 	struct ulma_thread_row *t = &p->threads[thread];
-	ulma_profile_exit_at(p, thread, ticks, t->last_cpu, t->last_wait);
+	struct ulma_sched_clocks at = {t->last_cpu, t->last_wait, t->last_gil};
+	ulma_profile_exit_at(p, thread, ticks, &at);
 }
 
-void ulma_profile_exit_at(struct ulma_profile *p, uint32_t thread, uint64_t ticks, uint64_t cpu_ns,
-			  uint64_t wait_ns)
+void ulma_profile_exit_at(struct ulma_profile *p, uint32_t thread, uint64_t ticks,
+			  const struct ulma_sched_clocks *at)
 {
 	struct ulma_thread_row *t = &p->threads[thread];
 	if (t->depth == 0)
 		return;
 	touch(p, t, ticks);
-	t->last_cpu = cpu_ns;
-	t->last_wait = wait_ns;
-	pop(p, t, ticks, cpu_ns, wait_ns);
+	t->last_cpu = at->cpu_ns;
+	t->last_wait = at->wait_ns;
+	t->last_gil = at->gil_ns;
+	pop(p, t, ticks, at);
 }
 
 void ulma_profile_lost(struct ulma_profile *p, uint32_t thread, uint64_t ticks, uint64_t count)
@@ -161,10 +174,12 @@ void ulma_profile_lost(struct ulma_profile *p, uint32_t thread, uint64_t ticks, 
 	p->lost += count;
 }
 
-void ulma_profile_sample(struct ulma_profile *p, uint32_t thread, uint64_t cpu_ns)
+void ulma_profile_sample(struct ulma_profile *p, uint32_t thread, uint64_t cpu_ns, int gil_known)
 {
 	struct ulma_thread_row *t = &p->threads[thread];
 	p->has_sched = 1;
+	if (gil_known)
+		p->has_gil = 1;
 	if (!t->sampled) {
 		t->sampled = 1;
 		t->sample_cpu0 = cpu_ns;
@@ -179,12 +194,13 @@ void ulma_profile_finish(struct ulma_profile *p, uint64_t ticks)
 		struct ulma_thread_row *t = &p->threads[i];
 		if (!t->depth)
 			continue;
-		uint64_t at = ticks > t->last_ticks ? ticks : t->last_ticks;
+		uint64_t end = ticks > t->last_ticks ? ticks : t->last_ticks;
+		struct ulma_sched_clocks last = {t->last_cpu, t->last_wait, t->last_gil};
 		while (t->depth)
-			pop(p, t, at, t->last_cpu, t->last_wait);
-		t->last_ticks = at;
-		if (at > p->last_ticks)
-			p->last_ticks = at;
+			pop(p, t, end, &last);
+		t->last_ticks = end;
+		if (end > p->last_ticks)
+			p->last_ticks = end;
 	}
 }
 

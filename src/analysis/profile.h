@@ -10,7 +10,8 @@
  *
  * Where the caller knows each event's cumulative CPU and run-queue time
  * (from a schedline), the *_at variants also split self and total time
- * into on-CPU and runnable ns; blocked is the rest of the wall time.
+ * into on-CPU and runnable ns; blocked is the rest of the wall time, of
+ * which the GIL clock gives the part spent waiting for the GIL.
  *
  * Times are in session ticks; convert at output.  Single-threaded.
  * Functions returning int give 0 or -ENOMEM.
@@ -20,6 +21,8 @@
 
 #include <stddef.h>
 #include <stdint.h>
+
+#include "schedline.h"
 
 struct ulma_func_row {
 	char *name;  /* owned by the profile, NUL-terminated */
@@ -31,8 +34,10 @@ struct ulma_func_row {
 	uint64_t self_ticks;
 	uint64_t self_cpu_ns;   /* on a CPU, of the self time */
 	uint64_t self_wait_ns;  /* runnable, waiting for a CPU, of the self time */
+	uint64_t self_gil_ns;   /* blocked waiting for the GIL, of the self time */
 	uint64_t total_cpu_ns;  /* the same for total time */
 	uint64_t total_wait_ns;
+	uint64_t total_gil_ns;
 };
 
 struct ulma_frame {
@@ -41,6 +46,7 @@ struct ulma_frame {
 	uint64_t child; /* ticks spent in callees */
 	uint64_t cpu0, wait0;           /* cumulative cpu and wait ns at entry */
 	uint64_t child_cpu, child_wait; /* of which spent in callees */
+	uint64_t gil0, child_gil;       /* the same for the GIL clock */
 };
 
 struct ulma_thread_row {
@@ -54,7 +60,8 @@ struct ulma_thread_row {
 	uint64_t self_ticks;  /* sum of self time of this thread's frames */
 	uint64_t cpu_ns;      /* sum of self on-CPU ns of its frames */
 	uint64_t wait_ns;     /* sum of self runnable ns */
-	uint64_t last_cpu, last_wait; /* cumulative values at the last event */
+	uint64_t gil_ns;      /* sum of self GIL-wait ns */
+	uint64_t last_cpu, last_wait, last_gil; /* cumulative values at the last event */
 	uint64_t sample_cpu0, sample_cpu1; /* cpu ns at its first and latest schedstat sample */
 	int sampled;
 	int seen;             /* any event yet */
@@ -77,6 +84,7 @@ struct ulma_profile {
 	uint64_t first_ticks;
 	uint64_t last_ticks;
 	int has_sched; /* events carried CPU and wait times */
+	int has_gil;   /* and some thread's GIL waits were told apart */
 };
 
 void ulma_profile_init(struct ulma_profile *p);
@@ -92,16 +100,17 @@ int ulma_profile_add_thread(struct ulma_profile *p, uint32_t index, uint64_t ser
 /* Events; thread and func must have been added. */
 int ulma_profile_enter(struct ulma_profile *p, uint32_t thread, uint32_t func, uint64_t ticks);
 void ulma_profile_exit(struct ulma_profile *p, uint32_t thread, uint64_t ticks);
-/* The same, with the thread's cumulative CPU and run-queue ns at the event. */
+/* The same, with the thread's cumulative clocks at the event. */
 int ulma_profile_enter_at(struct ulma_profile *p, uint32_t thread, uint32_t func, uint64_t ticks,
-			  uint64_t cpu_ns, uint64_t wait_ns);
-void ulma_profile_exit_at(struct ulma_profile *p, uint32_t thread, uint64_t ticks, uint64_t cpu_ns,
-			  uint64_t wait_ns);
+			  const struct ulma_sched_clocks *at);
+void ulma_profile_exit_at(struct ulma_profile *p, uint32_t thread, uint64_t ticks,
+			  const struct ulma_sched_clocks *at);
 void ulma_profile_lost(struct ulma_profile *p, uint32_t thread, uint64_t ticks, uint64_t count);
 
 /* Note a schedstat sample of a thread: its CPU time between its first and
- * latest samples measures parallelism whether or not events were lost. */
-void ulma_profile_sample(struct ulma_profile *p, uint32_t thread, uint64_t cpu_ns);
+ * latest samples measures parallelism whether or not events were lost.
+ * gil_known: the sample told GIL waits apart. */
+void ulma_profile_sample(struct ulma_profile *p, uint32_t thread, uint64_t cpu_ns, int gil_known);
 
 /* Close every open frame at `ticks` (or at its thread's last event if
  * that is later). */

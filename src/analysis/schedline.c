@@ -11,7 +11,8 @@ int ulma_schedline_add(struct ulma_schedline *l, const struct ulma_sched_sample 
 {
 	if (!ulma_schedline_empty(l)) {
 		const struct ulma_sched_sample *last = &l->s[l->n - 1];
-		if (sample->ticks <= last->ticks || sample->cpu_ns < last->cpu_ns || sample->wait_ns < last->wait_ns)
+		if (sample->ticks <= last->ticks || sample->cpu_ns < last->cpu_ns || sample->wait_ns < last->wait_ns ||
+		    sample->gil_ns < last->gil_ns)
 			return 0;
 	}
 	if (l->n == l->first + 1)
@@ -34,10 +35,10 @@ int ulma_schedline_add(struct ulma_schedline *l, const struct ulma_sched_sample 
 	return 0;
 }
 
-void ulma_schedline_at(struct ulma_schedline *l, uint64_t ticks, uint64_t *cpu_ns, uint64_t *wait_ns)
+void ulma_schedline_at(struct ulma_schedline *l, uint64_t ticks, struct ulma_sched_clocks *at)
 {
 	if (ulma_schedline_empty(l)) {
-		*cpu_ns = *wait_ns = 0;
+		*at = (struct ulma_sched_clocks){0, 0, 0};
 		return;
 	}
 	/* keep the newest sample at or before ticks as the oldest we hold */
@@ -47,8 +48,7 @@ void ulma_schedline_at(struct ulma_schedline *l, uint64_t ticks, uint64_t *cpu_n
 	}
 	const struct ulma_sched_sample *a = &l->s[l->first];
 	if (ticks <= a->ticks || l->n - l->first == 1) {
-		*cpu_ns = a->cpu_ns;
-		*wait_ns = a->wait_ns;
+		*at = (struct ulma_sched_clocks){a->cpu_ns, a->wait_ns, a->gil_ns};
 		return;
 	}
 	if (!l->rated) { /* once per interval, not per event */
@@ -56,11 +56,13 @@ void ulma_schedline_at(struct ulma_schedline *l, uint64_t ticks, uint64_t *cpu_n
 		double span = (double)(b->ticks - a->ticks);
 		l->cpu_per_tick = (double)(b->cpu_ns - a->cpu_ns) / span;
 		l->wait_per_tick = (double)(b->wait_ns - a->wait_ns) / span;
+		l->gil_per_tick = (double)(b->gil_ns - a->gil_ns) / span;
 		l->rated = true;
 	}
 	double into = (double)(ticks - a->ticks);
-	*cpu_ns = a->cpu_ns + ulma_u64_from_double(l->cpu_per_tick * into + 0.5);
-	*wait_ns = a->wait_ns + ulma_u64_from_double(l->wait_per_tick * into + 0.5);
+	at->cpu_ns = a->cpu_ns + ulma_u64_from_double(l->cpu_per_tick * into + 0.5);
+	at->wait_ns = a->wait_ns + ulma_u64_from_double(l->wait_per_tick * into + 0.5);
+	at->gil_ns = a->gil_ns + ulma_u64_from_double(l->gil_per_tick * into + 0.5);
 }
 
 void ulma_schedline_free(struct ulma_schedline *l)

@@ -6,7 +6,9 @@
  * values at any event time by linear interpolation between the two samples
  * around it (clamped outside them).  Differences of those values between a
  * frame's events split its wall time into on-CPU, runnable (waiting for a
- * CPU) and, as the remainder, blocked.  Queries must come in nondecreasing
+ * CPU) and, as the remainder, blocked.  A third clock, the monitor's
+ * estimate of the blocked ns spent waiting for the GIL, is interpolated the
+ * same way (0 where unknown).  Queries must come in nondecreasing
  * time, which lets samples behind the cursor be dropped: memory stays at a
  * few samples per thread.  docs/time-split.md gives the method's error.
  */
@@ -21,6 +23,14 @@ struct ulma_sched_sample {
 	uint64_t ticks;   /* session clock at the sample */
 	uint64_t cpu_ns;  /* cumulative time on a CPU */
 	uint64_t wait_ns; /* cumulative time runnable but waiting for a CPU */
+	uint64_t gil_ns;  /* cumulative time blocked waiting for the GIL (estimated) */
+};
+
+/* A thread's cumulative clocks at one moment. */
+struct ulma_sched_clocks {
+	uint64_t cpu_ns;
+	uint64_t wait_ns;
+	uint64_t gil_ns;
 };
 
 struct ulma_schedline {
@@ -29,7 +39,7 @@ struct ulma_schedline {
 	size_t n;     /* one past the newest */
 	size_t cap;
 	/* rates of the interval [s[first], s[first + 1]], valid while rated */
-	double cpu_per_tick, wait_per_tick;
+	double cpu_per_tick, wait_per_tick, gil_per_tick;
 	bool rated;
 };
 
@@ -48,8 +58,8 @@ static inline uint64_t ulma_schedline_last_ticks(const struct ulma_schedline *l)
 	return ulma_schedline_empty(l) ? 0 : l->s[l->n - 1].ticks;
 }
 
-/* Cumulative cpu and wait ns at `ticks`; drops samples no later query needs. */
-void ulma_schedline_at(struct ulma_schedline *l, uint64_t ticks, uint64_t *cpu_ns, uint64_t *wait_ns);
+/* The cumulative clocks at `ticks`; drops samples no later query needs. */
+void ulma_schedline_at(struct ulma_schedline *l, uint64_t ticks, struct ulma_sched_clocks *at);
 
 void ulma_schedline_free(struct ulma_schedline *l);
 

@@ -134,10 +134,10 @@ int ulma_summary_text(FILE *out, const struct ulma_summary *s, uint32_t limit)
 	char pbuf[48], bbuf[32], fbuf[512];
 	if (!order)
 		return -ENOMEM;
-	bool split = p->has_sched;
+	bool split = p->has_sched, gil = p->has_gil;
 	if (split)
-		fprintf(out, "\n%12s %12s %12s %11s %5s %5s %5s  %-36s %s\n", "calls", "total ms", "self ms",
-			"us/call", "cpu%", "run%", "blk%", "function", "file:line");
+		fprintf(out, "\n%12s %12s %12s %11s %5s %5s %5s%s  %-36s %s\n", "calls", "total ms", "self ms",
+			"us/call", "cpu%", "run%", "blk%", gil ? "  gil%" : "", "function", "file:line");
 	else
 		fprintf(out, "\n%12s %12s %12s %11s  %-36s %s\n", "calls", "total ms", "self ms", "us/call",
 			"function", "file:line");
@@ -159,7 +159,13 @@ int ulma_summary_text(FILE *out, const struct ulma_summary *s, uint32_t limit)
 			double cpu_pct = 100.0 * (double)(cpu < self_ns ? cpu : self_ns) / d;
 			double run_pct = 100.0 * (double)(run < self_ns ? run : self_ns) / d;
 			double blk_pct = 100.0 - cpu_pct - run_pct;
-			fprintf(out, "%5.0f %5.0f %5.0f ", cpu_pct, run_pct, blk_pct < 0 ? 0.0 : blk_pct);
+			if (blk_pct < 0)
+				blk_pct = 0.0;
+			fprintf(out, "%5.0f %5.0f %5.0f ", cpu_pct, run_pct, blk_pct);
+			if (gil) {
+				double gil_pct = 100.0 * (double)f->self_gil_ns / d;
+				fprintf(out, "%5.0f ", gil_pct < blk_pct ? gil_pct : blk_pct);
+			}
 		}
 		fprintf(out, " %-36.*s ", 60, or_unknown(f->name));
 		if (strcmp(file, "~") == 0)
@@ -184,8 +190,8 @@ int ulma_summary_text(FILE *out, const struct ulma_summary *s, uint32_t limit)
 		print_lanes(out, s);
 	if (split)
 		fprintf(out, "parallelism: %.2f threads on a CPU on average (cpu%% on a CPU, run%% waiting for one, "
-			     "blk%% blocked)\n",
-			ulma_summary_parallelism(s));
+			     "blk%% blocked%s)\n",
+			ulma_summary_parallelism(s), gil ? ", gil% of it waiting for the GIL" : "");
 	uint64_t all = p->events + p->lost;
 	fprintf(out, "events: %llu captured, %llu lost (%.2f%%)\n", (unsigned long long)p->events,
 		(unsigned long long)p->lost, all ? 100.0 * (double)p->lost / (double)all : 0.0);
@@ -291,6 +297,12 @@ int ulma_summary_json(FILE *out, const struct ulma_summary *s)
 				"\"total_on_cpu_ns\": %llu, \"total_runnable_ns\": %llu, \"total_blocked_ns\": %llu",
 				(unsigned long long)sc, (unsigned long long)sw, (unsigned long long)(self_ns - sc - sw),
 				(unsigned long long)tc, (unsigned long long)tw, (unsigned long long)(total_ns - tc - tw));
+			if (p->has_gil) {
+				uint64_t sb = self_ns - sc - sw, tb = total_ns - tc - tw;
+				fprintf(out, ", \"gil_ns\": %llu, \"total_gil_ns\": %llu",
+					(unsigned long long)(f->self_gil_ns < sb ? f->self_gil_ns : sb),
+					(unsigned long long)(f->total_gil_ns < tb ? f->total_gil_ns : tb));
+			}
 		}
 		fputc('}', out);
 	}
@@ -308,6 +320,8 @@ int ulma_summary_json(FILE *out, const struct ulma_summary *s)
 			(unsigned long long)t->lost, (unsigned long long)wall, (unsigned long long)self,
 			(unsigned long long)t->cpu_ns, (unsigned long long)t->wait_ns,
 			(unsigned long long)thread_cpu(t));
+		if (p->has_gil)
+			fprintf(out, ", \"gil_ns\": %llu", (unsigned long long)t->gil_ns);
 		if (s->lanes && s->lanes[i]) {
 			fputs(", \"lane\": ", out);
 			json_string(out, s->lanes[i]);
@@ -319,7 +333,7 @@ int ulma_summary_json(FILE *out, const struct ulma_summary *s)
 	fprintf(out,
 		"\"events\": %llu, \"lost\": %llu, \"threads\": %u, \"processes\": %u, \"duration_ns\": %llu, "
 		"\"trace_bytes\": %llu, \"bytes_per_event\": %.3f, \"complete\": %s, \"exit_status\": %d, "
-		"\"time_split\": %s, \"parallelism\": %.3f, \"warnings\": ",
+		"\"time_split\": %s, \"gil_split\": %s, \"parallelism\": %.3f, \"warnings\": ",
 		(unsigned long long)p->events, (unsigned long long)p->lost, p->nthreads, count_processes(p),
 		(unsigned long long)s->duration_ns, (unsigned long long)s->trace_bytes,
 		p->events ? (double)s->trace_bytes / (double)p->events : 0.0, s->complete ? "true" : "false",
@@ -327,7 +341,7 @@ int ulma_summary_json(FILE *out, const struct ulma_summary *s)
 		: WIFEXITED(s->exit_status) ? WEXITSTATUS(s->exit_status)
 		: WIFSIGNALED(s->exit_status) ? 128 + WTERMSIG(s->exit_status)
 					       : -1,
-		p->has_sched ? "true" : "false", ulma_summary_parallelism(s));
+		p->has_sched ? "true" : "false", p->has_gil ? "true" : "false", ulma_summary_parallelism(s));
 	json_string(out, fbuf[0] ? fbuf + 1 : "");
 	fputs("}\n", out);
 	return ferror(out) ? -EIO : 0;

@@ -169,6 +169,8 @@ int ulma_session_claim_slot(struct ulma_session *s, uint32_t pid, uint32_t tid,
 		slot->pid = pid;
 		slot->tid = tid;
 		slot->serial = atomic_fetch_add_explicit(&h->next_serial, 1, memory_order_relaxed);
+		slot->gil_addr = s->gil_addr;
+		slot->gil_len = s->gil_len;
 		ulma_ring_writer_init(w, h, slot, ulma_session_ring(s, i), h->ring_records,
 				      (h->flags & ULMA_SHM_CLOCK_TSC) != 0);
 		/* release: identity is visible before the monitor sees ACTIVE */

@@ -40,6 +40,9 @@ struct ulma_session {
 	uint8_t *defs;
 	size_t size;
 	int fd; /* -1 if closed */
+	/* this process's GIL, copied into each slot it claims (0, 0: none) */
+	uint64_t gil_addr;
+	uint32_t gil_len;
 };
 
 /* Monitor: create and map a new session.  The fd is close-on-exec; the

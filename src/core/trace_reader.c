@@ -39,6 +39,7 @@ struct reader {
 	struct thread_state *threads;
 	uint32_t nthreads;
 	bool have_meta;
+	uint32_t version; /* of the file: 1 or 2 */
 };
 
 static int corrupt(struct reader *r, const char *fmt, ...)
@@ -285,22 +286,32 @@ static int parse_events(struct reader *r, const uint8_t *p, const uint8_t *end)
 	return 0;
 }
 
+/* Version 1 has three values per sample and no count of them; version 2
+ * gives the count, of which a reader uses the four it knows. */
 static int parse_sched(struct reader *r, const uint8_t *p, const uint8_t *end)
 {
-	uint64_t serial, count, v[3] = {0, 0, 0}, d;
+	uint64_t serial, count, fields = 3, v[4] = {0, 0, 0, 0}, d;
 	uint32_t tidx;
 	NEED_VARINT(r, p, end, serial, "sched thread");
+	if (r->version >= 2) {
+		NEED_VARINT(r, p, end, fields, "values per sample");
+		if (fields < 3 || fields > 64)
+			return corrupt(r, "sched chunk has %llu values per sample", (unsigned long long)fields);
+	}
 	NEED_VARINT(r, p, end, count, "sample count");
 	if (serial == UINT64_MAX || !ulma_idmap_get(&r->thread_ids, serial + 1, &tidx))
 		return corrupt(r, "samples for undeclared thread %llu", (unsigned long long)serial);
 	for (uint64_t i = 0; i < count; i++) {
-		for (int k = 0; k < 3; k++) {
+		for (uint64_t k = 0; k < fields; k++) {
 			NEED_VARINT(r, p, end, d, "sample");
+			if (k >= 4)
+				continue;
 			if (v[k] + d < v[k])
 				return corrupt(r, "sample value overflows");
 			v[k] += d;
 		}
-		int err = r->v->on_sched ? r->v->on_sched(r->v->ctx, tidx, v[0], v[1], v[2]) : 0;
+		struct ulma_trace_sched smp = {v[0], v[1], v[2], v[3], fields >= 4};
+		int err = r->v->on_sched ? r->v->on_sched(r->v->ctx, tidx, &smp) : 0;
 		if (err)
 			return err;
 	}
@@ -371,9 +382,10 @@ int ulma_trace_read(FILE *f, const struct ulma_trace_visitor *v, struct ulma_tra
 			return -EIO;
 		return corrupt(&r, "not an ulma trace (bad magic)");
 	}
-	if (get_u32le(fh + 8) != ULMA_TRACE_VERSION)
-		return corrupt(&r, "unsupported trace version %u (this ulma reads %u)", get_u32le(fh + 8),
-			       ULMA_TRACE_VERSION);
+	r.version = get_u32le(fh + 8);
+	if (r.version < ULMA_TRACE_MIN_VERSION || r.version > ULMA_TRACE_VERSION)
+		return corrupt(&r, "unsupported trace version %u (this ulma reads %u to %u)", r.version,
+			       ULMA_TRACE_MIN_VERSION, ULMA_TRACE_VERSION);
 	st->bytes = sizeof(fh);
 	for (;;) {
 		uint8_t ch[ULMA_TRACE_CHUNK_HEADER];

@@ -62,8 +62,8 @@ struct ulma_trace_visitor {
 	int (*on_thread)(void *ctx, const struct ulma_trace_thread *thread);
 	int (*on_event)(void *ctx, const struct ulma_trace_event *event);
 	int (*on_end)(void *ctx, const struct ulma_trace_end *end);
-	/* a schedstat sample of a thread: cumulative ns on a CPU and waiting */
-	int (*on_sched)(void *ctx, uint32_t thread, uint64_t ticks, uint64_t cpu_ns, uint64_t wait_ns);
+	/* a schedstat sample of a thread (dense index) */
+	int (*on_sched)(void *ctx, uint32_t thread, const struct ulma_trace_sched *sample);
 };
 
 struct ulma_trace_status {

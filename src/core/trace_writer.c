@@ -31,7 +31,8 @@ struct ulma_trace_stream {
 	struct buf body;
 	struct buf sched;    /* pending schedstat samples, delta encoded */
 	uint64_t nsched;
-	uint64_t sched_last[3]; /* previous sample: ticks, cpu, wait */
+	unsigned sched_fields;  /* values per pending sample: 3, or 4 with the GIL clock */
+	uint64_t sched_last[4]; /* previous sample: ticks, cpu, wait, gil */
 };
 
 struct ulma_trace_writer {
@@ -134,16 +135,18 @@ static int flush_defs(struct ulma_trace_writer *w)
 	return err;
 }
 
-/* SCHED payload: varint serial, count, then per sample the deltas of
- * ticks, cpu ns and wait ns from the previous sample (the first from 0). */
+/* SCHED payload: varint serial, values per sample (3 or 4), count, then
+ * per sample the deltas of ticks, cpu ns, wait ns (and GIL ns) from the
+ * previous sample (the first from 0). */
 static int flush_sched(struct ulma_trace_stream *s)
 {
 	struct ulma_trace_writer *w = s->owner;
-	uint8_t prefix[2 * ULMA_VARINT_MAX];
+	uint8_t prefix[3 * ULMA_VARINT_MAX];
 	size_t n = 0;
 	if (s->nsched == 0)
 		return w->error;
 	n += ulma_varint_put(prefix + n, s->serial);
+	n += ulma_varint_put(prefix + n, s->sched_fields);
 	n += ulma_varint_put(prefix + n, s->nsched);
 	int err = write_chunk(w, ULMA_CHUNK_SCHED, prefix, n, s->sched.data, s->sched.len);
 	s->sched.len = 0;
@@ -350,15 +353,19 @@ void ulma_trace_lost(struct ulma_trace_stream *s, uint64_t ticks, uint64_t count
 	end_event(s, ticks);
 }
 
-void ulma_trace_sched(struct ulma_trace_stream *s, uint64_t ticks, uint64_t cpu_ns, uint64_t wait_ns)
+void ulma_trace_sched(struct ulma_trace_stream *s, const struct ulma_trace_sched *sample)
 {
-	uint64_t v[3] = {ticks, cpu_ns, wait_ns};
-	for (int i = 0; i < 3; i++)
+	uint64_t v[4] = {sample->ticks, sample->cpu_ns, sample->wait_ns, sample->gil_ns};
+	unsigned fields = sample->gil_known ? 4 : 3;
+	if (s->nsched && fields != s->sched_fields)
+		flush_sched(s); /* a chunk holds samples of one shape */
+	s->sched_fields = fields;
+	for (unsigned i = 0; i < fields; i++)
 		if (v[i] < s->sched_last[i])
 			return; /* samples only grow; a stale one carries nothing */
-	if (!buf_reserve(s->owner, &s->sched, 3 * ULMA_VARINT_MAX))
+	if (!buf_reserve(s->owner, &s->sched, 4 * ULMA_VARINT_MAX))
 		return;
-	for (int i = 0; i < 3; i++) {
+	for (unsigned i = 0; i < fields; i++) {
 		buf_varint(&s->sched, v[i] - s->sched_last[i]);
 		s->sched_last[i] = v[i];
 	}

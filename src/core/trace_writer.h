@@ -26,6 +26,15 @@ struct ulma_trace_meta {
 	const char *command;  /* NUL-terminated, may be NULL */
 };
 
+/* A schedstat sample of one thread, cumulative since the thread began. */
+struct ulma_trace_sched {
+	uint64_t ticks;   /* session clock at the sample */
+	uint64_t cpu_ns;  /* on a CPU */
+	uint64_t wait_ns; /* runnable, waiting for a CPU */
+	uint64_t gil_ns;  /* blocked waiting for the GIL, if gil_known (else 0) */
+	bool gil_known;   /* the monitor could tell GIL waits apart */
+};
+
 struct ulma_trace_end {
 	uint64_t end_ticks; /* end calibration pair */
 	uint64_t end_ns;
@@ -54,9 +63,9 @@ void ulma_trace_enter(struct ulma_trace_stream *s, uint64_t ticks, uint32_t cpu,
 		      uint32_t parent_id);
 void ulma_trace_exit(struct ulma_trace_stream *s, uint64_t ticks, uint32_t cpu);
 void ulma_trace_lost(struct ulma_trace_stream *s, uint64_t ticks, uint64_t count);
-/* A schedstat sample of the stream's thread (cumulative ns on a CPU and
- * waiting for one).  Samples are written before the events they bracket. */
-void ulma_trace_sched(struct ulma_trace_stream *s, uint64_t ticks, uint64_t cpu_ns, uint64_t wait_ns);
+/* A schedstat sample of the stream's thread.  Samples are written before
+ * the events they bracket. */
+void ulma_trace_sched(struct ulma_trace_stream *s, const struct ulma_trace_sched *sample);
 
 /* Write pending definitions and every stream's buffer.  Returns 0 or the
  * first write error (-errno). */

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "../core/clock.h"
+#include "gilwait.h"
 #include "sampler.h"
 #include "ulma/shm.h"
 #include <unistd.h>
@@ -27,6 +28,7 @@ struct ulma_collector_slot {
 	uint64_t last_ticks;
 	uint32_t cpu;
 	int sched_fd;            /* schedstat of the thread, -1 if none */
+	struct ulma_gilwait gil; /* its GIL waits, where they can be told apart */
 	struct ulma_schedline line;
 	uint64_t sampled_ns;     /* CLOCK_MONOTONIC of the last sample */
 	uint64_t head_at_sample; /* ring head at the last sample */
@@ -50,8 +52,10 @@ int ulma_collector_init(struct ulma_collector *c, struct ulma_session *s, struct
 	c->slots = calloc(s->hdr->slot_count, sizeof(*c->slots));
 	if (!c->slots)
 		return -ENOMEM;
-	for (uint32_t i = 0; i < s->hdr->slot_count; i++)
+	for (uint32_t i = 0; i < s->hdr->slot_count; i++) {
 		c->slots[i].sched_fd = -1;
+		c->slots[i].gil.fd = -1;
+	}
 	return 0;
 }
 
@@ -60,6 +64,7 @@ static void stop_sampling(struct ulma_collector_slot *cs)
 	if (cs->sched_fd >= 0)
 		close(cs->sched_fd);
 	cs->sched_fd = -1;
+	ulma_gilwait_close(&cs->gil);
 	ulma_schedline_free(&cs->line);
 }
 
@@ -74,20 +79,25 @@ static bool sample(struct ulma_collector *c, struct ulma_collector_slot *cs, uin
 	if (!force && now - cs->sampled_ns < period)
 		return false;
 	uint32_t cpu;
-	struct ulma_sched_sample smp;
+	struct ulma_sched_sample smp = {0, 0, 0, 0};
 	smp.ticks = ulma_clock_now(c->use_tsc, &cpu);
 	if (ulma_sampler_read(cs->sched_fd, &smp.cpu_ns, &smp.wait_ns) < 0) {
 		close(cs->sched_fd); /* the thread is gone: its last events clamp to the last sample */
 		cs->sched_fd = -1;
+		ulma_gilwait_close(&cs->gil);
 		return false;
 	}
+	bool gil_known = ulma_gilwait_step(&cs->gil, ulma_clock_monotonic_ns(), smp.cpu_ns, smp.wait_ns);
+	smp.gil_ns = cs->gil.gil_ns;
 	cs->sampled_ns = now;
 	cs->head_at_sample = head;
 	if (ulma_schedline_add(&cs->line, &smp) < 0)
 		return false;
-	ulma_profile_sample(&c->profile, cs->thread, smp.cpu_ns);
-	if (cs->stream)
-		ulma_trace_sched(cs->stream, smp.ticks, smp.cpu_ns, smp.wait_ns);
+	ulma_profile_sample(&c->profile, cs->thread, smp.cpu_ns, gil_known);
+	if (cs->stream) {
+		struct ulma_trace_sched ts = {smp.ticks, smp.cpu_ns, smp.wait_ns, smp.gil_ns, gil_known};
+		ulma_trace_sched(cs->stream, &ts);
+	}
 	return true;
 }
 
@@ -325,6 +335,8 @@ static int open_thread(struct ulma_collector *c, struct ulma_collector_slot *cs,
 	if (c->sample_sched) {
 		int fd = ulma_sampler_open(slot->pid, slot->tid);
 		cs->sched_fd = fd >= 0 ? fd : -1;
+		if (fd >= 0)
+			ulma_gilwait_open(&cs->gil, slot->pid, slot->tid, slot->gil_addr, slot->gil_len);
 		cs->sampled_ns = 0;
 		cs->head_at_sample = UINT64_MAX;
 	}
@@ -333,10 +345,10 @@ static int open_thread(struct ulma_collector *c, struct ulma_collector_slot *cs,
 
 static void emit_exit(struct ulma_collector *c, struct ulma_collector_slot *cs, uint64_t t, uint32_t cpu)
 {
-	uint64_t cpu_ns, wait_ns;
-	ulma_schedline_at(&cs->line, t, &cpu_ns, &wait_ns);
+	struct ulma_sched_clocks at;
+	ulma_schedline_at(&cs->line, t, &at);
 	cs->depth--;
-	ulma_profile_exit_at(&c->profile, cs->thread, t, cpu_ns, wait_ns);
+	ulma_profile_exit_at(&c->profile, cs->thread, t, &at);
 	if (cs->stream)
 		ulma_trace_exit(cs->stream, t, cpu);
 }
@@ -376,9 +388,9 @@ static int apply(struct ulma_collector *c, struct ulma_collector_slot *cs, const
 			cs->ids = ids;
 			cs->cap = cap;
 		}
-		uint64_t cpu_ns, wait_ns;
-		ulma_schedline_at(&cs->line, t, &cpu_ns, &wait_ns);
-		if (ulma_profile_enter_at(&c->profile, cs->thread, index, t, cpu_ns, wait_ns))
+		struct ulma_sched_clocks at;
+		ulma_schedline_at(&cs->line, t, &at);
+		if (ulma_profile_enter_at(&c->profile, cs->thread, index, t, &at))
 			return set_error(c, -ENOMEM);
 		if (cs->stream)
 			ulma_trace_enter(cs->stream, t, r->cpu, sid, cs->depth ? cs->ids[cs->depth - 1] : 0);

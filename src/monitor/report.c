@@ -61,29 +61,29 @@ static int on_thread(void *ctx, const struct ulma_trace_thread *t)
 	return ulma_profile_add_thread(&r->profile, t->index, t->serial, t->pid, t->tid);
 }
 
-static int on_sched(void *ctx, uint32_t thread, uint64_t ticks, uint64_t cpu_ns, uint64_t wait_ns)
+static int on_sched(void *ctx, uint32_t thread, const struct ulma_trace_sched *s)
 {
 	struct report_ctx *r = ctx;
-	struct ulma_sched_sample smp = {ticks, cpu_ns, wait_ns};
-	ulma_profile_sample(&r->profile, thread, cpu_ns);
+	struct ulma_sched_sample smp = {s->ticks, s->cpu_ns, s->wait_ns, s->gil_ns};
+	ulma_profile_sample(&r->profile, thread, s->cpu_ns, s->gil_known);
 	return ulma_schedline_add(&r->sched[thread], &smp);
 }
 
 static int on_event(void *ctx, const struct ulma_trace_event *e)
 {
 	struct report_ctx *r = ctx;
-	uint64_t cpu = 0, wait = 0;
+	struct ulma_sched_clocks at;
 	struct ulma_schedline *line = &r->sched[e->thread];
-	ulma_schedline_at(line, e->ticks, &cpu, &wait);
+	ulma_schedline_at(line, e->ticks, &at);
 	/* without samples, on or off a CPU is unknown: show only which CPU */
 	uint64_t lane_cpu =
-		ulma_schedline_empty(line) ? ulma_u64_from_double((double)e->ticks * r->ns_per_tick) : cpu;
+		ulma_schedline_empty(line) ? ulma_u64_from_double((double)e->ticks * r->ns_per_tick) : at.cpu_ns;
 	ulma_lane_event(&r->lanes[e->thread], e->ticks, e->cpu, lane_cpu, r->ns_per_tick);
 	switch (e->kind) {
 	case ULMA_EV_ENTER:
-		return ulma_profile_enter_at(&r->profile, e->thread, e->func, e->ticks, cpu, wait);
+		return ulma_profile_enter_at(&r->profile, e->thread, e->func, e->ticks, &at);
 	case ULMA_EV_EXIT:
-		ulma_profile_exit_at(&r->profile, e->thread, e->ticks, cpu, wait);
+		ulma_profile_exit_at(&r->profile, e->thread, e->ticks, &at);
 		return 0;
 	default:
 		ulma_profile_lost(&r->profile, e->thread, e->ticks, e->count);

@@ -7,6 +7,7 @@
  * load into a second interpreter.
  */
 #include "tracer.h"
+#include "gil.h"
 
 #include <errno.h>
 #include <string.h>
@@ -83,6 +84,7 @@ static PyObject *start(PyObject *module, PyObject *const *args, Py_ssize_t nargs
 			     err == -EPROTO ? "not an ulma session of this version" : strerror(-err));
 		return NULL;
 	}
+	ulma_gil_range(&t->session.gil_addr, &t->session.gil_len);
 	t->use_tsc = (t->session.hdr->flags & ULMA_SHM_CLOCK_TSC) != 0;
 	t->c_calls = (t->session.hdr->flags & ULMA_SHM_NO_C_CALLS) == 0;
 	ulma_intern_reset();

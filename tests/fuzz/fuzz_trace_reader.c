@@ -66,7 +66,7 @@ static int on_func(void *c, const struct ulma_trace_func *f)
 				     f->file_len, f->line) ? -ENOMEM : 0;
 }
 
-static int on_sched(void *c, uint32_t thread, uint64_t ticks, uint64_t cpu_ns, uint64_t wait_ns)
+static int on_sched(void *c, uint32_t thread, const struct ulma_trace_sched *s)
 {
 	struct fuzz_ctx *x = c;
 	REQUIRE(x->metas == 1 && thread < x->nthreads);
@@ -74,12 +74,14 @@ static int on_sched(void *c, uint32_t thread, uint64_t ticks, uint64_t cpu_ns, u
 		ulma_schedline_free(&x->sched);
 		x->sched_thread = thread;
 	}
-	struct ulma_sched_sample smp = {ticks, cpu_ns, wait_ns};
+	REQUIRE(s->gil_known || s->gil_ns == 0);
+	struct ulma_sched_sample smp = {s->ticks, s->cpu_ns, s->wait_ns, s->gil_ns};
 	if (ulma_schedline_add(&x->sched, &smp))
 		return -ENOMEM;
-	uint64_t cpu, wait;
-	ulma_schedline_at(&x->sched, ticks, &cpu, &wait);
-	REQUIRE(cpu <= cpu_ns || ulma_schedline_last_ticks(&x->sched) != ticks);
+	struct ulma_sched_clocks at;
+	ulma_schedline_at(&x->sched, s->ticks, &at);
+	REQUIRE((at.cpu_ns <= s->cpu_ns && at.gil_ns <= s->gil_ns) ||
+		ulma_schedline_last_ticks(&x->sched) != s->ticks);
 	return 0;
 }
 

@@ -131,3 +131,47 @@ def test_report_shows_cpu_lanes_and_process_rows(run_ulma, report_json, tmp_path
     rows = [line.split() for line in text.splitlines() if line.split()[:1] and line.split()[0].isdigit()
             and len(line.split()) == 6]
     assert len({r[0] for r in rows}) == data["processes"], text
+
+
+@pytest.fixture(scope="module")
+def gil(prog, traced_json):
+    data, proc = traced_json(prog("gil_wait.py"))
+    assert proc.stdout == b"done\n"
+    assert data["gil_split"] is True, "the monitor could not read /proc/PID/task/TID/syscall"
+    return {f["name"]: f for f in data["functions"] if f["file"] == prog("gil_wait.py")}, data
+
+
+def test_gil_waits_are_part_of_blocked_time(gil):
+    _, data = gil
+    for f in data["functions"]:
+        assert 0 <= f["gil_ns"] <= f["blocked_ns"], f
+        assert 0 <= f["total_gil_ns"] <= f["total_blocked_ns"], f
+    assert all("gil_ns" in t for t in data["thread_list"])
+
+
+def test_threads_fighting_for_the_gil_wait_for_it(gil):
+    """Two CPU-bound threads, one GIL: what keeps each off a CPU is the GIL."""
+    rows, _ = gil
+    f = rows["spin"]
+    assert f["calls"] == 2
+    assert f["blocked_ns"] >= 0.2 * f["self_ns"], f
+    assert f["gil_ns"] >= 0.6 * f["blocked_ns"], f
+
+
+def test_a_lock_or_a_sleep_is_not_the_gil(gil):
+    """Blocked as long as the spinners run, but on a lock and in a sleep.
+    Waking up, each must take the GIL back from a spinner, which can take
+    a while (tens of ms on 3.11): that part is GIL time, the rest is not."""
+    rows, _ = gil
+    f = rows["sleeper"]
+    assert f["total_blocked_ns"] >= 0.8 * f["total_ns"], f
+    assert f["total_blocked_ns"] - f["total_gil_ns"] >= 0.8 * 300_000_000, f
+    f = rows["lock_waiter"]
+    assert f["total_blocked_ns"] >= 0.8 * f["total_ns"], f
+    assert f["total_gil_ns"] <= 0.3 * f["total_blocked_ns"], f
+
+
+def test_the_summary_shows_the_gil_column(prog, run_ulma):
+    proc = run_ulma(["run", "--no-live", "-o", os.devnull, prog("gil_wait.py")])
+    text = proc.stderr.decode()
+    assert "gil%" in text and "gil% of it waiting for the GIL" in text, text

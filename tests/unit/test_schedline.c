@@ -8,7 +8,10 @@
 
 static void at(struct ulma_schedline *l, uint64_t t, uint64_t *cpu, uint64_t *wait)
 {
-	ulma_schedline_at(l, t, cpu, wait);
+	struct ulma_sched_clocks c;
+	ulma_schedline_at(l, t, &c);
+	*cpu = c.cpu_ns;
+	*wait = c.wait_ns;
 }
 
 int main(void)
@@ -19,7 +22,7 @@ int main(void)
 	at(&l, 5, &cpu, &wait);
 	CHECK(cpu == 0 && wait == 0, "an empty schedline gives zeros");
 
-	struct ulma_sched_sample a = {1000, 100, 10}, b = {2000, 600, 10}, c = {3000, 600, 510};
+	struct ulma_sched_sample a = {1000, 100, 10, 0}, b = {2000, 600, 10, 0}, c = {3000, 600, 510, 300};
 	CHECK(ulma_schedline_add(&l, &a) == 0 && ulma_schedline_add(&l, &b) == 0 &&
 		      ulma_schedline_add(&l, &c) == 0,
 	      "three samples added");
@@ -34,16 +37,20 @@ int main(void)
 	CHECK_EQ_U64(wait, 10, "no wait between a and b");
 	at(&l, 2500, &cpu, &wait);
 	CHECK(cpu == 600 && wait == 260, "halfway between b and c: half of c's 500 ns of wait");
+	struct ulma_sched_clocks clocks;
+	ulma_schedline_at(&l, 2750, &clocks);
+	CHECK_EQ_U64(clocks.gil_ns, 225, "the GIL clock interpolates too: three quarters of c's 300 ns");
+	CHECK_EQ_U64(clocks.wait_ns, 385, "with the others at the same point");
 	at(&l, 9999, &cpu, &wait);
 	CHECK(cpu == 600 && wait == 510, "after the last sample: clamped to it");
 
-	struct ulma_sched_sample back = {2500, 700, 600};
+	struct ulma_sched_sample back = {2500, 700, 600, 400};
 	CHECK(ulma_schedline_add(&l, &back) == 0, "an older sample is accepted as a no-op");
 	CHECK_EQ_U64(ulma_schedline_last_ticks(&l), 3000, "and ignored");
 
 	/* a long run keeps only what later queries need */
 	for (uint64_t i = 1; i <= 100000; i++) {
-		struct ulma_sched_sample s = {3000 + i * 10, 600 + i * 5, 510 + i};
+		struct ulma_sched_sample s = {3000 + i * 10, 600 + i * 5, 510 + i, 300};
 		ulma_schedline_add(&l, &s);
 		at(&l, 3000 + i * 10 - 5, &cpu, &wait);
 	}
