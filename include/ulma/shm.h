@@ -106,6 +106,8 @@ struct ulma_shm_header {
 	_Atomic uint32_t program_pid;   /* first process that started tracing */
 	_Atomic uint32_t tracing;       /* 1 while some process traces into the session */
 	_Atomic uint64_t started;       /* count of start() calls on the session */
+	_Atomic uint64_t overhead_ps;   /* the hook's cost per event in ps, measured by the
+					 * first process to start (0: not yet) */
 };
 static_assert(sizeof(struct ulma_shm_header) <= 4096, "header fits in one page");
 static_assert(ATOMIC_LLONG_LOCK_FREE == 2, "64-bit atomics must be lock-free for shared memory");

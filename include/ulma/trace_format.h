@@ -26,6 +26,7 @@ enum ulma_chunk_type {
 	ULMA_CHUNK_EVENTS = 4, /* one thread's events, delta-varint encoded */
 	ULMA_CHUNK_END = 5,    /* end pair and totals; present only if complete */
 	ULMA_CHUNK_SCHED = 6,  /* one thread's schedstat samples: ticks, cpu ns, wait ns[, gil ns] */
+	ULMA_CHUNK_OVERHEAD = 7, /* the hook's measured cost per event, in ps */
 };
 
 enum ulma_def_tag {

@@ -127,6 +127,7 @@ static void pop(struct ulma_profile *p, struct ulma_thread_row *t, uint64_t tick
 	row->self_cpu_ns += scpu;
 	row->self_wait_ns += swait;
 	row->self_gil_ns += sgil;
+	row->self_events += 1 + f->child_calls;
 	t->self_ticks += self;
 	t->cpu_ns += scpu;
 	t->wait_ns += swait;
@@ -136,6 +137,7 @@ static void pop(struct ulma_profile *p, struct ulma_thread_row *t, uint64_t tick
 		row->total_cpu_ns += ecpu;
 		row->total_wait_ns += ewait;
 		row->total_gil_ns += egil;
+		row->total_events += 1 + 2 * f->descendants;
 	}
 	if (t->depth) {
 		struct ulma_frame *parent = &t->stack[t->depth - 1];
@@ -143,6 +145,8 @@ static void pop(struct ulma_profile *p, struct ulma_thread_row *t, uint64_t tick
 		parent->child_cpu += ecpu;
 		parent->child_wait += ewait;
 		parent->child_gil += egil;
+		parent->child_calls++;
+		parent->descendants += 1 + f->descendants;
 	}
 }
 
@@ -205,19 +209,27 @@ void ulma_profile_finish(struct ulma_profile *p, uint64_t ticks)
 }
 
 static const struct ulma_profile *sort_profile;
+static double sort_ticks_per_event;
+
+static double sort_key(const struct ulma_func_row *f)
+{
+	double v = (double)f->self_ticks - sort_ticks_per_event * (double)f->self_events;
+	return v > 0 ? v : 0;
+}
 
 static int by_self_desc(const void *a, const void *b)
 {
 	const struct ulma_func_row *x = &sort_profile->funcs[*(const uint32_t *)a];
 	const struct ulma_func_row *y = &sort_profile->funcs[*(const uint32_t *)b];
-	if (x->self_ticks != y->self_ticks)
-		return x->self_ticks < y->self_ticks ? 1 : -1;
+	double kx = sort_key(x), ky = sort_key(y);
+	if (kx != ky)
+		return kx < ky ? 1 : -1;
 	if (x->calls != y->calls)
 		return x->calls < y->calls ? 1 : -1;
 	return *(const uint32_t *)a < *(const uint32_t *)b ? -1 : 1;
 }
 
-uint32_t *ulma_profile_sorted_by_self(const struct ulma_profile *p)
+uint32_t *ulma_profile_sorted_by_self(const struct ulma_profile *p, double ticks_per_event)
 {
 	uint32_t *idx = malloc((p->nfuncs ? p->nfuncs : 1) * sizeof(*idx));
 	if (!idx)
@@ -225,6 +237,7 @@ uint32_t *ulma_profile_sorted_by_self(const struct ulma_profile *p)
 	for (uint32_t i = 0; i < p->nfuncs; i++)
 		idx[i] = i;
 	sort_profile = p;
+	sort_ticks_per_event = ticks_per_event;
 	qsort(idx, p->nfuncs, sizeof(*idx), by_self_desc);
 	sort_profile = NULL;
 	return idx;

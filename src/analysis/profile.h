@@ -38,6 +38,9 @@ struct ulma_func_row {
 	uint64_t total_cpu_ns;  /* the same for total time */
 	uint64_t total_wait_ns;
 	uint64_t total_gil_ns;
+	uint64_t self_events;  /* events charged to the self time: each frame's exit and its
+				* children's entries (the hook's cost, overhead.h) */
+	uint64_t total_events; /* events inside the total time, and each outermost frame's exit */
 };
 
 struct ulma_frame {
@@ -47,6 +50,8 @@ struct ulma_frame {
 	uint64_t cpu0, wait0;           /* cumulative cpu and wait ns at entry */
 	uint64_t child_cpu, child_wait; /* of which spent in callees */
 	uint64_t gil0, child_gil;       /* the same for the GIL clock */
+	uint64_t child_calls;           /* frames entered directly inside */
+	uint64_t descendants;           /* frames entered inside, at any depth */
 };
 
 struct ulma_thread_row {
@@ -116,7 +121,8 @@ void ulma_profile_sample(struct ulma_profile *p, uint32_t thread, uint64_t cpu_n
  * that is later). */
 void ulma_profile_finish(struct ulma_profile *p, uint64_t ticks);
 
-/* Function indices sorted by self time, descending; caller frees. */
-uint32_t *ulma_profile_sorted_by_self(const struct ulma_profile *p);
+/* Function indices sorted by self time less ticks_per_event for each of
+ * its self_events (0: raw self time), descending; caller frees. */
+uint32_t *ulma_profile_sorted_by_self(const struct ulma_profile *p, double ticks_per_event);
 
 #endif

@@ -7,11 +7,38 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "overhead.h"
 #include "ulma/shm.h"
 
 static uint64_t to_ns(const struct ulma_summary *s, uint64_t ticks)
 {
 	return ulma_clock_ticks_to_ns(&s->cal, ticks);
+}
+
+/* The hook's cost per event to subtract, in ns (0: no correction). */
+static double ns_per_event(const struct ulma_summary *s)
+{
+	return s->no_correction ? 0.0 : (double)s->overhead_ps / 1000.0;
+}
+
+static double ticks_per_event(const struct ulma_summary *s)
+{
+	uint64_t ns_per_gtick = to_ns(s, 1000000000);
+	return ns_per_gtick ? ns_per_event(s) * 1e9 / (double)ns_per_gtick : 0.0;
+}
+
+/* f's self and total time, corrected unless asked not to, and split. */
+static void times_of(const struct ulma_summary *s, const struct ulma_func_row *f, struct ulma_time_split *self,
+		     struct ulma_time_split *total)
+{
+	double b = ns_per_event(s);
+	ulma_overhead_split(to_ns(s, f->self_ticks), f->self_cpu_ns, f->self_wait_ns, f->self_gil_ns, f->self_events,
+			    b, self);
+	ulma_overhead_split(to_ns(s, f->total_ticks), f->total_cpu_ns, f->total_wait_ns, f->total_gil_ns,
+			    f->total_events, b, total);
+	if (total->wall_ns < self->wall_ns) /* callees clamped at zero gave back less than charged */
+		ulma_overhead_split(to_ns(s, f->total_ticks), f->total_cpu_ns, f->total_wait_ns, f->total_gil_ns,
+				    1, (double)(to_ns(s, f->total_ticks) - self->wall_ns), total);
 }
 
 static const char *or_unknown(const char *s)
@@ -130,7 +157,7 @@ static void print_lanes(FILE *out, const struct ulma_summary *s)
 int ulma_summary_text(FILE *out, const struct ulma_summary *s, uint32_t limit)
 {
 	const struct ulma_profile *p = s->profile;
-	uint32_t *order = ulma_profile_sorted_by_self(p);
+	uint32_t *order = ulma_profile_sorted_by_self(p, ticks_per_event(s));
 	char pbuf[48], bbuf[32], fbuf[512];
 	if (!order)
 		return -ENOMEM;
@@ -147,25 +174,17 @@ int ulma_summary_text(FILE *out, const struct ulma_summary *s, uint32_t limit)
 		if (f->calls == 0)
 			continue;
 		shown++;
-		double total_ms = (double)to_ns(s, f->total_ticks) / 1e6;
-		double self_ms = (double)to_ns(s, f->self_ticks) / 1e6;
-		double per_call_us = (double)to_ns(s, f->total_ticks) / 1e3 / (double)f->calls;
+		struct ulma_time_split self, total;
+		times_of(s, f, &self, &total);
 		const char *file = or_unknown(f->file);
-		fprintf(out, "%12llu %12.3f %12.3f %11.3f ", (unsigned long long)f->calls, total_ms, self_ms,
-			per_call_us);
+		fprintf(out, "%12llu %12.3f %12.3f %11.3f ", (unsigned long long)f->calls, (double)total.wall_ns / 1e6,
+			(double)self.wall_ns / 1e6, (double)total.wall_ns / 1e3 / (double)f->calls);
 		if (split) {
-			uint64_t self_ns = to_ns(s, f->self_ticks), cpu = f->self_cpu_ns, run = f->self_wait_ns;
-			double d = self_ns ? (double)self_ns : 1.0;
-			double cpu_pct = 100.0 * (double)(cpu < self_ns ? cpu : self_ns) / d;
-			double run_pct = 100.0 * (double)(run < self_ns ? run : self_ns) / d;
-			double blk_pct = 100.0 - cpu_pct - run_pct;
-			if (blk_pct < 0)
-				blk_pct = 0.0;
-			fprintf(out, "%5.0f %5.0f %5.0f ", cpu_pct, run_pct, blk_pct);
-			if (gil) {
-				double gil_pct = 100.0 * (double)f->self_gil_ns / d;
-				fprintf(out, "%5.0f ", gil_pct < blk_pct ? gil_pct : blk_pct);
-			}
+			double d = self.wall_ns ? (double)self.wall_ns / 100.0 : 1.0;
+			fprintf(out, "%5.0f %5.0f %5.0f ", (double)self.on_cpu_ns / d, (double)self.runnable_ns / d,
+				(double)self.blocked_ns / d);
+			if (gil)
+				fprintf(out, "%5.0f ", (double)self.gil_ns / d);
 		}
 		fprintf(out, " %-36.*s ", 60, or_unknown(f->name));
 		if (strcmp(file, "~") == 0)
@@ -195,6 +214,11 @@ int ulma_summary_text(FILE *out, const struct ulma_summary *s, uint32_t limit)
 	uint64_t all = p->events + p->lost;
 	fprintf(out, "events: %llu captured, %llu lost (%.2f%%)\n", (unsigned long long)p->events,
 		(unsigned long long)p->lost, all ? 100.0 * (double)p->lost / (double)all : 0.0);
+	if (s->overhead_ps)
+		fprintf(out, "overhead: the hook costs about %.0f ns per event, %.3f s over this run; %s\n",
+			(double)s->overhead_ps / 1e3, (double)s->overhead_ps * (double)p->events / 1e12,
+			s->no_correction ? "not subtracted (--no-correction)"
+					 : "subtracted from the times above (--no-correction shows them raw)");
 	if (s->trace_bytes) {
 		human_bytes(s->trace_bytes, bbuf, sizeof(bbuf));
 		fprintf(out, "trace:  %s, %s, %.2f bytes/event%s\n", s->trace_path ? s->trace_path : "-", bbuf,
@@ -248,13 +272,6 @@ static void json_string(FILE *out, const char *s)
 	fputc('"', out);
 }
 
-/* Clamp sampled cpu and wait so the three parts add up to the wall time. */
-static void split_of(uint64_t wall, uint64_t cpu, uint64_t wait, uint64_t *c, uint64_t *w)
-{
-	*c = cpu < wall ? cpu : wall;
-	*w = wait < wall - *c ? wait : wall - *c;
-}
-
 double ulma_summary_parallelism(const struct ulma_summary *s)
 {
 	uint64_t cpu = 0;
@@ -268,7 +285,7 @@ double ulma_summary_parallelism(const struct ulma_summary *s)
 int ulma_summary_json(FILE *out, const struct ulma_summary *s)
 {
 	const struct ulma_profile *p = s->profile;
-	uint32_t *order = ulma_profile_sorted_by_self(p);
+	uint32_t *order = ulma_profile_sorted_by_self(p, ticks_per_event(s));
 	char fbuf[512];
 	if (!order)
 		return -ENOMEM;
@@ -283,27 +300,24 @@ int ulma_summary_json(FILE *out, const struct ulma_summary *s)
 		json_string(out, or_unknown(f->name));
 		fputs(", \"file\": ", out);
 		json_string(out, or_unknown(f->file));
-		uint64_t self_ns = to_ns(s, f->self_ticks), total_ns = to_ns(s, f->total_ticks);
+		struct ulma_time_split self, total;
+		times_of(s, f, &self, &total);
 		fprintf(out,
-			", \"line\": %u, \"kind\": \"%s\", \"calls\": %llu, \"total_ns\": %llu, \"self_ns\": %llu",
+			", \"line\": %u, \"kind\": \"%s\", \"calls\": %llu, \"total_ns\": %llu, \"self_ns\": %llu, "
+			"\"raw_total_ns\": %llu, \"raw_self_ns\": %llu",
 			f->line, f->kind == ULMA_DEF_C ? "c" : "python", (unsigned long long)f->calls,
-			(unsigned long long)total_ns, (unsigned long long)self_ns);
-		if (p->has_sched) {
-			uint64_t sc, sw, tc, tw;
-			split_of(self_ns, f->self_cpu_ns, f->self_wait_ns, &sc, &sw);
-			split_of(total_ns, f->total_cpu_ns, f->total_wait_ns, &tc, &tw);
+			(unsigned long long)total.wall_ns, (unsigned long long)self.wall_ns,
+			(unsigned long long)to_ns(s, f->total_ticks), (unsigned long long)to_ns(s, f->self_ticks));
+		if (p->has_sched)
 			fprintf(out,
 				", \"on_cpu_ns\": %llu, \"runnable_ns\": %llu, \"blocked_ns\": %llu, "
 				"\"total_on_cpu_ns\": %llu, \"total_runnable_ns\": %llu, \"total_blocked_ns\": %llu",
-				(unsigned long long)sc, (unsigned long long)sw, (unsigned long long)(self_ns - sc - sw),
-				(unsigned long long)tc, (unsigned long long)tw, (unsigned long long)(total_ns - tc - tw));
-			if (p->has_gil) {
-				uint64_t sb = self_ns - sc - sw, tb = total_ns - tc - tw;
-				fprintf(out, ", \"gil_ns\": %llu, \"total_gil_ns\": %llu",
-					(unsigned long long)(f->self_gil_ns < sb ? f->self_gil_ns : sb),
-					(unsigned long long)(f->total_gil_ns < tb ? f->total_gil_ns : tb));
-			}
-		}
+				(unsigned long long)self.on_cpu_ns, (unsigned long long)self.runnable_ns,
+				(unsigned long long)self.blocked_ns, (unsigned long long)total.on_cpu_ns,
+				(unsigned long long)total.runnable_ns, (unsigned long long)total.blocked_ns);
+		if (p->has_gil)
+			fprintf(out, ", \"gil_ns\": %llu, \"total_gil_ns\": %llu", (unsigned long long)self.gil_ns,
+				(unsigned long long)total.gil_ns);
 		fputc('}', out);
 	}
 	free(order);
@@ -333,7 +347,8 @@ int ulma_summary_json(FILE *out, const struct ulma_summary *s)
 	fprintf(out,
 		"\"events\": %llu, \"lost\": %llu, \"threads\": %u, \"processes\": %u, \"duration_ns\": %llu, "
 		"\"trace_bytes\": %llu, \"bytes_per_event\": %.3f, \"complete\": %s, \"exit_status\": %d, "
-		"\"time_split\": %s, \"gil_split\": %s, \"parallelism\": %.3f, \"warnings\": ",
+		"\"time_split\": %s, \"gil_split\": %s, \"parallelism\": %.3f, \"overhead_ns_per_event\": %.3f, "
+		"\"overhead_ns\": %.0f, \"corrected\": %s, \"warnings\": ",
 		(unsigned long long)p->events, (unsigned long long)p->lost, p->nthreads, count_processes(p),
 		(unsigned long long)s->duration_ns, (unsigned long long)s->trace_bytes,
 		p->events ? (double)s->trace_bytes / (double)p->events : 0.0, s->complete ? "true" : "false",
@@ -341,7 +356,9 @@ int ulma_summary_json(FILE *out, const struct ulma_summary *s)
 		: WIFEXITED(s->exit_status) ? WEXITSTATUS(s->exit_status)
 		: WIFSIGNALED(s->exit_status) ? 128 + WTERMSIG(s->exit_status)
 					       : -1,
-		p->has_sched ? "true" : "false", p->has_gil ? "true" : "false", ulma_summary_parallelism(s));
+		p->has_sched ? "true" : "false", p->has_gil ? "true" : "false", ulma_summary_parallelism(s),
+		(double)s->overhead_ps / 1e3, (double)s->overhead_ps * (double)p->events / 1e3,
+		ns_per_event(s) > 0 ? "true" : "false");
 	json_string(out, fbuf[0] ? fbuf + 1 : "");
 	fputs("}\n", out);
 	return ferror(out) ? -EIO : 0;

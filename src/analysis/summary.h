@@ -24,6 +24,8 @@ struct ulma_summary {
 	bool complete;         /* the trace has its END record */
 	int exit_status;       /* wait status of the program, -1 if unknown */
 	const char *const *lanes; /* per thread: its CPU lane (lane.h), or NULL */
+	uint64_t overhead_ps;  /* the hook's measured cost per event (ps), 0 if unknown */
+	bool no_correction;    /* show raw times: do not subtract that cost (overhead.h) */
 };
 
 /* Top `limit` functions by self time, then totals.  Returns 0 or -EIO. */

@@ -350,6 +350,9 @@ static int parse_chunk(struct reader *r, uint32_t type, const uint8_t *p, const 
 		return parse_end(r, p, end);
 	case ULMA_CHUNK_SCHED:
 		return parse_sched(r, p, end);
+	case ULMA_CHUNK_OVERHEAD:
+		NEED_VARINT(r, p, end, r->st->overhead_ps, "overhead per event");
+		return p == end ? 0 : corrupt(r, "overhead chunk has %td bytes too many", end - p);
 	default:
 		return 0; /* a newer writer's chunk: skip it */
 	}

@@ -71,6 +71,7 @@ struct ulma_trace_status {
 	uint64_t bytes;  /* bytes consumed in whole chunks */
 	uint64_t events; /* events decoded */
 	uint64_t last_ticks; /* latest event time seen */
+	uint64_t overhead_ps; /* the hook's cost per event (ps), 0 if not measured */
 	char error[256]; /* set when the return value is negative */
 };
 

@@ -403,6 +403,13 @@ void ulma_trace_writer_abandon(struct ulma_trace_writer *w)
 	free(w);
 }
 
+int ulma_trace_overhead(struct ulma_trace_writer *w, uint64_t ps_per_event)
+{
+	uint8_t p[ULMA_VARINT_MAX];
+	size_t n = ulma_varint_put(p, ps_per_event);
+	return write_chunk(w, ULMA_CHUNK_OVERHEAD, p, n, NULL, 0);
+}
+
 int ulma_trace_writer_close(struct ulma_trace_writer *w, const struct ulma_trace_end *end)
 {
 	uint8_t p[6 * ULMA_VARINT_MAX];

@@ -74,6 +74,10 @@ int ulma_trace_writer_flush(struct ulma_trace_writer *w);
 /* Bytes written to the file so far (including flushed chunks only). */
 uint64_t ulma_trace_writer_bytes(const struct ulma_trace_writer *w);
 
+/* The hook's cost per event (ps), as the program measured it at start-up.
+ * Written at once; a reader keeps the last.  Returns 0 or -errno. */
+int ulma_trace_overhead(struct ulma_trace_writer *w, uint64_t ps_per_event);
+
 /* Flush, write END, close and free.  Returns 0 or the first error. */
 int ulma_trace_writer_close(struct ulma_trace_writer *w, const struct ulma_trace_end *end);
 

@@ -48,6 +48,7 @@ struct attach_options {
 	long limit;
 	bool lossless;
 	bool no_c_calls;
+	bool no_correction;
 };
 
 static const char top_usage[] =
@@ -55,7 +56,8 @@ static const char top_usage[] =
 	"  show the live table of a running attachable process (see docs/live.md); q detaches\n"
 	"  --once                 print one summary after about a second and detach (no terminal needed)\n"
 	"  --limit N              rows of that summary (default 25)\n"
-	"  --no-c-calls           record Python functions only\n";
+	"  --no-c-calls           record Python functions only\n"
+	"  --no-correction        show times as measured, the hook's own cost included (docs/overhead.md)\n";
 
 static const char record_usage[] =
 	"usage: ulma record PID -d SECONDS [-o FILE] [options]\n"
@@ -65,7 +67,8 @@ static const char record_usage[] =
 	"  --lossless             make the program wait instead of dropping events when a ring is full\n"
 	"  --no-c-calls           record Python functions only\n"
 	"  --summary F            text (default), json or none, printed on stderr at the end\n"
-	"  --limit N              rows in the text summary (default 25)\n";
+	"  --limit N              rows in the text summary (default 25)\n"
+	"  --no-correction        show times as measured, the hook's own cost included (docs/overhead.md)\n";
 
 static volatile sig_atomic_t stop_requested;
 
@@ -83,6 +86,7 @@ static int parse(int argc, char **argv, bool record, struct attach_options *o)
 		{"output", required_argument, NULL, 'o'},
 		{"lossless", no_argument, NULL, 'L'},
 		{"no-c-calls", no_argument, NULL, 'C'},
+		{"no-correction", no_argument, NULL, 'K'},
 		{"summary", required_argument, NULL, 's'},
 		{"limit", required_argument, NULL, 'n'},
 		{"help", no_argument, NULL, 'h'},
@@ -129,6 +133,9 @@ static int parse(int argc, char **argv, bool record, struct attach_options *o)
 			break;
 		case 'C':
 			o->no_c_calls = true;
+			break;
+		case 'K':
+			o->no_correction = true;
 			break;
 		case 'n':
 			if (ulma_parse_limit(optarg, &o->limit) < 0)
@@ -283,7 +290,9 @@ static int print_summary(const struct attach_options *o, struct attachment *a, F
 				 .trace_path = o->mode == MODE_RECORD ? o->output : NULL,
 				 .failures = failures,
 				 .complete = true,
-				 .exit_status = -1};
+				 .exit_status = -1,
+				 .overhead_ps = a->col.overhead_ps,
+				 .no_correction = o->no_correction};
 	ulma_clock_calibrate(a->use_tsc, &a->start, &a->end, a->hz, &s.cal);
 	if (strcmp(o->summary, "text") == 0)
 		ulma_summary_text(out, &s, (uint32_t)o->limit);

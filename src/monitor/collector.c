@@ -498,6 +498,11 @@ static long drain_slot(struct ulma_collector *c, uint32_t i, bool final, uint64_
 long ulma_collector_poll(struct ulma_collector *c, bool final)
 {
 	long total = 0;
+	if (!c->overhead_ps) {
+		c->overhead_ps = atomic_load_explicit(&c->session->hdr->overhead_ps, memory_order_relaxed);
+		if (c->overhead_ps && c->writer)
+			set_error(c, ulma_trace_overhead(c->writer, c->overhead_ps));
+	}
 	scan_defs(c, final);
 	for (uint32_t i = 0; i < c->session->hdr->slot_count; i++) {
 		long n = drain_slot(c, i, final, 0);

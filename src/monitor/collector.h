@@ -53,6 +53,7 @@ struct ulma_collector {
 	bool sample_sched;     /* split time into on-CPU / runnable / blocked */
 	uint64_t records;      /* ring records consumed */
 	uint64_t unmatched;    /* exits with no matching open frame */
+	uint64_t overhead_ps;  /* the hook's cost per event, once the program has measured it */
 	int error;             /* first -errno from the writer or allocation */
 };
 

@@ -99,9 +99,10 @@ static int on_end(void *ctx, const struct ulma_trace_end *e)
 }
 
 static const char report_usage[] =
-	"usage: ulma report TRACE [--format text|json] [--limit N] [--html OUT.html]\n"
-	"  --format F   text (default) or json (see docs/json.md)\n"
-	"  --limit N    rows in the text table (default 25)\n"
+	"usage: ulma report TRACE [--format text|json] [--limit N] [--no-correction] [--html OUT.html]\n"
+	"  --format F       text (default) or json (see docs/json.md)\n"
+	"  --limit N        rows in the text table (default 25)\n"
+	"  --no-correction  show times as measured, the hook's own cost included (docs/overhead.md)\n"
 	"  --html OUT   write a self-contained HTML report instead (docs/exports.md)\n";
 
 int ulma_cmd_report(int argc, char **argv)
@@ -110,11 +111,13 @@ int ulma_cmd_report(int argc, char **argv)
 		{"format", required_argument, NULL, 'f'},
 		{"limit", required_argument, NULL, 'n'},
 		{"html", required_argument, NULL, 'H'},
+		{"no-correction", no_argument, NULL, 'C'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
 	const char *format = "text", *html = NULL;
 	long limit = 25;
+	bool no_correction = false;
 	int c;
 	optind = 0;
 	while ((c = getopt_long(argc + 1, argv - 1, "f:n:h", opts, NULL)) != -1) {
@@ -128,6 +131,9 @@ int ulma_cmd_report(int argc, char **argv)
 			break;
 		case 'H':
 			html = optarg;
+			break;
+		case 'C':
+			no_correction = true;
 			break;
 		case 'h':
 			fputs(report_usage, stdout);
@@ -186,7 +192,9 @@ int ulma_cmd_report(int argc, char **argv)
 				 .trace_path = path,
 				 .failures = r.end.failures,
 				 .complete = st.complete,
-				 .exit_status = st.complete ? r.end.exit_status : -1};
+				 .exit_status = st.complete ? r.end.exit_status : -1,
+				 .overhead_ps = st.overhead_ps,
+				 .no_correction = no_correction};
 	ulma_clock_calibrate(tsc, &start, st.complete ? &endp : NULL, r.meta.tick_hz, &s.cal);
 	uint64_t end_ticks = st.complete ? r.end.end_ticks : st.last_ticks;
 	ulma_profile_finish(&r.profile, end_ticks);

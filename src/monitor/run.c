@@ -58,6 +58,7 @@ struct run_options {
 	bool no_c_calls;
 	bool no_follow;
 	bool no_live;
+	bool no_correction;
 	bool attachable;
 	bool module; /* -m */
 	int nargs;   /* target and its arguments */
@@ -74,6 +75,7 @@ static const char run_usage[] =
 	"                         spawn); leaves the environment untouched.  Forked children are always followed\n"
 	"  --ring-records N       records per thread ring, a power of two (default 262144 = 4 MiB)\n"
 	"  --summary F            text (default), json or none, printed on stderr at the end\n"
+	"  --no-correction        show times as measured, the hook's own cost included (docs/overhead.md)\n"
 	"  --limit N              rows in the text summary (default 25)\n"
 	"  --no-live              no live table, even when stderr is a terminal (see docs/live.md)\n"
 	"  --attachable           run untraced, but let `ulma top PID` or `ulma record PID` attach later\n"
@@ -159,6 +161,7 @@ static int parse_run_options(int argc, char **argv, struct run_options *o)
 		{"no-c-calls", no_argument, NULL, 'C'},
 		{"no-follow", no_argument, NULL, 'F'},
 		{"no-live", no_argument, NULL, 'V'},
+		{"no-correction", no_argument, NULL, 'K'},
 		{"attachable", no_argument, NULL, 'A'},
 		{"ring-records", required_argument, NULL, 'r'},
 		{"summary", required_argument, NULL, 's'},
@@ -192,6 +195,9 @@ static int parse_run_options(int argc, char **argv, struct run_options *o)
 			break;
 		case 'V':
 			o->no_live = true;
+			break;
+		case 'K':
+			o->no_correction = true;
 			break;
 		case 'A':
 			o->attachable = true;
@@ -539,7 +545,9 @@ int ulma_cmd_run(int argc, char **argv)
 				 .trace_path = o.output,
 				 .failures = failures,
 				 .complete = true,
-				 .exit_status = status};
+				 .exit_status = status,
+				 .overhead_ps = col.overhead_ps,
+				 .no_correction = o.no_correction};
 	ulma_clock_calibrate(cfg.use_tsc, &start, &endp, hz, &s.cal);
 	if (strcmp(o.summary, "text") == 0)
 		ulma_summary_text(stderr, &s, (uint32_t)o.limit);

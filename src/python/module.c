@@ -7,6 +7,7 @@
  * load into a second interpreter.
  */
 #include "tracer.h"
+#include "calibrate.h"
 #include "gil.h"
 
 #include <errno.h>
@@ -92,14 +93,24 @@ static PyObject *start(PyObject *module, PyObject *const *args, Py_ssize_t nargs
 	t->writer_generation++;
 	if (nargs == 2 && mark_skipped(args[1]) < 0)
 		return NULL;
+	/* the first process of a session measures the hook's cost per event */
+	struct ulma_shm_header *hdr = t->session.hdr;
+	bool calibrate = atomic_load(&hdr->overhead_ps) == 0;
+	uint64_t untraced_ns = calibrate ? ulma_calibrate_loop_ns(false) : 0;
 	t->active = true;
 	uint32_t none = 0;
-	atomic_compare_exchange_strong(&t->session.hdr->program_pid, &none, (uint32_t)getpid());
-	atomic_fetch_add(&t->session.hdr->started, 1);
-	atomic_store(&t->session.hdr->tracing, 1);
+	atomic_compare_exchange_strong(&hdr->program_pid, &none, (uint32_t)getpid());
+	atomic_fetch_add(&hdr->started, 1);
+	atomic_store(&hdr->tracing, 1);
 	if (ulma_hook_install(module) < 0) {
 		t->active = false;
 		return NULL;
+	}
+	if (calibrate) {
+		uint64_t ps = ulma_calibrate_ps_per_event(untraced_ns, ulma_calibrate_loop_ns(true));
+		uint64_t unset = 0;
+		if (ps)
+			atomic_compare_exchange_strong(&hdr->overhead_ps, &unset, ps);
 	}
 	Py_RETURN_NONE;
 }

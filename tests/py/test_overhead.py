@@ -1,0 +1,65 @@
+"""Overhead correction (docs/overhead.md): the program measures the hook's
+cost per event at start-up; summaries subtract it per event from self and
+total times unless --no-correction is given, and say how much that was.
+The known answer is the program's own CPU time for work() untraced."""
+import json
+import os
+import re
+
+import pytest
+
+
+def _work(data):
+    return next(f for f in data["functions"] if f["name"] == "work")
+
+
+def _summary_json(run_ulma, program, *opts):
+    proc = run_ulma(["run", "--no-live", "--summary", "json", "-o", os.devnull] + list(opts) + [program])
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stderr), proc
+
+
+def test_the_summary_says_what_was_subtracted(prog, run_ulma):
+    data, _ = _summary_json(run_ulma, prog("many_calls.py"))
+    assert data["corrected"] is True
+    assert 1 <= data["overhead_ns_per_event"] <= 2000, data["overhead_ns_per_event"]
+    assert data["overhead_ns"] == pytest.approx(data["overhead_ns_per_event"] * data["events"], rel=0.01)
+    for f in data["functions"]:
+        assert f["self_ns"] <= f["raw_self_ns"] and f["total_ns"] <= f["raw_total_ns"], f
+        assert f["self_ns"] <= f["total_ns"], f
+        assert f["on_cpu_ns"] + f["runnable_ns"] + f["blocked_ns"] == f["self_ns"], f
+    text = run_ulma(["run", "--no-live", "-o", os.devnull, prog("many_calls.py")]).stderr.decode()
+    assert re.search(r"overhead: the hook costs about \d+ ns per event, [0-9.]+ s over this run; subtracted", text), text
+
+
+def test_no_correction_shows_raw_times(prog, run_ulma, report_json, tmp_path):
+    data, _ = _summary_json(run_ulma, prog("many_calls.py"), "--no-correction")
+    assert data["corrected"] is False and data["overhead_ns_per_event"] > 0
+    for f in data["functions"]:
+        assert f["self_ns"] == f["raw_self_ns"] and f["total_ns"] == f["raw_total_ns"], f
+    # the figure travels in the trace: the report corrects, or not, the same way
+    trace = str(tmp_path / "t.trace")
+    assert run_ulma(["run", "--no-live", "-o", trace, prog("many_calls.py")]).returncode == 0
+    corrected, _ = report_json(trace)
+    assert corrected["corrected"] is True and corrected["overhead_ns_per_event"] > 0
+    raw = json.loads(run_ulma(["report", "--format", "json", "--no-correction", trace]).stdout)
+    assert raw["corrected"] is False
+    assert _work(raw)["total_ns"] == _work(corrected)["raw_total_ns"]
+    assert _work(corrected)["total_ns"] < _work(raw)["total_ns"]
+
+
+def test_correction_removes_most_of_the_overhead(prog, run_ulma, run_python):
+    """work()'s CPU time untraced (the fastest of three runs) against its
+    traced time, raw and corrected: the correction takes away a good part
+    of what tracing added (about 60% here; docs/overhead.md says why not
+    all), and not much more than all of it."""
+    untraced = min(int(run_python([prog("many_calls.py")]).stdout.split()[1]) for _ in range(3))
+    data, _ = _summary_json(run_ulma, prog("many_calls.py"))
+    if not data["time_split"]:
+        pytest.skip("no schedstat here")
+    w = _work(data)
+    added = w["raw_total_ns"] - untraced
+    assert added > 0, (w, untraced)
+    removed = w["raw_total_ns"] - w["total_ns"]
+    assert removed >= 0.4 * added, (removed, added, w, untraced)
+    assert w["total_on_cpu_ns"] >= 0.5 * untraced, (w, untraced)
