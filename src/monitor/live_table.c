@@ -53,13 +53,20 @@ static uint32_t next_generation(struct ulma_live_table *t)
 	return t->generation;
 }
 
+static uint64_t minus(uint64_t a, uint64_t b)
+{
+	/* never negative: a frame open at the clear may return with an earlier
+	 * time than the clock read then (its record was still in the ring) */
+	return a > b ? a - b : 0;
+}
+
 /* cur = the profile's completed frames plus its open frames up to now. */
 static void measure(struct ulma_live_table *t, const struct ulma_profile *p, uint64_t now)
 {
 	for (uint32_t f = 0; f < p->nfuncs; f++) {
-		t->cur[f].calls = p->funcs[f].calls;
-		t->cur[f].total_ticks = p->funcs[f].total_ticks;
-		t->cur[f].self_ticks = p->funcs[f].self_ticks;
+		const struct ulma_func_row *r = &p->funcs[f];
+		t->cur[f] = (struct ulma_live_counts){r->calls, r->total_ticks, r->self_ticks, r->self_cpu_ns,
+						      r->self_wait_ns};
 	}
 	for (uint32_t i = 0; i < p->nthreads; i++) {
 		const struct ulma_thread_row *th = &p->threads[i];
@@ -69,23 +76,21 @@ static void measure(struct ulma_live_table *t, const struct ulma_profile *p, uin
 		uint32_t gen = next_generation(t);
 		for (uint32_t d = 0; d < th->depth; d++) {
 			const struct ulma_frame *fr = &th->stack[d];
+			struct ulma_live_counts *c = &t->cur[fr->func];
 			/* the part of this frame not spent in finished callees or the open one above */
-			uint64_t until = d + 1 < th->depth ? th->stack[d + 1].start : end;
-			uint64_t span = until > fr->start ? until - fr->start : 0;
-			t->cur[fr->func].self_ticks += span > fr->child ? span - fr->child : 0;
+			const struct ulma_frame *above = d + 1 < th->depth ? &th->stack[d + 1] : NULL;
+			uint64_t until = above ? above->start : end;
+			uint64_t cpu_until = above ? above->cpu0 : th->last_cpu;
+			uint64_t wait_until = above ? above->wait0 : th->last_wait;
+			c->self_ticks += minus(minus(until, fr->start), fr->child);
+			c->self_cpu_ns += minus(minus(cpu_until, fr->cpu0), fr->child_cpu);
+			c->self_wait_ns += minus(minus(wait_until, fr->wait0), fr->child_wait);
 			if (t->stamp[fr->func] != gen) {
 				t->stamp[fr->func] = gen; /* outermost frame of this function */
-				t->cur[fr->func].total_ticks += end > fr->start ? end - fr->start : 0;
+				c->total_ticks += minus(end, fr->start);
 			}
 		}
 	}
-}
-
-static uint64_t minus(uint64_t a, uint64_t b)
-{
-	/* a frame open at the clear may return with an earlier time than the
-	 * clock read then (its record was still in the ring): never negative */
-	return a > b ? a - b : 0;
 }
 
 int ulma_live_table_update(struct ulma_live_table *t, const struct ulma_profile *p, uint64_t now_ticks)
@@ -96,16 +101,19 @@ int ulma_live_table_update(struct ulma_live_table *t, const struct ulma_profile 
 	t->nrows = 0;
 	t->self_sum = 0;
 	for (uint32_t f = 0; f < p->nfuncs; f++) {
-		struct ulma_live_row r = {f, t->cur[f].calls, t->cur[f].total_ticks, t->cur[f].self_ticks};
+		struct ulma_live_row r = {f, t->cur[f]};
 		if (f < t->nbase) {
-			r.calls = minus(r.calls, t->base[f].calls);
-			r.total_ticks = minus(r.total_ticks, t->base[f].total_ticks);
-			r.self_ticks = minus(r.self_ticks, t->base[f].self_ticks);
+			const struct ulma_live_counts *b = &t->base[f];
+			r.n.calls = minus(r.n.calls, b->calls);
+			r.n.total_ticks = minus(r.n.total_ticks, b->total_ticks);
+			r.n.self_ticks = minus(r.n.self_ticks, b->self_ticks);
+			r.n.self_cpu_ns = minus(r.n.self_cpu_ns, b->self_cpu_ns);
+			r.n.self_wait_ns = minus(r.n.self_wait_ns, b->self_wait_ns);
 		}
-		if (r.calls == 0 && r.total_ticks == 0 && r.self_ticks == 0)
+		if (r.n.calls == 0 && r.n.total_ticks == 0 && r.n.self_ticks == 0)
 			continue;
 		t->rows[t->nrows++] = r;
-		t->self_sum += r.self_ticks;
+		t->self_sum += r.n.self_ticks;
 	}
 	return 0;
 }
@@ -129,6 +137,15 @@ int ulma_live_table_clear(struct ulma_live_table *t, const struct ulma_profile *
 	return ulma_live_table_update(t, p, now_ticks);
 }
 
+struct ulma_live_split ulma_live_split_of(uint64_t self_ns, uint64_t cpu_ns, uint64_t wait_ns)
+{
+	uint64_t cpu = cpu_ns < self_ns ? cpu_ns : self_ns;
+	uint64_t run = wait_ns < self_ns - cpu ? wait_ns : self_ns - cpu;
+	double d = (double)self_ns;
+	return (struct ulma_live_split){100.0 * (double)cpu / d, 100.0 * (double)run / d,
+					100.0 * (double)(self_ns - cpu - run) / d};
+}
+
 static int cmp_u64_desc(uint64_t a, uint64_t b)
 {
 	return a == b ? 0 : a < b ? 1 : -1;
@@ -142,10 +159,13 @@ static int compare(const void *pa, const void *pb, void *ctx)
 	int c = 0;
 	switch (key) {
 	case ULMA_SORT_TOTAL:
-		c = cmp_u64_desc(a->total_ticks, b->total_ticks);
+		c = cmp_u64_desc(a->n.total_ticks, b->n.total_ticks);
 		break;
 	case ULMA_SORT_CALLS:
-		c = cmp_u64_desc(a->calls, b->calls);
+		c = cmp_u64_desc(a->n.calls, b->n.calls);
+		break;
+	case ULMA_SORT_CPU:
+		c = cmp_u64_desc(a->n.self_cpu_ns, b->n.self_cpu_ns);
 		break;
 	case ULMA_SORT_NAME: {
 		const char *x = p->funcs[a->func].name, *y = p->funcs[b->func].name;
@@ -156,7 +176,7 @@ static int compare(const void *pa, const void *pb, void *ctx)
 		break;
 	}
 	if (c == 0)
-		c = cmp_u64_desc(a->self_ticks, b->self_ticks);
+		c = cmp_u64_desc(a->n.self_ticks, b->n.self_ticks);
 	if (c == 0)
 		c = a->func < b->func ? -1 : a->func > b->func;
 	return c;

@@ -7,13 +7,22 @@
  * self time so far, and for each function its outermost open frame's time
  * so far (the same recursion rule as the profile's totals).
  *
+ * Where the profile has schedstat data, each row also carries its self
+ * time's on-CPU and runnable ns.  An open frame's share is its thread's
+ * cumulative CPU (wait) ns at the thread's latest event, or at the entry of
+ * the open frame above it, less the frame's own value at entry and its
+ * finished callees' share.  The wall time since the thread's latest event
+ * has no schedstat figure yet, so until the next event it counts as
+ * blocked, like a frame closed at that time.
+ *
  * Clearing does not touch the profile, which still feeds the trace's END
  * record and the final summary: it records the current values as a
  * baseline, and later snapshots show the difference.  Because the baseline
  * includes the open frames' time so far, a frame open at the clear counts
  * from the clear on, whether it is still open or has returned since.
  *
- * Times are in session ticks.  Single-threaded; returns 0 or -ENOMEM.
+ * Wall times are in session ticks, CPU and wait times in ns.
+ * Single-threaded; functions returning int give 0 or -ENOMEM.
  */
 #ifndef ULMA_LIVE_TABLE_H
 #define ULMA_LIVE_TABLE_H
@@ -26,21 +35,27 @@ enum ulma_live_sort {
 	ULMA_SORT_SELF,
 	ULMA_SORT_TOTAL,
 	ULMA_SORT_CALLS,
+	ULMA_SORT_CPU, /* self time on a CPU */
 	ULMA_SORT_NAME,
 	ULMA_SORT_COUNT,
-};
-
-struct ulma_live_row {
-	uint32_t func; /* index in the profile */
-	uint64_t calls;
-	uint64_t total_ticks;
-	uint64_t self_ticks;
 };
 
 struct ulma_live_counts {
 	uint64_t calls;
 	uint64_t total_ticks;
 	uint64_t self_ticks;
+	uint64_t self_cpu_ns;  /* of the self time, on a CPU */
+	uint64_t self_wait_ns; /* and runnable, waiting for one */
+};
+
+struct ulma_live_row {
+	uint32_t func; /* index in the profile */
+	struct ulma_live_counts n;
+};
+
+/* Shares of a self time, in percent: cpu + run + blk = 100. */
+struct ulma_live_split {
+	double cpu, run, blk;
 };
 
 struct ulma_live_table {
@@ -66,6 +81,11 @@ int ulma_live_table_update(struct ulma_live_table *t, const struct ulma_profile 
 
 /* Make now the new zero (and rebuild the rows, which are then empty). */
 int ulma_live_table_clear(struct ulma_live_table *t, const struct ulma_profile *p, uint64_t now_ticks);
+
+/* A self time's shares on a CPU, runnable and blocked (the rest).  CPU and
+ * wait ns beyond the self time (interpolation can give a few) are cut to
+ * it, CPU first.  Call only with self_ns > 0. */
+struct ulma_live_split ulma_live_split_of(uint64_t self_ns, uint64_t cpu_ns, uint64_t wait_ns);
 
 /* Order the rows: times and calls descending, names ascending. */
 void ulma_live_table_sort(struct ulma_live_table *t, const struct ulma_profile *p, enum ulma_live_sort key);

@@ -18,13 +18,29 @@
 #define REFRESH_NS UINT64_C(500000000)
 #define RELAY_WAIT_MS 3000 /* for the relay to write the program's last output */
 
-/* Fixed columns, right-aligned, each with its leading space. */
-#define W_CALLS 11
-#define W_TIME 10
+/* Fixed columns, right-aligned, each with at least one leading space.
+ * cpu% run% blk% are there only when the profile has schedstat data; cpu%
+ * is one wider, for its sort mark. */
+#define W_CALLS 9
+#define W_TIME 7
 #define W_PCT 7
-#define W_NUMBERS (W_CALLS + 2 * W_TIME + W_PCT)
+#define W_CPU 6
+#define W_SHARE 5
 
-static const char *const sort_names[ULMA_SORT_COUNT] = {"self", "total", "calls", "name"};
+struct column {
+	const char *name;
+	enum ulma_live_sort key; /* ULMA_SORT_COUNT: not a sort key */
+	unsigned width;
+};
+
+static const struct column columns[] = {
+	{"calls", ULMA_SORT_CALLS, W_CALLS}, {"total", ULMA_SORT_TOTAL, W_TIME}, {"self", ULMA_SORT_SELF, W_TIME},
+	{"self %", ULMA_SORT_COUNT, W_PCT},  {"cpu%", ULMA_SORT_CPU, W_CPU},     {"run%", ULMA_SORT_COUNT, W_SHARE},
+	{"blk%", ULMA_SORT_COUNT, W_SHARE},
+};
+#define NCOLUMNS_PLAIN 4 /* the columns without the split */
+
+static const char *const sort_names[ULMA_SORT_COUNT] = {"self", "total", "calls", "cpu", "name"};
 
 struct text {
 	char *buf;
@@ -43,6 +59,7 @@ struct ulma_live {
 	bool showing, closed, paused, full_redraw;
 	bool key_ready; /* the last sleep saw the terminal readable */
 	enum ulma_live_sort sort;
+	bool split; /* the snapshot has on-CPU and runnable times */
 	uint32_t scroll;
 	unsigned rows, cols;
 	uint64_t next_refresh_ns;
@@ -200,17 +217,21 @@ static void human_bytes(uint64_t b, char *buf, size_t cap)
 		snprintf(buf, cap, "%.1f KiB", (double)b / 1024.0);
 }
 
-/* Seconds with three significant-ish digits, like top's TIME column. */
+/* Seconds with three significant-ish digits, like top's TIME column; at
+ * most 6 characters (hours from 100000 s on, for an attach of days).  The
+ * bounds are where rounding would add a digit. */
 static void seconds(double s, char *buf, size_t cap)
 {
-	if (s < 10)
+	if (s < 9.9995)
 		snprintf(buf, cap, "%.3fs", s);
-	else if (s < 100)
+	else if (s < 99.995)
 		snprintf(buf, cap, "%.2fs", s);
-	else if (s < 1000)
+	else if (s < 999.95)
 		snprintf(buf, cap, "%.1fs", s);
-	else
+	else if (s < 99999.5)
 		snprintf(buf, cap, "%.0fs", s);
+	else
+		snprintf(buf, cap, "%.0fh", s / 3600);
 }
 
 static double ticks_s(const struct ulma_live *lv, uint64_t ticks)
@@ -269,6 +290,7 @@ static void snapshot(struct ulma_live *lv)
 	count_running(lv);
 	lv->lost = p->lost + atomic_load(&lv->src.col->session->hdr->lost_unmarked);
 	lv->trace_bytes = lv->src.writer ? ulma_trace_writer_bytes(lv->src.writer) : 0;
+	lv->split = p->has_sched;
 	lv->snap_ns = now;
 }
 
@@ -321,26 +343,41 @@ static void draw_status(struct ulma_live *lv)
 	emit_line(lv, 1, "\033[1m", false);
 }
 
+static unsigned ncolumns(const struct ulma_live *lv)
+{
+	return lv->split ? sizeof(columns) / sizeof(columns[0]) : NCOLUMNS_PLAIN;
+}
+
 static void draw_header(struct ulma_live *lv, unsigned nw, unsigned fw)
 {
 	struct text *l = &lv->line;
-	static const char *const names[4] = {"calls", "total", "self", "self %"};
-	static const enum ulma_live_sort keys[4] = {ULMA_SORT_CALLS, ULMA_SORT_TOTAL, ULMA_SORT_SELF,
-						    ULMA_SORT_COUNT};
-	static const unsigned widths[4] = {W_CALLS, W_TIME, W_TIME, W_PCT};
 	cell(l, lv->sort == ULMA_SORT_NAME ? "function*" : "function", nw, false);
 	put(l, " ", 1);
 	cell(l, "file:line", fw, false);
-	for (int i = 0; i < 4; i++) /* the sort column is marked with '*' */
-		putf(l, "%*s%s", (int)widths[i] - (keys[i] == lv->sort), names[i], keys[i] == lv->sort ? "*" : "");
+	for (unsigned i = 0; i < ncolumns(lv); i++) { /* the sort column is marked with '*' */
+		bool mark = columns[i].key == lv->sort;
+		putf(l, "%*s%s", (int)columns[i].width - mark, columns[i].name, mark ? "*" : "");
+	}
 	emit_line(lv, 2, "\033[7m", true);
+}
+
+/* Self time's shares on a CPU, runnable and blocked; "-" without self time. */
+static void put_split(struct ulma_live *lv, const struct ulma_live_counts *n)
+{
+	uint64_t self_ns = ulma_clock_ticks_to_ns(&lv->cal, n->self_ticks);
+	if (self_ns == 0) {
+		putf(&lv->line, "%*s%*s%*s", W_CPU, "-", W_SHARE, "-", W_SHARE, "-");
+		return;
+	}
+	struct ulma_live_split sp = ulma_live_split_of(self_ns, n->self_cpu_ns, n->self_wait_ns);
+	putf(&lv->line, "%*.0f%*.0f%*.0f", W_CPU, sp.cpu, W_SHARE, sp.run, W_SHARE, sp.blk);
 }
 
 static void draw_row(struct ulma_live *lv, unsigned r, const struct ulma_live_row *row, unsigned nw, unsigned fw)
 {
 	const struct ulma_func_row *f = &lv->src.col->profile.funcs[row->func];
 	struct text *l = &lv->line;
-	char where[4200], tot[32], self[32];
+	char where[4200], calls[32], tot[32], self[32];
 	const char *file = f->file && *f->file ? f->file : "?";
 	size_t cl = strlen(lv->cwd);
 	if (cl > 1 && strncmp(file, lv->cwd, cl) == 0 && file[cl] == '/')
@@ -352,11 +389,15 @@ static void draw_row(struct ulma_live *lv, unsigned r, const struct ulma_live_ro
 	cell(l, f->name && *f->name ? f->name : "?", nw, false);
 	put(l, " ", 1);
 	cell(l, where, fw, true);
-	seconds(ticks_s(lv, row->total_ticks), tot, sizeof(tot));
-	seconds(ticks_s(lv, row->self_ticks), self, sizeof(self));
-	double pct = lv->table.self_sum ? 100.0 * (double)row->self_ticks / (double)lv->table.self_sum : 0.0;
-	putf(l, "%*llu%*s%*s%*.1f%%", W_CALLS, (unsigned long long)row->calls, W_TIME, tot, W_TIME, self,
-	     W_PCT - 1, pct);
+	/* exact while it fits, with its leading space */
+	if (snprintf(calls, sizeof(calls), "%llu", (unsigned long long)row->n.calls) >= W_CALLS)
+		human_count((double)row->n.calls, calls, sizeof(calls));
+	seconds(ticks_s(lv, row->n.total_ticks), tot, sizeof(tot));
+	seconds(ticks_s(lv, row->n.self_ticks), self, sizeof(self));
+	double pct = lv->table.self_sum ? 100.0 * (double)row->n.self_ticks / (double)lv->table.self_sum : 0.0;
+	putf(l, "%*s%*s%*s%*.1f%%", W_CALLS, calls, W_TIME, tot, W_TIME, self, W_PCT - 1, pct);
+	if (lv->split)
+		put_split(lv, &row->n);
 	emit_line(lv, r, "", false);
 }
 
@@ -385,9 +426,12 @@ static void draw(struct ulma_live *lv)
 	lv->out.failed = lv->line.failed = false;
 	if (lv->full_redraw)
 		puts_(&lv->out, "\033[0m\033[H\033[2J");
-	/* function and file:line share what the numbers leave, 11:9 */
-	unsigned rest = lv->cols > W_NUMBERS + 17 ? lv->cols - W_NUMBERS - 1 : 16;
-	unsigned nw = rest * 11 / 20, fw = rest - nw;
+	/* function and file:line share what the numbers leave, file:line the odd one */
+	unsigned numbers = 0;
+	for (unsigned i = 0; i < ncolumns(lv); i++)
+		numbers += columns[i].width;
+	unsigned rest = lv->cols > numbers + 17 ? lv->cols - numbers - 1 : 16;
+	unsigned nw = rest / 2, fw = rest - nw;
 	draw_status(lv);
 	if (lv->rows >= 3)
 		draw_header(lv, nw, fw);
@@ -485,7 +529,9 @@ static bool key(struct ulma_live *lv, int k)
 		return true;
 	case 's':
 	case 'S':
-		lv->sort = (enum ulma_live_sort)((lv->sort + 1) % ULMA_SORT_COUNT);
+		do /* by on-CPU time only when there is one */
+			lv->sort = (enum ulma_live_sort)((lv->sort + 1) % ULMA_SORT_COUNT);
+		while (lv->sort == ULMA_SORT_CPU && !lv->split);
 		ulma_live_table_sort(&lv->table, &lv->src.col->profile, lv->sort);
 		lv->scroll = 0;
 		break;

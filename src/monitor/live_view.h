@@ -5,7 +5,8 @@
  * terminal (live_term.h) about twice a second and after every key: a status
  * line (elapsed time, events/s, events lost, running threads and processes,
  * trace size), then one row per function (function, file:line, calls,
- * total, self, self %), then a line of keys.  Keys: s cycles the sort
+ * total, self, self %, and with schedstat data cpu% run% blk% of the self
+ * time), then a line of keys.  Keys: s cycles the sort
  * column, c clears the history, p pauses the display, q closes the view
  * (tracing goes on), arrows and page keys scroll.  While the view is open
  * the program's terminal output is held by the relay (live_relay.h) and

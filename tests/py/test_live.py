@@ -20,7 +20,8 @@ import pytest
 from conftest import TIMEOUT, base_env
 
 HANG = 20  # seconds before a wait is declared hung
-ROW = re.compile(r"^(\S+)\s+(\S+)\s+(\d+)\s+([\d.]+)s\s+([\d.]+)s\s+([\d.]+)%$")
+# function, file:line, calls, total, self, self %, and cpu% run% blk% when the split is shown
+ROW = re.compile(r"^(\S+)\s+(\S+)\s+(\d+)\s+([\d.]+)s\s+([\d.]+)s\s+([\d.]+)%(?:\s+(\d+|-)\s+(\d+|-)\s+(\d+|-))?$")
 
 needs_tmux = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
 
@@ -33,6 +34,21 @@ def table(screen):
         if m:
             rows[m.group(1)] = (int(m.group(3)), float(m.group(4)), float(m.group(5)), float(m.group(6)))
     return rows
+
+
+def shares(screen):
+    """{function: (cpu%, run%, blk%)} for the rows that show numbers there."""
+    rows = {}
+    for line in screen.splitlines():
+        m = ROW.match(line.rstrip())
+        if m and m.group(7) and m.group(7) != "-":
+            rows[m.group(1)] = (int(m.group(7)), int(m.group(8)), int(m.group(9)))
+    return rows
+
+
+def right_edges(line):
+    """Where each word ends, "self %" counting as one word."""
+    return [m.end() for m in re.finditer(r"\S+", line.replace("self %", "self_%"))]
 
 
 class Pane:
@@ -245,6 +261,49 @@ def test_fits_80x24_and_follows_resize(pane, ulma_bin, prog, tmp_path):
     # a resize redraws at the new size: the key line moves to the new bottom
     p.tmux("resize-window", "-x", "100", "-y", "30")
     p.wait("the view redrawn at 100x30", lambda s: len(s.split("\n")) >= 30 and "q close view" in s.split("\n")[29])
+    open(stop, "w").close()
+    code, text = p.wait_exit()
+    assert code == 0, text
+
+
+@needs_tmux
+def test_cpu_run_blk_columns(pane, ulma_bin, prog, tmp_path):
+    """cpu% run% blk% at 80x24, aligned with their headers: a function that
+    sleeps is blocked, one that computes is on a CPU.  The table sums from
+    the start, so a spell of load on the machine (which makes a computing
+    function runnable rather than on a CPU) fades out: the shares are
+    waited for, not read once."""
+    trace, stop = str(tmp_path / "t.trace"), str(tmp_path / "stop")
+    p = pane([ulma_bin, "run", "--no-c-calls", "-o", trace, prog("live_split.py"), "--stop", stop],
+             width=80, height=24)
+
+    def settled(s):
+        rows, split = table(s), shares(s)
+        return all(f in split and rows[f][2] >= 1.0 for f in ("sleeper", "busy"))
+
+    screen = p.wait("a second of self time each in sleeper and busy, with cpu% run% blk%", settled)
+    lines = screen.split("\n")
+    assert all(len(l) <= 80 for l in lines)
+    header = lines[1].rstrip()
+    assert header.split()[-3:] == ["cpu%", "run%", "blk%"], header
+    assert re.search(r"live_split\.py:\d+", screen), "no file:line at 80 columns"
+    for line in lines[2:]:
+        m = ROW.match(line.rstrip())
+        if m:  # every number ends under its header's last character, and file:line starts under its own
+            assert right_edges(line)[2:] == right_edges(header)[2:], "\n".join([header, line])
+            assert line.index(m.group(2), len(m.group(1))) == header.index("file:line"), "\n".join([header, line])
+    for name, (cpu, run, blk) in shares(screen).items():
+        assert 98 <= cpu + run + blk <= 102, (name, cpu, run, blk)
+
+    p.wait("sleeper at least 70% blocked and busy at least 60% on a CPU",
+           lambda s: settled(s) and shares(s)["sleeper"][2] >= 70 and shares(s)["busy"][0] >= 60)
+
+    p.keys("s", "s", "s")  # self -> total -> calls -> cpu
+    by_cpu = p.wait("sorting by on-CPU time", lambda s: "sort: cpu" in s and settled(s))
+    assert "cpu%*" in by_cpu.splitlines()[1], by_cpu
+    first = ROW.match(by_cpu.splitlines()[2].rstrip())
+    assert first and first.group(1) == "busy", by_cpu
+
     open(stop, "w").close()
     code, text = p.wait_exit()
     assert code == 0, text

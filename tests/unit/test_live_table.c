@@ -1,0 +1,164 @@
+/* test_live_table.c - the live view's rows (src/monitor/live_table.h): the
+ * on-CPU and runnable split of self time, including the still-open frames'
+ * share (the top frame up to its thread's latest event, a lower one up to
+ * the entry of the frame above it) and its clamping at 0; the clear
+ * baseline covering the split like calls and times; the percentages of a
+ * self time; sorting by on-CPU time. */
+#include <string.h>
+
+#include "monitor/live_table.h"
+#include "tap.h"
+#include "ulma/shm.h"
+
+enum { A, B, C, NF };
+
+static const struct ulma_live_row *row_of(const struct ulma_live_table *t, uint32_t func)
+{
+	for (uint32_t i = 0; i < t->nrows; i++)
+		if (t->rows[i].func == func)
+			return &t->rows[i];
+	return NULL;
+}
+
+static int counts_are(const struct ulma_live_table *t, uint32_t func, uint64_t calls, uint64_t total,
+		      uint64_t self, uint64_t cpu, uint64_t wait)
+{
+	const struct ulma_live_row *r = row_of(t, func);
+	if (!r) {
+		tap_diag("func %u has no row", func);
+		return 0;
+	}
+	const struct ulma_live_counts *n = &r->n;
+	int ok = n->calls == calls && n->total_ticks == total && n->self_ticks == self && n->self_cpu_ns == cpu &&
+		 n->self_wait_ns == wait;
+	if (!ok)
+		tap_diag("func %u: calls %llu total %llu self %llu cpu %llu wait %llu; expected %llu %llu %llu %llu %llu",
+			 func, (unsigned long long)n->calls, (unsigned long long)n->total_ticks,
+			 (unsigned long long)n->self_ticks, (unsigned long long)n->self_cpu_ns,
+			 (unsigned long long)n->self_wait_ns, (unsigned long long)calls, (unsigned long long)total,
+			 (unsigned long long)self, (unsigned long long)cpu, (unsigned long long)wait);
+	return ok;
+}
+
+static void setup(struct ulma_profile *p)
+{
+	static const char *const names[NF] = {"A", "B", "C"};
+	ulma_profile_init(p);
+	for (uint32_t f = 0; f < NF; f++)
+		ulma_profile_add_func(p, f, ULMA_DEF_PY, names[f], 1, "m.py", 4, f + 1);
+	ulma_profile_add_thread(p, 0, 1, 100, 100);
+}
+
+/* (ticks, cpu ns, wait ns) at each event:
+ *   A enters (0, 0, 0)
+ *     B (10, 8, 1) .. (30, 20, 3)      self cpu 12, wait 2
+ *     C enters (40, 26, 4), still open
+ *       B (50, 30, 5) .. (60, 36, 5)   self cpu 6, wait 0
+ * so at the last event the thread has 36 ns on a CPU and 5 runnable. */
+static void feed(struct ulma_profile *p)
+{
+	ulma_profile_enter_at(p, 0, A, 0, 0, 0);
+	ulma_profile_enter_at(p, 0, B, 10, 8, 1);
+	ulma_profile_exit_at(p, 0, 30, 20, 3);
+	ulma_profile_enter_at(p, 0, C, 40, 26, 4);
+	ulma_profile_enter_at(p, 0, B, 50, 30, 5);
+	ulma_profile_exit_at(p, 0, 60, 36, 5);
+}
+
+static void test_open_frames(void)
+{
+	struct ulma_profile p;
+	struct ulma_live_table t;
+	setup(&p);
+	feed(&p);
+	ulma_live_table_init(&t);
+	if (!CHECK(ulma_live_table_update(&t, &p, 100) == 0 && t.nrows == NF, "snapshot at 100: 3 rows"))
+		return;
+	/* A is open under C: its self runs to C's entry, (40 ticks, 26 cpu, 4 wait), less B's */
+	CHECK(counts_are(&t, A, 1, 100, 20, 14, 2), "A (open, below C): self 20, cpu 14, wait 2");
+	/* C is on top: its self runs to now for ticks, to the latest event for cpu and wait */
+	CHECK(counts_are(&t, C, 1, 60, 50, 4, 1), "C (open, on top): self 50, cpu 36-26-6 = 4, wait 5-4-0 = 1");
+	CHECK(counts_are(&t, B, 2, 30, 30, 18, 2), "B (returned twice): cpu 12+6, wait 2+0");
+	uint64_t cpu = 0, wait = 0;
+	for (uint32_t i = 0; i < t.nrows; i++) {
+		cpu += t.rows[i].n.self_cpu_ns;
+		wait += t.rows[i].n.self_wait_ns;
+	}
+	CHECK(cpu == 36 && wait == 5, "the rows' cpu and wait add up to the thread's at its latest event");
+
+	ulma_live_table_sort(&t, &p, ULMA_SORT_CPU);
+	CHECK(t.rows[0].func == B && t.rows[1].func == A && t.rows[2].func == C, "sorted by on-CPU self time: B A C");
+
+	/* C now returns: nothing is counted twice between the open and the closed frame */
+	ulma_profile_exit_at(&p, 0, 100, 40, 7);
+	ulma_live_table_update(&t, &p, 110);
+	CHECK(counts_are(&t, C, 1, 60, 50, 8, 3), "C returned at (100, 40, 7): cpu 40-26-6 = 8, wait 7-4-0 = 3");
+	/* A is on top now; the 10 ticks since the thread's latest event have no cpu or wait yet */
+	CHECK(counts_are(&t, A, 1, 110, 30, 14, 2), "A on top at 110: self 110-20-60, cpu 40-12-14, wait 7-2-3");
+	ulma_live_table_free(&t);
+	ulma_profile_free(&p);
+}
+
+static void test_clamped(void)
+{
+	/* interpolated values from two samplings can disagree by a little: an
+	 * open frame's share never goes below 0 (nor wraps round) */
+	struct ulma_profile p;
+	struct ulma_live_table t;
+	setup(&p);
+	ulma_profile_enter_at(&p, 0, A, 0, 100, 50);
+	ulma_profile_enter_at(&p, 0, B, 10, 90, 40);
+	ulma_live_table_init(&t);
+	ulma_live_table_update(&t, &p, 20);
+	CHECK(counts_are(&t, A, 1, 20, 10, 0, 0), "A below a frame entered at earlier cpu and wait: 0, 0");
+	ulma_live_table_free(&t);
+	ulma_profile_free(&p);
+}
+
+static void test_clear(void)
+{
+	struct ulma_profile p;
+	struct ulma_live_table t;
+	setup(&p);
+	feed(&p);
+	ulma_live_table_init(&t);
+	ulma_live_table_update(&t, &p, 100);
+	CHECK(ulma_live_table_clear(&t, &p, 100) == 0 && t.nrows == 0, "cleared at 100: no rows");
+	/* C (open across the clear) calls B again */
+	ulma_profile_enter_at(&p, 0, B, 110, 40, 6);
+	ulma_profile_exit_at(&p, 0, 120, 46, 8);
+	ulma_live_table_update(&t, &p, 130);
+	CHECK(counts_are(&t, B, 1, 10, 10, 6, 2), "B after the clear: its one call");
+	/* from the clear on, C had ticks 100-130 less B's 10, cpu 36-46 less 6, wait 5-8 less 2 */
+	CHECK(counts_are(&t, C, 0, 30, 20, 4, 1), "C counts from the clear: self 20, cpu 4, wait 1");
+	CHECK(counts_are(&t, A, 0, 30, 0, 0, 0), "A, below C all along: total only");
+	ulma_live_table_free(&t);
+	ulma_profile_free(&p);
+}
+
+static int split_is(uint64_t self, uint64_t cpu, uint64_t wait, double ecpu, double erun, double eblk)
+{
+	struct ulma_live_split s = ulma_live_split_of(self, cpu, wait);
+	int ok = s.cpu == ecpu && s.run == erun && s.blk == eblk;
+	if (!ok)
+		tap_diag("split_of(%llu, %llu, %llu) = %g %g %g; expected %g %g %g", (unsigned long long)self,
+			 (unsigned long long)cpu, (unsigned long long)wait, s.cpu, s.run, s.blk, ecpu, erun, eblk);
+	return ok;
+}
+
+static void test_split(void)
+{
+	CHECK(split_is(200, 60, 40, 30, 20, 50), "cpu 30%%, runnable 20%%, blocked the rest");
+	CHECK(split_is(100, 0, 0, 0, 0, 100), "no cpu nor wait: all blocked");
+	CHECK(split_is(100, 120, 10, 100, 0, 0), "cpu beyond the self time is cut to it");
+	CHECK(split_is(100, 60, 70, 60, 40, 0), "runnable is cut to what cpu leaves");
+}
+
+int main(void)
+{
+	test_open_frames();
+	test_clamped();
+	test_clear();
+	test_split();
+	return tap_done();
+}
