@@ -80,11 +80,12 @@ def trace_path(tmp_path):
 
 @pytest.fixture(scope="session")
 def report_json(run_ulma):
-    """report_json(trace) -> (dict, CompletedProcess) of `ulma report TRACE --format json`;
-    fails the test if the report does not succeed or is not JSON."""
+    """report_json(trace, raw=False) -> (dict, CompletedProcess) of `ulma report TRACE
+    --format json` (with --no-correction if raw: times as measured, as the exports
+    carry them); fails the test if the report does not succeed or is not JSON."""
 
-    def report(trace):
-        proc = run_ulma(["report", trace, "--format", "json"])
+    def report(trace, raw=False):
+        proc = run_ulma(["report", trace, "--format", "json"] + (["--no-correction"] if raw else []))
         assert proc.returncode == 0, (
             "ulma report failed (%d): %s" % (proc.returncode, proc.stderr.decode(errors="replace"))
         )

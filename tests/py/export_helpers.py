@@ -32,7 +32,8 @@ def odd_names_line(path):
 @pytest.fixture(scope="session")
 def export_trace(run_ulma, report_json, prog, tmp_path_factory):
     """export_trace(name) -> {"trace", "report", "path"}: tests/py/programs/NAME
-    traced once per session with --lossless, and its JSON report."""
+    traced once per session with --lossless, and its JSON report with raw
+    times (exports carry times as measured, docs/overhead.md)."""
     cache = {}
 
     def get(name):
@@ -40,7 +41,7 @@ def export_trace(run_ulma, report_json, prog, tmp_path_factory):
             trace = str(tmp_path_factory.mktemp("export-trace") / (name + ".trace"))
             proc = run_ulma(["run", "--lossless", "--summary", "none", "-o", trace, prog(name)])
             assert proc.returncode == 0, proc.stderr.decode(errors="replace")
-            report, _ = report_json(trace)
+            report, _ = report_json(trace, raw=True)
             cache[name] = {"trace": trace, "report": report, "path": prog(name)}
         return cache[name]
 

@@ -57,12 +57,12 @@ static void setup(struct ulma_profile *p)
  * so at the last event the thread has 36 ns on a CPU and 5 runnable. */
 static void feed(struct ulma_profile *p)
 {
-	ulma_profile_enter_at(p, 0, A, 0, 0, 0);
-	ulma_profile_enter_at(p, 0, B, 10, 8, 1);
-	ulma_profile_exit_at(p, 0, 30, 20, 3);
-	ulma_profile_enter_at(p, 0, C, 40, 26, 4);
-	ulma_profile_enter_at(p, 0, B, 50, 30, 5);
-	ulma_profile_exit_at(p, 0, 60, 36, 5);
+	ulma_profile_enter_at(p, 0, A, 0, &(struct ulma_sched_clocks){0, 0, 0});
+	ulma_profile_enter_at(p, 0, B, 10, &(struct ulma_sched_clocks){8, 1, 0});
+	ulma_profile_exit_at(p, 0, 30, &(struct ulma_sched_clocks){20, 3, 0});
+	ulma_profile_enter_at(p, 0, C, 40, &(struct ulma_sched_clocks){26, 4, 0});
+	ulma_profile_enter_at(p, 0, B, 50, &(struct ulma_sched_clocks){30, 5, 0});
+	ulma_profile_exit_at(p, 0, 60, &(struct ulma_sched_clocks){36, 5, 0});
 }
 
 static void test_open_frames(void)
@@ -90,7 +90,7 @@ static void test_open_frames(void)
 	CHECK(t.rows[0].func == B && t.rows[1].func == A && t.rows[2].func == C, "sorted by on-CPU self time: B A C");
 
 	/* C now returns: nothing is counted twice between the open and the closed frame */
-	ulma_profile_exit_at(&p, 0, 100, 40, 7);
+	ulma_profile_exit_at(&p, 0, 100, &(struct ulma_sched_clocks){40, 7, 0});
 	ulma_live_table_update(&t, &p, 110);
 	CHECK(counts_are(&t, C, 1, 60, 50, 8, 3), "C returned at (100, 40, 7): cpu 40-26-6 = 8, wait 7-4-0 = 3");
 	/* A is on top now; the 10 ticks since the thread's latest event have no cpu or wait yet */
@@ -106,8 +106,8 @@ static void test_clamped(void)
 	struct ulma_profile p;
 	struct ulma_live_table t;
 	setup(&p);
-	ulma_profile_enter_at(&p, 0, A, 0, 100, 50);
-	ulma_profile_enter_at(&p, 0, B, 10, 90, 40);
+	ulma_profile_enter_at(&p, 0, A, 0, &(struct ulma_sched_clocks){100, 50, 0});
+	ulma_profile_enter_at(&p, 0, B, 10, &(struct ulma_sched_clocks){90, 40, 0});
 	ulma_live_table_init(&t);
 	ulma_live_table_update(&t, &p, 20);
 	CHECK(counts_are(&t, A, 1, 20, 10, 0, 0), "A below a frame entered at earlier cpu and wait: 0, 0");
@@ -125,8 +125,8 @@ static void test_clear(void)
 	ulma_live_table_update(&t, &p, 100);
 	CHECK(ulma_live_table_clear(&t, &p, 100) == 0 && t.nrows == 0, "cleared at 100: no rows");
 	/* C (open across the clear) calls B again */
-	ulma_profile_enter_at(&p, 0, B, 110, 40, 6);
-	ulma_profile_exit_at(&p, 0, 120, 46, 8);
+	ulma_profile_enter_at(&p, 0, B, 110, &(struct ulma_sched_clocks){40, 6, 0});
+	ulma_profile_exit_at(&p, 0, 120, &(struct ulma_sched_clocks){46, 8, 0});
 	ulma_live_table_update(&t, &p, 130);
 	CHECK(counts_are(&t, B, 1, 10, 10, 6, 2), "B after the clear: its one call");
 	/* from the clear on, C had ticks 100-130 less B's 10, cpu 36-46 less 6, wait 5-8 less 2 */
