@@ -160,7 +160,7 @@ static void read_once(const uint8_t *data, size_t size)
 	ulma_profile_finish(&x.prof, x.last_ticks);
 	for (uint32_t i = 0; i < x.prof.nthreads; i++)
 		REQUIRE(x.prof.threads[i].depth == 0);
-	uint32_t *order = ulma_profile_sorted_by_self(&x.prof);
+	uint32_t *order = ulma_profile_sorted_by_self(&x.prof, (double)(st.overhead_ps % 100000) / 1000.0);
 	free(order);
 	ulma_profile_free(&x.prof);
 	ulma_schedline_free(&x.sched);
