@@ -2,11 +2,12 @@
 
 The tracing itself is C: `ulma._ulma` is the in-process hook and the
 `ulma` program is the monitor.  This package only starts them.  Run a
-program traced with `ulma run script.py` or `python -m ulma run script.py`.
+program traced with `ulma run script.py` or `python -m ulma run script.py`,
+or trace a part of it with `with ulma.profile("out.trace"):`.
 """
 
 __version__ = "0.1.0"
-__all__ = ["__version__", "attachable"]
+__all__ = ["__version__", "attachable", "profile"]
 
 _attach = {"path": None}
 
@@ -35,3 +36,109 @@ def _forked():
 
     _attach["path"] = None
     _ulma._attach_forked()
+
+
+class profile:
+    """Trace a block of this program, and every process it starts meanwhile.
+
+        with ulma.profile("out.trace"):
+            work()
+
+    starts a monitor (the `ulma` program, in a session of its own), traces
+    every thread of this process into it, and lets the Python processes
+    started inside the block join the same trace, as under `ulma run`:
+    forks, multiprocessing (fork, spawn, forkserver) and Python
+    subprocesses.  At the end of the block tracing stops, the monitor
+    finishes the trace and prints the summary on stderr.  `start()` and
+    `stop()` do the same without a with-statement.  docs/inline.md.
+
+    output: the trace file; summary: "text", "json" or "none"; lossless:
+    wait instead of dropping events; c_calls: record builtins too; follow:
+    let started processes join; correction: subtract the hook's own cost
+    from the summary's times; limit: rows of the text summary.
+    """
+
+    def __init__(self, output="ulma.trace", summary="text", lossless=False, c_calls=True, follow=True,
+                 correction=True, limit=25):
+        if summary not in ("text", "json", "none"):
+            raise ValueError("ulma.profile: summary must be 'text', 'json' or 'none', not %r" % (summary,))
+        self.output = str(output)
+        self.summary = summary
+        self.lossless = lossless
+        self.c_calls = c_calls
+        self.follow = follow
+        self.correction = correction
+        self.limit = int(limit)
+        self._monitor = None
+        self._saved_path = None
+
+    def start(self):
+        """Start the monitor and trace this process into it."""
+        import os
+        import subprocess
+
+        from ulma import _ulma
+        from ulma._locate import ulma_binary
+
+        if self._monitor is not None or _ulma.is_active():
+            raise RuntimeError("ulma: this process is already being traced")
+        binary = ulma_binary()
+        if not binary:
+            raise RuntimeError("ulma: cannot find the ulma program of this installation")
+        argv = [binary, "__host", str(os.getpid()), "-o", self.output, "--summary", self.summary,
+                "--limit", str(self.limit)]
+        argv += ["--lossless"] if self.lossless else []
+        argv += [] if self.c_calls else ["--no-c-calls"]
+        argv += [] if self.correction else ["--no-correction"]
+        monitor = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, start_new_session=True)
+        path = monitor.stdout.readline().decode(errors="replace").strip()
+        if not path.startswith("/proc/"):
+            monitor.stdin.close()
+            code = monitor.wait()
+            monitor.stdout.close()
+            raise RuntimeError("ulma: the monitor did not start (exit status %d; its reason is above)" % code)
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CLOEXEC)
+        except OSError:
+            monitor.stdin.close()
+            monitor.wait()
+            monitor.stdout.close()
+            raise
+        self._monitor = monitor
+        if self.follow:
+            self._saved_path = os.environ.get("ULMA_SESSION_PATH")
+            os.environ["ULMA_SESSION_PATH"] = path
+        _ulma.start(fd, (profile.stop.__code__, profile.__exit__.__code__, _restore_env.__code__))
+        return self
+
+    def stop(self):
+        """Stop tracing, let the monitor finish the trace and print the
+        summary, and wait for it.  Returns the monitor's exit status."""
+        from ulma import _ulma
+
+        if self._monitor is None:
+            return None
+        _ulma.stop()
+        monitor, self._monitor = self._monitor, None
+        if self.follow:
+            _restore_env(self._saved_path)
+        monitor.stdin.close()
+        code = monitor.wait()
+        monitor.stdout.close()
+        return code
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        self.stop()
+        return False
+
+
+def _restore_env(saved):
+    import os
+
+    if saved is None:
+        os.environ.pop("ULMA_SESSION_PATH", None)
+    else:
+        os.environ["ULMA_SESSION_PATH"] = saved

@@ -1,5 +1,6 @@
 /* attach.c - `ulma top PID` and `ulma record PID`: attach to a running
- * attachable process, watch it or record it, and detach.
+ * attachable process, watch it or record it, and detach; and `ulma __host
+ * PID`, the monitor of an inline `with ulma.profile():` block.
  *
  * The process was started with `ulma run --attachable` or called
  * ulma.attachable(); it runs untraced until now.  This monitor takes it
@@ -10,9 +11,18 @@
  * trace for -d seconds.  Then it asks the process to stop tracing, drains
  * what is left and gives the process back.  If this monitor is killed
  * instead, the process notices the silent heartbeat and detaches itself.
+ *
+ * __host is the same monitor started by the program itself
+ * (python/ulma/__init__.py): instead of asking the process to attach, it
+ * prints the session's /proc path on stdout, the program starts tracing
+ * into it (and children join through ULMA_SESSION_PATH, as under `ulma
+ * run`), and the end of its stdin (the block's end, or the program's)
+ * ends the recording.  It runs in its own session, so the terminal's
+ * Ctrl-C reaches only the program, which decides.
  */
 #include <errno.h>
 #include <getopt.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,7 +47,7 @@
 #define FLUSH_EVERY_NS UINT64_C(250000000)
 #define REAP_EVERY_NS UINT64_C(10000000)
 
-enum mode { MODE_TOP, MODE_ONCE, MODE_RECORD };
+enum mode { MODE_TOP, MODE_ONCE, MODE_RECORD, MODE_HOST };
 
 struct attach_options {
 	enum mode mode;
@@ -78,8 +88,13 @@ static void on_stop(int sig)
 	stop_requested = 1;
 }
 
-static int parse(int argc, char **argv, bool record, struct attach_options *o)
+static const char host_usage[] =
+	"usage: ulma __host PID [-o FILE] [record's options]\n"
+	"  the monitor of `with ulma.profile():` in process PID (docs/inline.md); not for direct use\n";
+
+static int parse(int argc, char **argv, enum mode mode, struct attach_options *o)
 {
+	bool record = mode == MODE_RECORD || mode == MODE_HOST;
 	static const struct option opts[] = {
 		{"once", no_argument, NULL, '1'},
 		{"duration", required_argument, NULL, 'd'},
@@ -92,11 +107,11 @@ static int parse(int argc, char **argv, bool record, struct attach_options *o)
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
-	const char *usage = record ? record_usage : top_usage;
+	const char *usage = mode == MODE_HOST ? host_usage : record ? record_usage : top_usage;
 	char *end;
 	int c;
 	memset(o, 0, sizeof(*o));
-	o->mode = record ? MODE_RECORD : MODE_TOP;
+	o->mode = mode;
 	o->output = "ulma.trace";
 	o->summary = "text";
 	o->limit = 25;
@@ -111,7 +126,7 @@ static int parse(int argc, char **argv, bool record, struct attach_options *o)
 			break;
 		case 'd':
 			o->seconds = strtod(optarg, &end);
-			if (!record || *end || !(o->seconds > 0) || o->seconds > 1e7) {
+			if (mode != MODE_RECORD || *end || !(o->seconds > 0) || o->seconds > 1e7) {
 				ulma_die_msg("-d takes a positive number of seconds, not '%s'", optarg);
 				return -1;
 			}
@@ -158,7 +173,7 @@ static int parse(int argc, char **argv, bool record, struct attach_options *o)
 		goto bad;
 	}
 	o->pid = (pid_t)pid;
-	if (record && o->seconds < 0) {
+	if (mode == MODE_RECORD && o->seconds < 0) {
 		ulma_die_msg("record needs -d SECONDS");
 		goto bad;
 	}
@@ -194,9 +209,13 @@ static int begin(const struct attach_options *o, struct attachment *a)
 {
 	char why[512];
 	struct ulma_session_config cfg;
-	int err = ulma_attach_open(o->pid, &a->target, why, sizeof(why));
-	if (!err)
-		err = ulma_attach_claim(&a->target, why, sizeof(why));
+	int err = 0;
+	a->target.pidfd = -1;
+	if (o->mode != MODE_HOST) {
+		err = ulma_attach_open(o->pid, &a->target, why, sizeof(why));
+		if (!err)
+			err = ulma_attach_claim(&a->target, why, sizeof(why));
+	}
 	if (err) {
 		ulma_die_msg("%s", why);
 		return -1;
@@ -212,9 +231,9 @@ static int begin(const struct attach_options *o, struct attachment *a)
 	}
 	a->hz = ulma_clock_measure_hz(cfg.use_tsc);
 	ulma_clock_sample(cfg.use_tsc, &a->start);
-	if (o->mode == MODE_RECORD) {
+	if (o->mode == MODE_RECORD || o->mode == MODE_HOST) {
 		char cmd[64];
-		snprintf(cmd, sizeof(cmd), "attach %d", (int)o->pid);
+		snprintf(cmd, sizeof(cmd), "%s %d", o->mode == MODE_HOST ? "ulma.profile() in" : "attach", (int)o->pid);
 		struct ulma_trace_meta meta = {
 			.flags = (cfg.use_tsc ? ULMA_META_TSC : 0) | (o->lossless ? ULMA_META_LOSSLESS : 0) |
 				 (o->no_c_calls ? ULMA_META_NO_C_CALLS : 0),
@@ -236,6 +255,13 @@ static int begin(const struct attach_options *o, struct attachment *a)
 	}
 	a->col_ready = true;
 	atomic_store(&a->session.hdr->heartbeat_ns, ulma_clock_monotonic_ns());
+	if (o->mode == MODE_HOST) { /* the program opens the session itself */
+		if (printf("/proc/%d/fd/%d\n", (int)getpid(), a->session.fd) < 0 || fflush(stdout) != 0) {
+			ulma_die_msg("cannot tell the program where the session is: %s", strerror(errno));
+			return -1;
+		}
+		return 0;
+	}
 	err = ulma_attach_request(&a->target, a->session.fd, ATTACH_TIMEOUT_MS, why, sizeof(why));
 	if (err) {
 		ulma_die_msg("%s", why);
@@ -286,8 +312,8 @@ static int print_summary(const struct attach_options *o, struct attachment *a, F
 	struct stat st;
 	struct ulma_summary s = {.profile = &a->col.profile,
 				 .duration_ns = a->end.ns - a->start.ns,
-				 .trace_bytes = o->mode == MODE_RECORD && stat(o->output, &st) == 0 ? (uint64_t)st.st_size : 0,
-				 .trace_path = o->mode == MODE_RECORD ? o->output : NULL,
+				 .trace_bytes = a->writer && stat(o->output, &st) == 0 ? (uint64_t)st.st_size : 0,
+				 .trace_path = a->writer ? o->output : NULL,
 				 .failures = failures,
 				 .complete = true,
 				 .exit_status = -1,
@@ -299,6 +325,17 @@ static int print_summary(const struct attach_options *o, struct attachment *a, F
 	else if (strcmp(o->summary, "json") == 0)
 		ulma_summary_json(out, &s);
 	return err ? 1 : 0;
+}
+
+/* __host: the program closed our stdin (or wrote to it, or died). */
+static bool host_released(void)
+{
+	struct pollfd p = {0, POLLIN, 0};
+	if (poll(&p, 1, 0) <= 0)
+		return false;
+	char buf[64];
+	(void)read(0, buf, sizeof(buf));
+	return true;
 }
 
 static int attach_main(const struct attach_options *o)
@@ -343,7 +380,7 @@ static int attach_main(const struct attach_options *o)
 			uint32_t cpu;
 			ulma_collector_reap(&a.col, ulma_clock_now(a.use_tsc, &cpu));
 			last_reap = now;
-			if ((ended = ulma_attach_ended(&a.target)))
+			if (o->mode == MODE_HOST ? host_released() : (ended = ulma_attach_ended(&a.target)))
 				break;
 		}
 		if (a.writer && now - last_flush > FLUSH_EVERY_NS) {
@@ -356,12 +393,12 @@ static int attach_main(const struct attach_options *o)
 			break; /* q, or the terminal went away */
 		ulma_live_sleep(live, n < 0 ? 10000000 : n > 0 ? 200000 : 500000);
 	}
-	end_tracing(&a, ended);
+	end_tracing(&a, ended || o->mode == MODE_HOST);
 	ulma_live_close(live);
 	int rc = 0;
 	if (o->mode == MODE_ONCE)
 		rc = print_summary(o, &a, stdout);
-	else if (o->mode == MODE_RECORD)
+	else if (o->mode == MODE_RECORD || o->mode == MODE_HOST)
 		rc = print_summary(o, &a, stderr);
 	if (ended)
 		ulma_die_msg("process %d ended", (int)o->pid);
@@ -374,7 +411,7 @@ static int attach_main(const struct attach_options *o)
 int ulma_cmd_top(int argc, char **argv)
 {
 	struct attach_options o;
-	if (parse(argc, argv, false, &o) < 0)
+	if (parse(argc, argv, MODE_TOP, &o) < 0)
 		return ULMA_EXIT_USAGE;
 	return attach_main(&o);
 }
@@ -382,7 +419,15 @@ int ulma_cmd_top(int argc, char **argv)
 int ulma_cmd_record(int argc, char **argv)
 {
 	struct attach_options o;
-	if (parse(argc, argv, true, &o) < 0)
+	if (parse(argc, argv, MODE_RECORD, &o) < 0)
+		return ULMA_EXIT_USAGE;
+	return attach_main(&o);
+}
+
+int ulma_cmd_host(int argc, char **argv)
+{
+	struct attach_options o;
+	if (parse(argc, argv, MODE_HOST, &o) < 0)
 		return ULMA_EXIT_USAGE;
 	return attach_main(&o);
 }

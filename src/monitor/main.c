@@ -65,6 +65,8 @@ int main(int argc, char **argv)
 		return ulma_cmd_top(argc - 2, argv + 2);
 	if (strcmp(cmd, "record") == 0)
 		return ulma_cmd_record(argc - 2, argv + 2);
+	if (strcmp(cmd, "__host") == 0) /* the monitor of `with ulma.profile():`, started by the program */
+		return ulma_cmd_host(argc - 2, argv + 2);
 	if (strcmp(cmd, "export") == 0)
 		return ulma_cmd_export(argc - 2, argv + 2);
 	if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
