@@ -2,6 +2,7 @@
 #include "profile.h"
 
 #include "../core/array.h"
+#include "../core/clock.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -209,27 +210,20 @@ void ulma_profile_finish(struct ulma_profile *p, uint64_t ticks)
 }
 
 static const struct ulma_profile *sort_profile;
-static double sort_ticks_per_event;
+static const uint64_t *sort_keys;
 
-static double sort_key(const struct ulma_func_row *f)
+static int by_key_desc(const void *a, const void *b)
 {
-	double v = (double)f->self_ticks - sort_ticks_per_event * (double)f->self_events;
-	return v > 0 ? v : 0;
-}
-
-static int by_self_desc(const void *a, const void *b)
-{
-	const struct ulma_func_row *x = &sort_profile->funcs[*(const uint32_t *)a];
-	const struct ulma_func_row *y = &sort_profile->funcs[*(const uint32_t *)b];
-	double kx = sort_key(x), ky = sort_key(y);
-	if (kx != ky)
-		return kx < ky ? 1 : -1;
+	uint32_t i = *(const uint32_t *)a, j = *(const uint32_t *)b;
+	const struct ulma_func_row *x = &sort_profile->funcs[i], *y = &sort_profile->funcs[j];
+	if (sort_keys[i] != sort_keys[j])
+		return sort_keys[i] < sort_keys[j] ? 1 : -1;
 	if (x->calls != y->calls)
 		return x->calls < y->calls ? 1 : -1;
-	return *(const uint32_t *)a < *(const uint32_t *)b ? -1 : 1;
+	return i < j ? -1 : 1;
 }
 
-uint32_t *ulma_profile_sorted_by_self(const struct ulma_profile *p, double ticks_per_event)
+uint32_t *ulma_profile_sorted_by_key(const struct ulma_profile *p, const uint64_t *key)
 {
 	uint32_t *idx = malloc((p->nfuncs ? p->nfuncs : 1) * sizeof(*idx));
 	if (!idx)
@@ -237,8 +231,24 @@ uint32_t *ulma_profile_sorted_by_self(const struct ulma_profile *p, double ticks
 	for (uint32_t i = 0; i < p->nfuncs; i++)
 		idx[i] = i;
 	sort_profile = p;
-	sort_ticks_per_event = ticks_per_event;
-	qsort(idx, p->nfuncs, sizeof(*idx), by_self_desc);
+	sort_keys = key;
+	qsort(idx, p->nfuncs, sizeof(*idx), by_key_desc);
 	sort_profile = NULL;
+	sort_keys = NULL;
+	return idx;
+}
+
+uint32_t *ulma_profile_sorted_by_self(const struct ulma_profile *p, double ticks_per_event)
+{
+	uint64_t *key = malloc((p->nfuncs ? p->nfuncs : 1) * sizeof(*key));
+	if (!key)
+		return NULL;
+	for (uint32_t i = 0; i < p->nfuncs; i++) {
+		const struct ulma_func_row *f = &p->funcs[i];
+		double v = (double)f->self_ticks - ticks_per_event * (double)f->self_events;
+		key[i] = v > 0 ? ulma_u64_from_double(v) : 0;
+	}
+	uint32_t *idx = ulma_profile_sorted_by_key(p, key);
+	free(key);
 	return idx;
 }

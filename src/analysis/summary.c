@@ -21,12 +21,6 @@ static double ns_per_event(const struct ulma_summary *s)
 	return s->no_correction ? 0.0 : (double)s->overhead_ps / 1000.0;
 }
 
-static double ticks_per_event(const struct ulma_summary *s)
-{
-	uint64_t ns_per_gtick = to_ns(s, 1000000000);
-	return ns_per_gtick ? ns_per_event(s) * 1e9 / (double)ns_per_gtick : 0.0;
-}
-
 /* f's self and total time, corrected unless asked not to, and split. */
 static void times_of(const struct ulma_summary *s, const struct ulma_func_row *f, struct ulma_time_split *self,
 		     struct ulma_time_split *total)
@@ -154,10 +148,27 @@ static void print_lanes(FILE *out, const struct ulma_summary *s)
 		fprintf(out, "  (%u more threads in the JSON report)\n", p->nthreads - 32);
 }
 
+/* Function indices by self time as shown (corrected unless asked not to). */
+static uint32_t *sorted_by_shown_self(const struct ulma_summary *s)
+{
+	const struct ulma_profile *p = s->profile;
+	uint64_t *key = malloc((p->nfuncs ? p->nfuncs : 1) * sizeof(*key));
+	if (!key)
+		return NULL;
+	for (uint32_t i = 0; i < p->nfuncs; i++) {
+		struct ulma_time_split self, total;
+		times_of(s, &p->funcs[i], &self, &total);
+		key[i] = self.wall_ns;
+	}
+	uint32_t *order = ulma_profile_sorted_by_key(p, key);
+	free(key);
+	return order;
+}
+
 int ulma_summary_text(FILE *out, const struct ulma_summary *s, uint32_t limit)
 {
 	const struct ulma_profile *p = s->profile;
-	uint32_t *order = ulma_profile_sorted_by_self(p, ticks_per_event(s));
+	uint32_t *order = sorted_by_shown_self(s);
 	char pbuf[48], bbuf[32], fbuf[512];
 	if (!order)
 		return -ENOMEM;
@@ -285,7 +296,7 @@ double ulma_summary_parallelism(const struct ulma_summary *s)
 int ulma_summary_json(FILE *out, const struct ulma_summary *s)
 {
 	const struct ulma_profile *p = s->profile;
-	uint32_t *order = ulma_profile_sorted_by_self(p, ticks_per_event(s));
+	uint32_t *order = sorted_by_shown_self(s);
 	char fbuf[512];
 	if (!order)
 		return -ENOMEM;
