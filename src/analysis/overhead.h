@@ -28,10 +28,13 @@ struct ulma_time_split {
 };
 
 /* Split `wall_ns` of a function with `cpu_ns` on a CPU, `wait_ns`
- * runnable and `gil_ns` waiting for the GIL, less `events` events at
- * `ns_per_event` each (0: no correction).  The parts are clamped so that
+ * runnable and `gil_ns` waiting for the GIL, less `cost_ns` of the hook's
+ * (ulma_overhead_cost; 0: no correction).  The parts are clamped so that
  * they add up to the corrected wall time exactly. */
-void ulma_overhead_split(uint64_t wall_ns, uint64_t cpu_ns, uint64_t wait_ns, uint64_t gil_ns, uint64_t events,
-			 double ns_per_event, struct ulma_time_split *out);
+void ulma_overhead_split(uint64_t wall_ns, uint64_t cpu_ns, uint64_t wait_ns, uint64_t gil_ns, uint64_t cost_ns,
+			 struct ulma_time_split *out);
+
+/* The hook's cost of `events` events at `ns_per_event` each, rounded. */
+uint64_t ulma_overhead_cost(uint64_t events, double ns_per_event);
 
 #endif

@@ -2,7 +2,6 @@
 #include "profile.h"
 
 #include "../core/array.h"
-#include "../core/clock.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -235,20 +234,5 @@ uint32_t *ulma_profile_sorted_by_key(const struct ulma_profile *p, const uint64_
 	qsort(idx, p->nfuncs, sizeof(*idx), by_key_desc);
 	sort_profile = NULL;
 	sort_keys = NULL;
-	return idx;
-}
-
-uint32_t *ulma_profile_sorted_by_self(const struct ulma_profile *p, double ticks_per_event)
-{
-	uint64_t *key = malloc((p->nfuncs ? p->nfuncs : 1) * sizeof(*key));
-	if (!key)
-		return NULL;
-	for (uint32_t i = 0; i < p->nfuncs; i++) {
-		const struct ulma_func_row *f = &p->funcs[i];
-		double v = (double)f->self_ticks - ticks_per_event * (double)f->self_events;
-		key[i] = v > 0 ? ulma_u64_from_double(v) : 0;
-	}
-	uint32_t *idx = ulma_profile_sorted_by_key(p, key);
-	free(key);
 	return idx;
 }

@@ -125,8 +125,4 @@ void ulma_profile_finish(struct ulma_profile *p, uint64_t ticks);
  * descending, then by index; caller frees.  NULL if out of memory. */
 uint32_t *ulma_profile_sorted_by_key(const struct ulma_profile *p, const uint64_t *key);
 
-/* The same by self time less ticks_per_event for each of its self_events
- * (0: raw self time). */
-uint32_t *ulma_profile_sorted_by_self(const struct ulma_profile *p, double ticks_per_event);
-
 #endif

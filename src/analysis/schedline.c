@@ -7,10 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-int ulma_schedline_add(struct ulma_schedline *l, const struct ulma_sched_sample *sample)
+int ulma_schedline_add(struct ulma_schedline *l, const struct ulma_trace_sched *sample)
 {
 	if (!ulma_schedline_empty(l)) {
-		const struct ulma_sched_sample *last = &l->s[l->n - 1];
+		const struct ulma_trace_sched *last = &l->s[l->n - 1];
 		if (sample->ticks <= last->ticks || sample->cpu_ns < last->cpu_ns || sample->wait_ns < last->wait_ns ||
 		    sample->gil_ns < last->gil_ns)
 			return 0;
@@ -24,7 +24,7 @@ int ulma_schedline_add(struct ulma_schedline *l, const struct ulma_sched_sample 
 			l->first = 0;
 		} else {
 			size_t cap = l->cap ? l->cap * 2 : 16;
-			struct ulma_sched_sample *s = realloc(l->s, cap * sizeof(*s));
+			struct ulma_trace_sched *s = realloc(l->s, cap * sizeof(*s));
 			if (!s)
 				return -ENOMEM;
 			l->s = s;
@@ -46,13 +46,13 @@ void ulma_schedline_at(struct ulma_schedline *l, uint64_t ticks, struct ulma_sch
 		l->first++;
 		l->rated = false;
 	}
-	const struct ulma_sched_sample *a = &l->s[l->first];
+	const struct ulma_trace_sched *a = &l->s[l->first];
 	if (ticks <= a->ticks || l->n - l->first == 1) {
 		*at = (struct ulma_sched_clocks){a->cpu_ns, a->wait_ns, a->gil_ns};
 		return;
 	}
 	if (!l->rated) { /* once per interval, not per event */
-		const struct ulma_sched_sample *b = a + 1;
+		const struct ulma_trace_sched *b = a + 1;
 		double span = (double)(b->ticks - a->ticks);
 		l->cpu_per_tick = (double)(b->cpu_ns - a->cpu_ns) / span;
 		l->wait_per_tick = (double)(b->wait_ns - a->wait_ns) / span;

@@ -19,12 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-struct ulma_sched_sample {
-	uint64_t ticks;   /* session clock at the sample */
-	uint64_t cpu_ns;  /* cumulative time on a CPU */
-	uint64_t wait_ns; /* cumulative time runnable but waiting for a CPU */
-	uint64_t gil_ns;  /* cumulative time blocked waiting for the GIL (estimated) */
-};
+#include "../core/trace_writer.h" /* struct ulma_trace_sched: one sample */
 
 /* A thread's cumulative clocks at one moment. */
 struct ulma_sched_clocks {
@@ -34,7 +29,7 @@ struct ulma_sched_clocks {
 };
 
 struct ulma_schedline {
-	struct ulma_sched_sample *s;
+	struct ulma_trace_sched *s;
 	size_t first; /* index of the oldest sample kept */
 	size_t n;     /* one past the newest */
 	size_t cap;
@@ -45,7 +40,7 @@ struct ulma_schedline {
 
 /* Append a sample.  Samples older than the newest are ignored (times and
  * counters only grow).  Returns 0 or -ENOMEM.  Accepts a zeroed schedline. */
-int ulma_schedline_add(struct ulma_schedline *l, const struct ulma_sched_sample *sample);
+int ulma_schedline_add(struct ulma_schedline *l, const struct ulma_trace_sched *sample);
 
 static inline bool ulma_schedline_empty(const struct ulma_schedline *l)
 {

@@ -26,13 +26,16 @@ static void times_of(const struct ulma_summary *s, const struct ulma_func_row *f
 		     struct ulma_time_split *total)
 {
 	double b = ns_per_event(s);
-	ulma_overhead_split(to_ns(s, f->self_ticks), f->self_cpu_ns, f->self_wait_ns, f->self_gil_ns, f->self_events,
-			    b, self);
-	ulma_overhead_split(to_ns(s, f->total_ticks), f->total_cpu_ns, f->total_wait_ns, f->total_gil_ns,
-			    f->total_events, b, total);
-	if (total->wall_ns < self->wall_ns) /* callees clamped at zero gave back less than charged */
-		ulma_overhead_split(to_ns(s, f->total_ticks), f->total_cpu_ns, f->total_wait_ns, f->total_gil_ns,
-				    1, (double)(to_ns(s, f->total_ticks) - self->wall_ns), total);
+	uint64_t raw_total = to_ns(s, f->total_ticks);
+	ulma_overhead_split(to_ns(s, f->self_ticks), f->self_cpu_ns, f->self_wait_ns, f->self_gil_ns,
+			    ulma_overhead_cost(f->self_events, b), self);
+	uint64_t total_cost = ulma_overhead_cost(f->total_events, b);
+	/* callees clamped at zero gave back less than was charged: a total
+	 * never goes below its self time */
+	uint64_t room = raw_total > self->wall_ns ? raw_total - self->wall_ns : 0;
+	if (total_cost > room)
+		total_cost = room;
+	ulma_overhead_split(raw_total, f->total_cpu_ns, f->total_wait_ns, f->total_gil_ns, total_cost, total);
 }
 
 static const char *or_unknown(const char *s)

@@ -79,7 +79,7 @@ static bool sample(struct ulma_collector *c, struct ulma_collector_slot *cs, uin
 	if (!force && now - cs->sampled_ns < period)
 		return false;
 	uint32_t cpu;
-	struct ulma_sched_sample smp = {0, 0, 0, 0};
+	struct ulma_trace_sched smp = {0, 0, 0, 0, false};
 	smp.ticks = ulma_clock_now(c->use_tsc, &cpu);
 	if (ulma_sampler_read(cs->sched_fd, &smp.cpu_ns, &smp.wait_ns) < 0) {
 		close(cs->sched_fd); /* the thread is gone: its last events clamp to the last sample */
@@ -87,17 +87,15 @@ static bool sample(struct ulma_collector *c, struct ulma_collector_slot *cs, uin
 		ulma_gilwait_close(&cs->gil);
 		return false;
 	}
-	bool gil_known = ulma_gilwait_step(&cs->gil, ulma_clock_monotonic_ns(), smp.cpu_ns, smp.wait_ns);
+	smp.gil_known = ulma_gilwait_step(&cs->gil, ulma_clock_monotonic_ns(), smp.cpu_ns, smp.wait_ns);
 	smp.gil_ns = cs->gil.gil_ns;
 	cs->sampled_ns = now;
 	cs->head_at_sample = head;
 	if (ulma_schedline_add(&cs->line, &smp) < 0)
 		return false;
-	ulma_profile_sample(&c->profile, cs->thread, smp.cpu_ns, gil_known);
-	if (cs->stream) {
-		struct ulma_trace_sched ts = {smp.ticks, smp.cpu_ns, smp.wait_ns, smp.gil_ns, gil_known};
-		ulma_trace_sched(cs->stream, &ts);
-	}
+	ulma_profile_sample(&c->profile, cs->thread, smp.cpu_ns, smp.gil_known);
+	if (cs->stream)
+		ulma_trace_sched(cs->stream, &smp);
 	return true;
 }
 

@@ -64,9 +64,8 @@ static int on_thread(void *ctx, const struct ulma_trace_thread *t)
 static int on_sched(void *ctx, uint32_t thread, const struct ulma_trace_sched *s)
 {
 	struct report_ctx *r = ctx;
-	struct ulma_sched_sample smp = {s->ticks, s->cpu_ns, s->wait_ns, s->gil_ns};
 	ulma_profile_sample(&r->profile, thread, s->cpu_ns, s->gil_known);
-	return ulma_schedline_add(&r->sched[thread], &smp);
+	return ulma_schedline_add(&r->sched[thread], s);
 }
 
 static int on_event(void *ctx, const struct ulma_trace_event *e)

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis/overhead.h"
 #include "analysis/profile.h"
 #include "analysis/schedline.h"
 #include "core/crc32c.h"
@@ -75,8 +76,7 @@ static int on_sched(void *c, uint32_t thread, const struct ulma_trace_sched *s)
 		x->sched_thread = thread;
 	}
 	REQUIRE(s->gil_known || s->gil_ns == 0);
-	struct ulma_sched_sample smp = {s->ticks, s->cpu_ns, s->wait_ns, s->gil_ns};
-	if (ulma_schedline_add(&x->sched, &smp))
+	if (ulma_schedline_add(&x->sched, s))
 		return -ENOMEM;
 	struct ulma_sched_clocks at;
 	ulma_schedline_at(&x->sched, s->ticks, &at);
@@ -160,8 +160,21 @@ static void read_once(const uint8_t *data, size_t size)
 	ulma_profile_finish(&x.prof, x.last_ticks);
 	for (uint32_t i = 0; i < x.prof.nthreads; i++)
 		REQUIRE(x.prof.threads[i].depth == 0);
-	uint32_t *order = ulma_profile_sorted_by_self(&x.prof, (double)(st.overhead_ps % 100000) / 1000.0);
-	free(order);
+	uint64_t *key = calloc(x.prof.nfuncs ? x.prof.nfuncs : 1, sizeof(*key));
+	if (key) {
+		for (uint32_t i = 0; i < x.prof.nfuncs; i++) {
+			const struct ulma_func_row *row = &x.prof.funcs[i];
+			struct ulma_time_split split;
+			ulma_overhead_split(row->self_ticks, row->self_cpu_ns, row->self_wait_ns, row->self_gil_ns,
+					    ulma_overhead_cost(row->self_events, (double)(st.overhead_ps % 100000) / 1000.0),
+					    &split);
+			REQUIRE(split.on_cpu_ns + split.runnable_ns + split.blocked_ns == split.wall_ns);
+			REQUIRE(split.gil_ns <= split.blocked_ns);
+			key[i] = split.wall_ns;
+		}
+		free(ulma_profile_sorted_by_key(&x.prof, key));
+		free(key);
+	}
 	ulma_profile_free(&x.prof);
 	ulma_schedline_free(&x.sched);
 }

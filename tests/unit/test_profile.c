@@ -63,7 +63,8 @@ static void test_nested(void)
 	ulma_profile_exit(&p, 0, 200);
 	CHECK(p.events == 8 && p.last_ticks == 100 && row_is(&p, 0, 1, 100, 50), "stray exit changes nothing");
 
-	uint32_t *order = ulma_profile_sorted_by_self(&p, 0);
+	uint64_t self[3] = {p.funcs[0].self_ticks, p.funcs[1].self_ticks, p.funcs[2].self_ticks};
+	uint32_t *order = ulma_profile_sorted_by_key(&p, self);
 	/* self: A 50, B 25, C 25 (C has more calls, so before B) */
 	CHECK(order && order[0] == 0 && order[1] == 2 && order[2] == 1,
 	      "sorted by self, ties broken by calls: A, C, B");

@@ -22,7 +22,8 @@ int main(void)
 	at(&l, 5, &cpu, &wait);
 	CHECK(cpu == 0 && wait == 0, "an empty schedline gives zeros");
 
-	struct ulma_sched_sample a = {1000, 100, 10, 0}, b = {2000, 600, 10, 0}, c = {3000, 600, 510, 300};
+	struct ulma_trace_sched a = {1000, 100, 10, 0, true}, b = {2000, 600, 10, 0, true},
+				c = {3000, 600, 510, 300, true};
 	CHECK(ulma_schedline_add(&l, &a) == 0 && ulma_schedline_add(&l, &b) == 0 &&
 		      ulma_schedline_add(&l, &c) == 0,
 	      "three samples added");
@@ -44,13 +45,13 @@ int main(void)
 	at(&l, 9999, &cpu, &wait);
 	CHECK(cpu == 600 && wait == 510, "after the last sample: clamped to it");
 
-	struct ulma_sched_sample back = {2500, 700, 600, 400};
+	struct ulma_trace_sched back = {2500, 700, 600, 400, true};
 	CHECK(ulma_schedline_add(&l, &back) == 0, "an older sample is accepted as a no-op");
 	CHECK_EQ_U64(ulma_schedline_last_ticks(&l), 3000, "and ignored");
 
 	/* a long run keeps only what later queries need */
 	for (uint64_t i = 1; i <= 100000; i++) {
-		struct ulma_sched_sample s = {3000 + i * 10, 600 + i * 5, 510 + i, 300};
+		struct ulma_trace_sched s = {3000 + i * 10, 600 + i * 5, 510 + i, 300, true};
 		ulma_schedline_add(&l, &s);
 		at(&l, 3000 + i * 10 - 5, &cpu, &wait);
 	}
