@@ -17,27 +17,10 @@
 #include <string.h>
 
 #include "analysis/export.h"
-#include "core/crc32c.h"
+#include "fix_checksums.h"
 #include "ulma/trace_format.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-static void fix_checksums(uint8_t *d, size_t size)
-{
-	size_t off = ULMA_TRACE_FILE_HEADER;
-	while (off + ULMA_TRACE_CHUNK_HEADER <= size) {
-		uint32_t len = (uint32_t)d[off + 4] | (uint32_t)d[off + 5] << 8 | (uint32_t)d[off + 6] << 16 |
-			       (uint32_t)d[off + 7] << 24;
-		if (len > size - off - ULMA_TRACE_CHUNK_HEADER)
-			break;
-		uint32_t crc = ulma_crc32c(0, d + off + ULMA_TRACE_CHUNK_HEADER, len);
-		d[off + 8] = (uint8_t)crc;
-		d[off + 9] = (uint8_t)(crc >> 8);
-		d[off + 10] = (uint8_t)(crc >> 16);
-		d[off + 11] = (uint8_t)(crc >> 24);
-		off += ULMA_TRACE_CHUNK_HEADER + len;
-	}
-}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -48,7 +31,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	}
 	memcpy(copy, data, size);
-	fix_checksums(copy, size);
+	ulma_fuzz_fix_checksums(copy, size);
 
 	size_t nformats = 0;
 	while (ulma_export_formats[nformats].name)

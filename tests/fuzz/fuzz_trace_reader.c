@@ -17,9 +17,9 @@
 #include "analysis/overhead.h"
 #include "analysis/profile.h"
 #include "analysis/schedline.h"
-#include "core/crc32c.h"
 #include "core/trace_reader.h"
 #include "ulma/trace_format.h"
+#include "fix_checksums.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -186,19 +186,7 @@ static uint8_t *fix_checksums(const uint8_t *data, size_t size)
 	if (!d)
 		return NULL;
 	memcpy(d, data, size);
-	size_t off = ULMA_TRACE_FILE_HEADER;
-	while (off + ULMA_TRACE_CHUNK_HEADER <= size) {
-		uint32_t len = (uint32_t)d[off + 4] | (uint32_t)d[off + 5] << 8 | (uint32_t)d[off + 6] << 16 |
-			       (uint32_t)d[off + 7] << 24;
-		if (len > size - off - ULMA_TRACE_CHUNK_HEADER)
-			break;
-		uint32_t crc = ulma_crc32c(0, d + off + ULMA_TRACE_CHUNK_HEADER, len);
-		d[off + 8] = (uint8_t)crc;
-		d[off + 9] = (uint8_t)(crc >> 8);
-		d[off + 10] = (uint8_t)(crc >> 16);
-		d[off + 11] = (uint8_t)(crc >> 24);
-		off += ULMA_TRACE_CHUNK_HEADER + len;
-	}
+	ulma_fuzz_fix_checksums(d, size);
 	return d;
 }
 
