@@ -168,3 +168,19 @@ static int sink_close(void *ctx, const struct ulma_walk *w, uint32_t thread, con
 }
 
 const struct ulma_walk_sink ulma_callgraph_sink_template = {NULL, NULL, NULL, sink_open, sink_close};
+
+int ulma_callgraph_export(FILE *in, const struct ulma_export_opts *o, FILE *out, struct ulma_export_result *res,
+			  int (*write)(FILE *out, const struct ulma_walk *w, const struct ulma_callgraph *g))
+{
+	struct ulma_walk w;
+	struct ulma_callgraph g;
+	ulma_callgraph_init(&g);
+	struct ulma_walk_sink sink = ulma_callgraph_sink_template;
+	sink.ctx = &g;
+	int err = ulma_export_walk(in, o, &w, &sink, res);
+	if (!err)
+		err = write(out, &w, &g);
+	ulma_callgraph_free(&g);
+	ulma_walk_free(&w);
+	return err;
+}

@@ -20,6 +20,7 @@
 #include <stdint.h>
 
 #include "../core/idmap.h"
+#include "export.h"
 #include "export_walk.h"
 
 struct ulma_cg_func {
@@ -74,5 +75,11 @@ int ulma_callgraph_close(struct ulma_callgraph *g, const struct ulma_walk *w, ui
 
 /* A sink feeding g (ctx = g), for walkers with no other consumer. */
 extern const struct ulma_walk_sink ulma_callgraph_sink_template;
+
+/* Walk the trace `in` into a call graph, then hand both to `write`, which
+ * renders them to `out` (the pstats and callgrind exporters).  Returns
+ * the walk's or write's error, or 0. */
+int ulma_callgraph_export(FILE *in, const struct ulma_export_opts *o, FILE *out, struct ulma_export_result *res,
+			  int (*write)(FILE *out, const struct ulma_walk *w, const struct ulma_callgraph *g));
 
 #endif

@@ -145,16 +145,6 @@ static int write_stats(FILE *out, const struct ulma_walk *w, const struct ulma_c
 int ulma_export_pstats(FILE *in, const struct ulma_export_opts *o, FILE *out, const char *dir,
 		       struct ulma_export_result *res)
 {
-	struct ulma_walk w;
-	struct ulma_callgraph g;
 	(void)dir;
-	ulma_callgraph_init(&g);
-	struct ulma_walk_sink sink = ulma_callgraph_sink_template;
-	sink.ctx = &g;
-	int err = ulma_export_walk(in, o, &w, &sink, res);
-	if (!err)
-		err = write_stats(out, &w, &g);
-	ulma_callgraph_free(&g);
-	ulma_walk_free(&w);
-	return err;
+	return ulma_callgraph_export(in, o, out, res, write_stats);
 }
