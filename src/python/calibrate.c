@@ -16,6 +16,7 @@
  */
 #include "calibrate.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #define CALIB_CALLS 4000
