@@ -75,3 +75,15 @@ def test_not_inside_ulma_run(run_ulma, tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == b"refused: ulma: this process is already being traced\n", proc.stdout
     assert not os.path.exists(tmp_path / "inner.trace")
+
+
+def test_bad_arguments_are_refused(run_python, ulma_bin):
+    proc = run_python(["-c", "import ulma\n"
+                             "try:\n"
+                             "    ulma.profile('x.trace', summary='xml')\n"
+                             "except ValueError as e:\n"
+                             "    print(e)\n"])
+    assert proc.stdout == b"ulma.profile: summary must be 'text', 'json' or 'none', not 'xml'\n", proc.stdout
+    r = subprocess.run([ulma_bin, "__host"], stdin=subprocess.DEVNULL, capture_output=True, env=base_env(),
+                       timeout=TIMEOUT)
+    assert r.returncode == 2 and b"which process? give its PID" in r.stderr, r.stderr
