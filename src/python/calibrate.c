@@ -5,23 +5,30 @@
  * the 2n events the traced loop records.  The figure includes everything
  * tracing adds to a call: the interpreter's dispatch to our callbacks
  * (with C calls recorded, also the CALL callback that looks at every
- * call), the clock and the ring write.  Each run keeps the fastest of a few
- * rounds, which drops the time other processes took.
+ * call), the clock and the ring write.  Untraced and traced rounds take
+ * turns (the hook is removed and installed again between them), so a slow
+ * or fast spell of the machine weighs on both of a pair alike; rounds are
+ * timed in this thread's CPU time, so that being preempted does not count;
+ * and the median of the pairs' differences is kept, so that a round
+ * disturbed anyway (caches, an interrupt) does not count either.
  *
  * The traced rounds write into a private scratch ring, so neither the
  * monitor nor the trace ever sees them.  start() calls this with the GIL
- * held, once with the hook off and once with it on; the first process of a
- * session to finish publishes the figure in the session header, and the
- * monitor subtracts it per event from self times (docs/overhead.md).
+ * held, right after installing the hook, in the first process of a
+ * session; it publishes the figure in the session header, and the monitor
+ * subtracts it per event from self times (docs/overhead.md).  While a
+ * round runs untraced, so do the process's other threads: when attaching
+ * to a busy program, its first few milliseconds are only partly traced.
  */
 #include "calibrate.h"
 
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
-#define CALIB_CALLS 4000
-#define CALIB_ROUNDS 5
-#define SCRATCH_RECORDS 16384u /* > 2 * CALIB_CALLS + a few: never full */
+#define CALIB_CALLS 2000
+#define CALIB_ROUNDS 7 /* odd: the median of the pairs is one of them */
+#define SCRATCH_RECORDS 8192u /* > 2 * CALIB_CALLS + a few: never full */
 
 static const char CALIB_SOURCE[] = "def _ulma_calibration_leaf():\n"
 				   "    pass\n"
@@ -56,57 +63,100 @@ static int load(void)
 	return calib_loop && calib_leaf ? 0 : -1;
 }
 
-/* The fastest of CALIB_ROUNDS timed loops, in ns; 0 on error. */
-static uint64_t fastest_loop(struct ulma_thread_writer *scratch, struct ulma_shm_slot *scratch_slot,
-			     struct ulma_record *records)
+/* This thread's CPU time: a round the scheduler interrupts is not slower. */
+static uint64_t thread_cpu_ns(void)
 {
-	uint64_t best = UINT64_MAX;
-	struct ulma_thread_writer *saved = ulma_tls_writer;
-	for (int round = 0; round < CALIB_ROUNDS; round++) {
-		if (scratch) {
-			memset(scratch_slot, 0, sizeof(*scratch_slot));
-			ulma_ring_writer_init(&scratch->ring, ulma_tracer.session.hdr, scratch_slot, records,
-					      SCRATCH_RECORDS, ulma_tracer.use_tsc);
-			scratch->ring.lossless = false;
-			scratch->generation = ulma_tracer.writer_generation;
-			ulma_tls_writer = scratch;
-		}
-		uint64_t t0 = ulma_clock_monotonic_ns();
-		PyObject *r = PyObject_CallFunction(calib_loop, "iO", CALIB_CALLS, calib_leaf);
-		uint64_t t1 = ulma_clock_monotonic_ns();
-		ulma_tls_writer = saved;
-		if (!r) {
-			PyErr_Clear();
-			return 0;
-		}
-		Py_DECREF(r);
-		if (t1 - t0 < best)
-			best = t1 - t0;
-	}
-	return best;
+	struct timespec ts;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-uint64_t ulma_calibrate_loop_ns(bool traced)
+/* One timed run of the loop, in CPU ns; 0 on error.  A first untimed call of
+ * one iteration lets the interpreter redo its instrumentation of the two
+ * functions after the hook was installed or removed (3.12+), which would
+ * otherwise weigh on the traced rounds. */
+static uint64_t timed_loop(void)
 {
-	if (load() < 0) {
+	PyObject *warm = PyObject_CallFunction(calib_loop, "iO", 1, calib_leaf);
+	if (!warm) {
 		PyErr_Clear();
 		return 0;
 	}
-	if (!traced)
-		return fastest_loop(NULL, NULL, NULL);
+	Py_DECREF(warm);
+	uint64_t t0 = thread_cpu_ns();
+	PyObject *r = PyObject_CallFunction(calib_loop, "iO", CALIB_CALLS, calib_leaf);
+	uint64_t t1 = thread_cpu_ns();
+	if (!r) {
+		PyErr_Clear();
+		return 0;
+	}
+	Py_DECREF(r);
+	return t1 > t0 ? t1 - t0 : 1;
+}
+
+static int by_value(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* Empty the scratch ring: each traced round writes into it from the start. */
+static void reset_scratch(struct ulma_thread_writer *scratch, struct ulma_shm_slot *slot, struct ulma_record *records)
+{
+	memset(slot, 0, sizeof(*slot));
+	ulma_ring_writer_init(&scratch->ring, ulma_tracer.session.hdr, slot, records, SCRATCH_RECORDS,
+			      ulma_tracer.use_tsc);
+	scratch->ring.lossless = false;
+	scratch->generation = ulma_tracer.writer_generation;
+}
+
+int ulma_calibrate(PyObject *module, uint64_t *ps_per_event)
+{
+	*ps_per_event = 0;
 	struct ulma_record *records = calloc(SCRATCH_RECORDS, sizeof(*records));
 	struct ulma_thread_writer *scratch = calloc(1, sizeof(*scratch));
 	struct ulma_shm_slot *slot = calloc(1, sizeof(*slot));
-	uint64_t ns = records && scratch && slot ? fastest_loop(scratch, slot, records) : 0;
+	int64_t diff[CALIB_ROUNDS]; /* traced less untraced, per pair of rounds */
+	int pairs = 0, rc = 0;
+	if (!records || !scratch || !slot)
+		goto out;
+	/* Everything this thread records meanwhile goes to the scratch ring:
+	 * compiling the loop, running it, and removing and installing the hook. */
+	struct ulma_thread_writer *saved = ulma_tls_writer;
+	reset_scratch(scratch, slot, records);
+	ulma_tls_writer = scratch;
+	if (load() < 0) {
+		PyErr_Clear();
+		ulma_tls_writer = saved;
+		goto out;
+	}
+	for (int round = 0; round < CALIB_ROUNDS; round++) {
+		/* untraced and traced in turn, so a slower or faster spell of the
+		 * machine weighs on both alike */
+		uint64_t u = 0;
+		if (ulma_hook_remove() < 0)
+			PyErr_Clear();
+		else
+			u = timed_loop();
+		if (ulma_hook_install(module) < 0) {
+			rc = -1;
+			break;
+		}
+		reset_scratch(scratch, slot, records);
+		uint64_t t = timed_loop();
+		if (u && t)
+			diff[pairs++] = (int64_t)t - (int64_t)u;
+	}
+	ulma_tls_writer = saved;
+out:
 	free(records);
 	free(scratch);
 	free(slot);
-	return ns;
-}
-
-uint64_t ulma_calibrate_ps_per_event(uint64_t untraced_ns, uint64_t traced_ns)
-{
-	if (untraced_ns == 0 || traced_ns <= untraced_ns)
-		return 0;
-	return (traced_ns - untraced_ns) * 1000 / (2 * CALIB_CALLS);
+	if (rc == 0 && pairs == CALIB_ROUNDS) {
+		qsort(diff, (size_t)pairs, sizeof(diff[0]), by_value);
+		int64_t median = diff[pairs / 2];
+		if (median > 0)
+			*ps_per_event = (uint64_t)median * 1000 / (2 * CALIB_CALLS);
+	}
+	return rc;
 }

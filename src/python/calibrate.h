@@ -7,12 +7,10 @@
 
 #include "tracer.h"
 
-/* The fastest of a few runs of the calibration loop, in ns, with the hook
- * off (traced false) or on (true: its records go to a scratch ring).  With
- * the GIL held.  Returns 0 if the loop could not run. */
-uint64_t ulma_calibrate_loop_ns(bool traced);
-
-/* Picoseconds per recorded event from the two loop times; 0 if unknown. */
-uint64_t ulma_calibrate_ps_per_event(uint64_t untraced_ns, uint64_t traced_ns);
+/* Measure the hook's cost per event in ps (0 if it could not be
+ * measured).  With the GIL held and the hook installed; it is removed and
+ * installed again for each round, and installed on return.  Returns 0, or
+ * -1 with a Python exception set when it could not be installed again. */
+int ulma_calibrate(PyObject *module, uint64_t *ps_per_event);
 
 #endif

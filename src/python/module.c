@@ -93,10 +93,7 @@ static PyObject *start(PyObject *module, PyObject *const *args, Py_ssize_t nargs
 	t->writer_generation++;
 	if (nargs == 2 && mark_skipped(args[1]) < 0)
 		return NULL;
-	/* the first process of a session measures the hook's cost per event */
 	struct ulma_shm_header *hdr = t->session.hdr;
-	bool calibrate = atomic_load(&hdr->overhead_ps) == 0;
-	uint64_t untraced_ns = calibrate ? ulma_calibrate_loop_ns(false) : 0;
 	t->active = true;
 	uint32_t none = 0;
 	atomic_compare_exchange_strong(&hdr->program_pid, &none, (uint32_t)getpid());
@@ -106,9 +103,12 @@ static PyObject *start(PyObject *module, PyObject *const *args, Py_ssize_t nargs
 		t->active = false;
 		return NULL;
 	}
-	if (calibrate) {
-		uint64_t ps = ulma_calibrate_ps_per_event(untraced_ns, ulma_calibrate_loop_ns(true));
-		uint64_t unset = 0;
+	if (atomic_load(&hdr->overhead_ps) == 0) { /* the session's first process measures the hook */
+		uint64_t ps, unset = 0;
+		if (ulma_calibrate(module, &ps) < 0) {
+			t->active = false;
+			return NULL;
+		}
 		if (ps)
 			atomic_compare_exchange_strong(&hdr->overhead_ps, &unset, ps);
 	}

@@ -52,8 +52,9 @@ def test_correction_removes_most_of_the_overhead(prog, run_ulma, run_python):
     """work()'s CPU time untraced (the fastest of three runs) against its
     traced on-CPU time, raw and corrected (on-CPU, so that time spent
     waiting for a CPU on a busy machine does not count): the correction
-    takes away a good part of what tracing added (about 60% here;
-    docs/overhead.md says why not all), and not much more than all of it."""
+    takes away a good part of what tracing added (50-75% measured here on
+    3.9 and 3.12; docs/overhead.md says why not all), and not much more
+    than all of it."""
     untraced = min(int(run_python([prog("many_calls.py")]).stdout.split()[1]) for _ in range(3))
     data, _ = _summary_json(run_ulma, prog("many_calls.py"))
     if not data["time_split"]:
@@ -63,5 +64,5 @@ def test_correction_removes_most_of_the_overhead(prog, run_ulma, run_python):
     raw_cpu = w["total_on_cpu_ns"] + removed
     added = raw_cpu - untraced
     assert added > 0, (w, untraced)
-    assert removed >= 0.4 * added, (removed, added, w, untraced)
+    assert removed >= 0.3 * added, (removed, added, w, untraced)
     assert w["total_on_cpu_ns"] >= 0.5 * untraced, (w, untraced)
