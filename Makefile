@@ -65,8 +65,9 @@ bench: install
 
 # ulma against VizTracer, yappi, pyinstrument, py-spy, Scalene, memray and cProfile
 # (installs them into build/bench-peers-X.Y); regenerates docs/benchmarks.md
+BENCH_PYTHONS ?= $(or $(wildcard /root/.pyenv/versions/3.12*/bin/python3 /root/.pyenv/versions/3.11*/bin/python3),$(shell command -v $(PYTHON)))
 bench-peers:
-	for py in $(PYTHONS); do $$py bench/peers.py --write-doc docs/benchmarks.md; done
+	for py in $(BENCH_PYTHONS); do $$py bench/peers.py --write-doc docs/benchmarks.md || exit 1; done
 
 clean:
 	rm -rf $(BUILD) *.trace
