@@ -347,7 +347,7 @@ static int attach_main(const struct attach_options *o)
 	catch_stop_signals();
 	if (o->mode == MODE_TOP) {
 		/* take the terminal before the process: a refusal then costs it nothing */
-		struct ulma_live_source src = {&a.col, NULL, false, 0, {0, 0}, false};
+		struct ulma_live_source src = {&a.col, NULL, false, 0, {0, 0}, false, o->no_correction};
 		int err = ulma_live_open(&src, &live);
 		if (err) {
 			ulma_die_msg(err == -ENOTTY ? "top needs a terminal: use `ulma top PID --once`"
@@ -363,7 +363,7 @@ static int attach_main(const struct attach_options *o)
 	}
 	if (live) {
 		ulma_live_close(live); /* reopened with the session's clock */
-		struct ulma_live_source src = {&a.col, NULL, a.use_tsc, a.hz, a.start, false};
+		struct ulma_live_source src = {&a.col, NULL, a.use_tsc, a.hz, a.start, false, o->no_correction};
 		if (ulma_live_open(&src, &live) == 0)
 			ulma_live_started(live);
 	}

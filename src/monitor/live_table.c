@@ -5,6 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../analysis/overhead.h"
+#include "../core/clock.h"
+
 void ulma_live_table_init(struct ulma_live_table *t)
 {
 	memset(t, 0, sizeof(*t));
@@ -16,6 +19,9 @@ void ulma_live_table_free(struct ulma_live_table *t)
 	free(t->cur);
 	free(t->stamp);
 	free(t->rows);
+	free(t->thread_base);
+	free(t->thread_cur);
+	free(t->procs);
 	memset(t, 0, sizeof(*t));
 }
 
@@ -43,6 +49,25 @@ static int reserve(struct ulma_live_table *t, uint32_t nfuncs)
 	return 0;
 }
 
+static int reserve_threads(struct ulma_live_table *t, uint32_t nthreads)
+{
+	if (nthreads <= t->cap_threads)
+		return 0;
+	uint32_t cap = t->cap_threads ? t->cap_threads : 64;
+	while (cap < nthreads)
+		cap *= 2;
+	struct ulma_live_thread_counts *cur = realloc(t->thread_cur, cap * sizeof(*cur));
+	if (!cur)
+		return -ENOMEM;
+	t->thread_cur = cur;
+	struct ulma_live_proc *procs = realloc(t->procs, cap * sizeof(*procs));
+	if (!procs)
+		return -ENOMEM;
+	t->procs = procs;
+	t->cap_threads = cap;
+	return 0;
+}
+
 /* Fresh mark for "this function has an open frame lower in this stack". */
 static uint32_t next_generation(struct ulma_live_table *t)
 {
@@ -65,15 +90,24 @@ static void measure(struct ulma_live_table *t, const struct ulma_profile *p, uin
 {
 	for (uint32_t f = 0; f < p->nfuncs; f++) {
 		const struct ulma_func_row *r = &p->funcs[f];
-		t->cur[f] = (struct ulma_live_counts){r->calls, r->total_ticks, r->self_ticks, r->self_cpu_ns,
-						      r->self_wait_ns};
+		t->cur[f] = (struct ulma_live_counts){r->calls,        r->total_ticks,  r->self_ticks, r->self_cpu_ns,
+						      r->self_wait_ns, r->self_events, r->total_events};
 	}
 	for (uint32_t i = 0; i < p->nthreads; i++) {
 		const struct ulma_thread_row *th = &p->threads[i];
+		struct ulma_live_thread_counts *tc = &t->thread_cur[i];
+		*tc = (struct ulma_live_thread_counts){th->events, th->lost, th->self_ticks, th->cpu_ns, th->wait_ns};
 		if (th->depth == 0)
 			continue;
 		uint64_t end = now > th->last_ticks ? now : th->last_ticks;
 		uint32_t gen = next_generation(t);
+		/* events inside the frame at depth d so far: entries and exits of the
+		 * frames finished inside each open frame from d up, and the entries
+		 * of the open frames above d; `below` is the first part's share of
+		 * the frames under d */
+		uint64_t finished = 0, below = 0;
+		for (uint32_t d = 0; d < th->depth; d++)
+			finished += 2 * th->stack[d].descendants;
 		for (uint32_t d = 0; d < th->depth; d++) {
 			const struct ulma_frame *fr = &th->stack[d];
 			struct ulma_live_counts *c = &t->cur[fr->func];
@@ -82,22 +116,99 @@ static void measure(struct ulma_live_table *t, const struct ulma_profile *p, uin
 			uint64_t until = above ? above->start : end;
 			uint64_t cpu_until = above ? above->cpu0 : th->last_cpu;
 			uint64_t wait_until = above ? above->wait0 : th->last_wait;
-			c->self_ticks += minus(minus(until, fr->start), fr->child);
-			c->self_cpu_ns += minus(minus(cpu_until, fr->cpu0), fr->child_cpu);
-			c->self_wait_ns += minus(minus(wait_until, fr->wait0), fr->child_wait);
+			uint64_t self = minus(minus(until, fr->start), fr->child);
+			uint64_t cpu = minus(minus(cpu_until, fr->cpu0), fr->child_cpu);
+			uint64_t wait = minus(minus(wait_until, fr->wait0), fr->child_wait);
+			c->self_ticks += self;
+			c->self_cpu_ns += cpu;
+			c->self_wait_ns += wait;
+			c->self_events += fr->child_calls + (above != NULL); /* its exit is still to come */
+			tc->self_ticks += self;
+			tc->self_cpu_ns += cpu;
+			tc->self_wait_ns += wait;
 			if (t->stamp[fr->func] != gen) {
 				t->stamp[fr->func] = gen; /* outermost frame of this function */
 				c->total_ticks += minus(end, fr->start);
+				c->total_events += finished - below + (th->depth - 1 - d);
 			}
+			below += 2 * fr->descendants;
 		}
 	}
 }
 
+static void thread_minus(struct ulma_live_thread_counts *a, const struct ulma_live_thread_counts *b)
+{
+	a->events = minus(a->events, b->events);
+	a->lost = minus(a->lost, b->lost);
+	a->self_ticks = minus(a->self_ticks, b->self_ticks);
+	a->self_cpu_ns = minus(a->self_cpu_ns, b->self_cpu_ns);
+	a->self_wait_ns = minus(a->self_wait_ns, b->self_wait_ns);
+}
+
+/* Sum the threads (less their baselines) into one row per process. */
+static void total_processes(struct ulma_live_table *t, const struct ulma_profile *p)
+{
+	t->nprocs = 0;
+	for (uint32_t i = 0; i < p->nthreads; i++) {
+		const struct ulma_thread_row *th = &p->threads[i];
+		struct ulma_live_thread_counts n = t->thread_cur[i];
+		if (i < t->nthread_base)
+			thread_minus(&n, &t->thread_base[i]);
+		if (n.events == 0 && n.lost == 0 && n.self_ticks == 0)
+			continue;
+		if (t->cost_ticks > 0) { /* every event's cost is in some frame's self time */
+			uint64_t self = minus(n.self_ticks, ulma_overhead_cost(n.events, t->cost_ticks));
+			n.self_cpu_ns = minus(n.self_cpu_ns, ulma_u64_from_double((double)(n.self_ticks - self) *
+										   t->cost_ns / t->cost_ticks + 0.5));
+			n.self_ticks = self;
+		}
+		uint32_t k = 0;
+		while (k < t->nprocs && t->procs[k].pid != th->pid)
+			k++;
+		struct ulma_live_proc *pr = &t->procs[k];
+		uint64_t first = th->first_ticks > t->clear_ticks ? th->first_ticks : t->clear_ticks;
+		if (k == t->nprocs) {
+			t->nprocs++;
+			*pr = (struct ulma_live_proc){.pid = th->pid, .first_ticks = first, .last_ticks = th->last_ticks};
+		}
+		pr->threads++;
+		pr->n.events += n.events;
+		pr->n.lost += n.lost;
+		pr->n.self_ticks += n.self_ticks;
+		pr->n.self_cpu_ns += n.self_cpu_ns;
+		pr->n.self_wait_ns += n.self_wait_ns;
+		if (first < pr->first_ticks)
+			pr->first_ticks = first;
+		if (th->last_ticks > pr->last_ticks)
+			pr->last_ticks = th->last_ticks;
+	}
+}
+
+void ulma_live_table_set_cost(struct ulma_live_table *t, double ticks_per_event, double ns_per_event)
+{
+	t->cost_ticks = ticks_per_event > 0 && ns_per_event > 0 ? ticks_per_event : 0;
+	t->cost_ns = t->cost_ticks > 0 ? ns_per_event : 0;
+}
+
+/* The summary's rule (overhead.h), in ticks for the times: self loses its
+ * events' cost, on-CPU ns first; total loses its own, down to the new self. */
+static void take_out_cost(const struct ulma_live_table *t, struct ulma_live_counts *n)
+{
+	uint64_t self = minus(n->self_ticks, ulma_overhead_cost(n->self_events, t->cost_ticks));
+	uint64_t removed_ns = ulma_u64_from_double((double)(n->self_ticks - self) * t->cost_ns / t->cost_ticks + 0.5);
+	uint64_t room = minus(n->total_ticks, self);
+	uint64_t total_cost = ulma_overhead_cost(n->total_events, t->cost_ticks);
+	n->total_ticks -= total_cost < room ? total_cost : room;
+	n->self_ticks = self;
+	n->self_cpu_ns = minus(n->self_cpu_ns, removed_ns);
+}
+
 int ulma_live_table_update(struct ulma_live_table *t, const struct ulma_profile *p, uint64_t now_ticks)
 {
-	if (reserve(t, p->nfuncs))
+	if (reserve(t, p->nfuncs) || reserve_threads(t, p->nthreads))
 		return -ENOMEM;
 	measure(t, p, now_ticks);
+	total_processes(t, p);
 	t->nrows = 0;
 	t->self_sum = 0;
 	for (uint32_t f = 0; f < p->nfuncs; f++) {
@@ -109,9 +220,13 @@ int ulma_live_table_update(struct ulma_live_table *t, const struct ulma_profile 
 			r.n.self_ticks = minus(r.n.self_ticks, b->self_ticks);
 			r.n.self_cpu_ns = minus(r.n.self_cpu_ns, b->self_cpu_ns);
 			r.n.self_wait_ns = minus(r.n.self_wait_ns, b->self_wait_ns);
+			r.n.self_events = minus(r.n.self_events, b->self_events);
+			r.n.total_events = minus(r.n.total_events, b->total_events);
 		}
 		if (r.n.calls == 0 && r.n.total_ticks == 0 && r.n.self_ticks == 0)
 			continue;
+		if (t->cost_ticks > 0)
+			take_out_cost(t, &r.n);
 		t->rows[t->nrows++] = r;
 		t->self_sum += r.n.self_ticks;
 	}
@@ -120,7 +235,7 @@ int ulma_live_table_update(struct ulma_live_table *t, const struct ulma_profile 
 
 int ulma_live_table_clear(struct ulma_live_table *t, const struct ulma_profile *p, uint64_t now_ticks)
 {
-	if (reserve(t, p->nfuncs))
+	if (reserve(t, p->nfuncs) || reserve_threads(t, p->nthreads))
 		return -ENOMEM;
 	if (p->nfuncs > t->nbase) {
 		struct ulma_live_counts *b = realloc(t->base, t->cap * sizeof(*b));
@@ -128,10 +243,20 @@ int ulma_live_table_clear(struct ulma_live_table *t, const struct ulma_profile *
 			return -ENOMEM;
 		t->base = b;
 	}
+	if (p->nthreads > t->nthread_base) {
+		struct ulma_live_thread_counts *b = realloc(t->thread_base, t->cap_threads * sizeof(*b));
+		if (!b)
+			return -ENOMEM;
+		t->thread_base = b;
+	}
 	measure(t, p, now_ticks);
 	if (p->nfuncs)
 		memcpy(t->base, t->cur, p->nfuncs * sizeof(*t->base));
 	t->nbase = p->nfuncs;
+	if (p->nthreads)
+		memcpy(t->thread_base, t->thread_cur, p->nthreads * sizeof(*t->thread_base));
+	t->nthread_base = p->nthreads;
+	t->clear_ticks = now_ticks;
 	t->events_base = p->events;
 	t->lost_base = p->lost;
 	return ulma_live_table_update(t, p, now_ticks);
@@ -182,9 +307,31 @@ static int compare(const void *pa, const void *pb, void *ctx)
 	return c;
 }
 
+static int compare_procs(const void *pa, const void *pb, void *ctx)
+{
+	const struct ulma_live_proc *a = pa, *b = pb;
+	int c = 0;
+	switch (*(const enum ulma_live_sort *)ctx) {
+	case ULMA_SORT_CALLS:
+		c = cmp_u64_desc(a->n.events, b->n.events);
+		break;
+	case ULMA_SORT_CPU:
+		c = cmp_u64_desc(a->n.self_cpu_ns, b->n.self_cpu_ns);
+		break;
+	case ULMA_SORT_NAME:
+		break;
+	default:
+		c = cmp_u64_desc(a->n.self_ticks, b->n.self_ticks);
+		break;
+	}
+	return c ? c : a->pid < b->pid ? -1 : a->pid > b->pid;
+}
+
 void ulma_live_table_sort(struct ulma_live_table *t, const struct ulma_profile *p, enum ulma_live_sort key)
 {
 	const void *ctx[2] = {p, &key};
 	if (t->nrows > 1)
 		qsort_r(t->rows, t->nrows, sizeof(*t->rows), compare, (void *)ctx);
+	if (t->nprocs > 1)
+		qsort_r(t->procs, t->nprocs, sizeof(*t->procs), compare_procs, &key);
 }

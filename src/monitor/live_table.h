@@ -21,6 +21,20 @@
  * includes the open frames' time so far, a frame open at the clear counts
  * from the clear on, whether it is still open or has returned since.
  *
+ * With a cost per event set (ulma_live_table_set_cost), the rows show
+ * times with the hook's own cost taken out, by the rule of the summary
+ * (src/analysis/overhead.h): each frame's self time loses its own exit's
+ * and its children's entries' cost, on-CPU time first, its total time
+ * every event's inside it, never below the self time.  An open frame is
+ * charged for its children's entries so far, and a function's outermost
+ * open frame for the events inside it so far.  A process's self time loses
+ * the cost of all its events.
+ *
+ * The same snapshot also totals each process: its threads' events, lost
+ * records and self time (open frames included) with that time's split,
+ * since the clear: one row per process, in order of first appearance
+ * until sorted.
+ *
  * Wall times are in session ticks, CPU and wait times in ns.
  * Single-threaded; functions returning int give 0 or -ENOMEM.
  */
@@ -46,11 +60,30 @@ struct ulma_live_counts {
 	uint64_t self_ticks;
 	uint64_t self_cpu_ns;  /* of the self time, on a CPU */
 	uint64_t self_wait_ns; /* and runnable, waiting for one */
+	uint64_t self_events;  /* the hook's events charged to self and total time */
+	uint64_t total_events;
 };
 
 struct ulma_live_row {
 	uint32_t func; /* index in the profile */
 	struct ulma_live_counts n;
+};
+
+/* A thread's, or a process's threads', totals. */
+struct ulma_live_thread_counts {
+	uint64_t events;
+	uint64_t lost;
+	uint64_t self_ticks;   /* its frames' self time */
+	uint64_t self_cpu_ns;  /* of which on a CPU */
+	uint64_t self_wait_ns; /* and runnable */
+};
+
+struct ulma_live_proc {
+	uint32_t pid;
+	uint32_t threads; /* with anything since the clear */
+	struct ulma_live_thread_counts n;
+	uint64_t first_ticks; /* its first event, or the clear if that is later */
+	uint64_t last_ticks;  /* its latest event */
 };
 
 /* Shares of a self time, in percent: cpu + run + blk = 100. */
@@ -71,10 +104,22 @@ struct ulma_live_table {
 	uint64_t self_sum;             /* sum of the rows' self ticks */
 	uint64_t events_base;          /* profile events and lost at the clear */
 	uint64_t lost_base;
+	uint64_t clear_ticks;          /* 0 if never cleared */
+	struct ulma_live_thread_counts *thread_base; /* per thread, at the last clear */
+	uint32_t nthread_base;
+	struct ulma_live_thread_counts *thread_cur;  /* scratch: per thread, now */
+	uint32_t cap_threads;
+	struct ulma_live_proc *procs;  /* processes with anything since the clear */
+	uint32_t nprocs;
+	double cost_ticks, cost_ns;    /* the hook's cost per event; 0: none taken out */
 };
 
 void ulma_live_table_init(struct ulma_live_table *t);
 void ulma_live_table_free(struct ulma_live_table *t);
+
+/* Take `ns_per_event` (`ticks_per_event` in session ticks) out of the rows
+ * from the next update on; 0 for raw times. */
+void ulma_live_table_set_cost(struct ulma_live_table *t, double ticks_per_event, double ns_per_event);
 
 /* Rebuild the rows from the profile, open frames counted up to now_ticks. */
 int ulma_live_table_update(struct ulma_live_table *t, const struct ulma_profile *p, uint64_t now_ticks);
@@ -87,7 +132,9 @@ int ulma_live_table_clear(struct ulma_live_table *t, const struct ulma_profile *
  * it, CPU first.  Call only with self_ns > 0. */
 struct ulma_live_split ulma_live_split_of(uint64_t self_ns, uint64_t cpu_ns, uint64_t wait_ns);
 
-/* Order the rows: times and calls descending, names ascending. */
+/* Order the rows: times and calls descending, names ascending.  The
+ * process rows follow the same key: self time (for self and total),
+ * events (for calls), on-CPU time, or pid (for name). */
 void ulma_live_table_sort(struct ulma_live_table *t, const struct ulma_profile *p, enum ulma_live_sort key);
 
 #endif

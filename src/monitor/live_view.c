@@ -13,6 +13,7 @@
 #include "live_relay.h"
 #include "live_table.h"
 #include "live_term.h"
+#include "proc_name.h"
 #include "ulma/shm.h"
 
 #define REFRESH_NS UINT64_C(500000000)
@@ -40,6 +41,16 @@ static const struct column columns[] = {
 };
 #define NCOLUMNS_PLAIN 4 /* the columns without the split */
 
+/* The process view (v): the same idea, one row per process, then its command. */
+static const struct column proc_columns[] = {
+	{"pid", ULMA_SORT_NAME, 8},     {"thr", ULMA_SORT_COUNT, 4},    {"events", ULMA_SORT_CALLS, W_CALLS},
+	{"lost", ULMA_SORT_COUNT, 8},   {"self", ULMA_SORT_SELF, W_TIME}, {"state", ULMA_SORT_COUNT, 6},
+	{"cpus", ULMA_SORT_COUNT, 6},   {"cpu%", ULMA_SORT_CPU, W_CPU}, {"run%", ULMA_SORT_COUNT, W_SHARE},
+	{"blk%", ULMA_SORT_COUNT, W_SHARE},
+};
+#define NPROC_COLUMNS_PLAIN 6
+#define MAX_RUNNING_PIDS 1024
+
 static const char *const sort_names[ULMA_SORT_COUNT] = {"self", "total", "calls", "cpu", "name"};
 
 struct text {
@@ -60,14 +71,17 @@ struct ulma_live {
 	bool key_ready; /* the last sleep saw the terminal readable */
 	enum ulma_live_sort sort;
 	bool split; /* the snapshot has on-CPU and runnable times */
+	bool procs; /* showing processes, not functions */
+	struct ulma_proc_names names;
 	uint32_t scroll;
 	unsigned rows, cols;
 	uint64_t next_refresh_ns;
 	/* the status as of the last snapshot (frozen while paused) */
-	uint64_t snap_ns, rate_ns, rate_events;
+	uint64_t snap_ns, snap_ticks, rate_ns, rate_events;
 	double events_per_s;
 	uint64_t cleared_ns; /* 0 if never */
 	uint32_t live_threads, live_processes;
+	uint32_t running_pids[MAX_RUNNING_PIDS]; /* the first live_processes of them; more: unknown */
 	uint64_t lost, trace_bytes;
 };
 
@@ -251,7 +265,7 @@ static uint64_t now_ticks(const struct ulma_live *lv)
 static void count_running(struct ulma_live *lv)
 {
 	const struct ulma_session *s = lv->src.col->session;
-	uint32_t pids[64], npids = 0, threads = 0;
+	uint32_t *pids = lv->running_pids, npids = 0, threads = 0;
 	bool many = false;
 	for (uint32_t i = 0; i < s->hdr->slot_count; i++) {
 		const struct ulma_shm_slot *slot = &s->slots[i];
@@ -262,7 +276,7 @@ static void count_running(struct ulma_live *lv)
 		while (k < npids && pids[k] != slot->pid)
 			k++;
 		if (k == npids) {
-			if (npids < 64)
+			if (npids < MAX_RUNNING_PIDS)
 				pids[npids++] = slot->pid;
 			else
 				many = true;
@@ -272,11 +286,27 @@ static void count_running(struct ulma_live *lv)
 	lv->live_processes = npids + many;
 }
 
+/* "run" while the process has a thread writing, "ended" after; "?" past
+ * the pids we keep. */
+static const char *process_state(const struct ulma_live *lv, uint32_t pid)
+{
+	uint32_t known = lv->live_processes < MAX_RUNNING_PIDS ? lv->live_processes : MAX_RUNNING_PIDS;
+	for (uint32_t i = 0; i < known; i++)
+		if (lv->running_pids[i] == pid)
+			return "run";
+	return lv->live_processes > MAX_RUNNING_PIDS ? "?" : "ended";
+}
+
 static void snapshot(struct ulma_live *lv)
 {
 	const struct ulma_profile *p = &lv->src.col->profile;
 	uint64_t now = ulma_clock_monotonic_ns();
-	if (ulma_live_table_update(&lv->table, p, now_ticks(lv)) == 0)
+	lv->snap_ticks = now_ticks(lv);
+	/* the program measures the hook's cost as it starts: from then on, times are corrected */
+	double ns_per_event = (double)lv->src.col->overhead_ps / 1000.0;
+	if (!lv->src.no_correction && ns_per_event > 0 && lv->cal.ns_per_tick > 0)
+		ulma_live_table_set_cost(&lv->table, ns_per_event / lv->cal.ns_per_tick, ns_per_event);
+	if (ulma_live_table_update(&lv->table, p, lv->snap_ticks) == 0)
 		ulma_live_table_sort(&lv->table, p, lv->sort);
 	if (lv->rate_ns == 0 || now - lv->rate_ns >= REFRESH_NS / 2) {
 		uint64_t events = p->events;
@@ -288,6 +318,8 @@ static void snapshot(struct ulma_live *lv)
 		lv->rate_events = events;
 	}
 	count_running(lv);
+	for (uint32_t i = 0; i < lv->table.nprocs; i++) /* named while they may still run */
+		ulma_proc_name(&lv->names, lv->table.procs[i].pid);
 	lv->lost = p->lost + atomic_load(&lv->src.col->session->hdr->lost_unmarked);
 	lv->trace_bytes = lv->src.writer ? ulma_trace_writer_bytes(lv->src.writer) : 0;
 	lv->split = p->has_sched;
@@ -301,10 +333,17 @@ static unsigned visible_rows(const struct ulma_live *lv)
 	return lv->rows > 3 ? lv->rows - 3 : 0;
 }
 
+/* Rows of the table on show: functions or processes. */
+static uint32_t table_rows(const struct ulma_live *lv)
+{
+	return lv->procs ? lv->table.nprocs : lv->table.nrows;
+}
+
 static void clamp_scroll(struct ulma_live *lv)
 {
 	unsigned vis = visible_rows(lv);
-	uint32_t max = lv->table.nrows > vis ? lv->table.nrows - vis : 0;
+	uint32_t n = table_rows(lv);
+	uint32_t max = n > vis ? n - vis : 0;
 	if (lv->scroll > max)
 		lv->scroll = max;
 }
@@ -343,41 +382,67 @@ static void draw_status(struct ulma_live *lv)
 	emit_line(lv, 1, "\033[1m", false);
 }
 
-static unsigned ncolumns(const struct ulma_live *lv)
+/* The number columns of the view on show. */
+static const struct column *view_columns(const struct ulma_live *lv, unsigned *n)
 {
-	return lv->split ? sizeof(columns) / sizeof(columns[0]) : NCOLUMNS_PLAIN;
+	if (lv->procs) {
+		*n = lv->split ? sizeof(proc_columns) / sizeof(proc_columns[0]) : NPROC_COLUMNS_PLAIN;
+		return proc_columns;
+	}
+	*n = lv->split ? sizeof(columns) / sizeof(columns[0]) : NCOLUMNS_PLAIN;
+	return columns;
 }
 
+/* Functions: function and file:line (nw and fw wide), then the numbers.
+ * Processes: the numbers, then the command (nw wide). */
 static void draw_header(struct ulma_live *lv, unsigned nw, unsigned fw)
 {
 	struct text *l = &lv->line;
-	cell(l, lv->sort == ULMA_SORT_NAME ? "function*" : "function", nw, false);
-	put(l, " ", 1);
-	cell(l, "file:line", fw, false);
-	for (unsigned i = 0; i < ncolumns(lv); i++) { /* the sort column is marked with '*' */
-		bool mark = columns[i].key == lv->sort;
-		putf(l, "%*s%s", (int)columns[i].width - mark, columns[i].name, mark ? "*" : "");
+	unsigned n;
+	const struct column *cols = view_columns(lv, &n);
+	if (!lv->procs) {
+		cell(l, lv->sort == ULMA_SORT_NAME ? "function*" : "function", nw, false);
+		put(l, " ", 1);
+		cell(l, "file:line", fw, false);
+	}
+	for (unsigned i = 0; i < n; i++) { /* the sort column is marked with '*' */
+		enum ulma_live_sort key = lv->procs && lv->sort == ULMA_SORT_TOTAL ? ULMA_SORT_SELF : lv->sort;
+		bool mark = cols[i].key == key;
+		putf(l, "%*s%s", (int)cols[i].width - mark, cols[i].name, mark ? "*" : "");
+	}
+	if (lv->procs) {
+		put(l, " ", 1);
+		cell(l, "command", nw, false);
 	}
 	emit_line(lv, 2, "\033[7m", true);
 }
 
 /* Self time's shares on a CPU, runnable and blocked; "-" without self time. */
-static void put_split(struct ulma_live *lv, const struct ulma_live_counts *n)
+static void put_split(struct ulma_live *lv, uint64_t self_ticks, uint64_t cpu_ns, uint64_t wait_ns)
 {
-	uint64_t self_ns = ulma_clock_ticks_to_ns(&lv->cal, n->self_ticks);
+	uint64_t self_ns = ulma_clock_ticks_to_ns(&lv->cal, self_ticks);
 	if (self_ns == 0) {
 		putf(&lv->line, "%*s%*s%*s", W_CPU, "-", W_SHARE, "-", W_SHARE, "-");
 		return;
 	}
-	struct ulma_live_split sp = ulma_live_split_of(self_ns, n->self_cpu_ns, n->self_wait_ns);
+	struct ulma_live_split sp = ulma_live_split_of(self_ns, cpu_ns, wait_ns);
 	putf(&lv->line, "%*.0f%*.0f%*.0f", W_CPU, sp.cpu, W_SHARE, sp.run, W_SHARE, sp.blk);
+}
+
+/* A count, exact while it fits in `width` less its leading space. */
+static void put_count(struct text *l, uint64_t v, unsigned width)
+{
+	char buf[32];
+	if (snprintf(buf, sizeof(buf), "%llu", (unsigned long long)v) >= (int)width)
+		human_count((double)v, buf, sizeof(buf));
+	putf(l, "%*s", (int)width, buf);
 }
 
 static void draw_row(struct ulma_live *lv, unsigned r, const struct ulma_live_row *row, unsigned nw, unsigned fw)
 {
 	const struct ulma_func_row *f = &lv->src.col->profile.funcs[row->func];
 	struct text *l = &lv->line;
-	char where[4200], calls[32], tot[32], self[32];
+	char where[4200], tot[32], self[32];
 	const char *file = f->file && *f->file ? f->file : "?";
 	size_t cl = strlen(lv->cwd);
 	if (cl > 1 && strncmp(file, lv->cwd, cl) == 0 && file[cl] == '/')
@@ -389,15 +454,41 @@ static void draw_row(struct ulma_live *lv, unsigned r, const struct ulma_live_ro
 	cell(l, f->name && *f->name ? f->name : "?", nw, false);
 	put(l, " ", 1);
 	cell(l, where, fw, true);
-	/* exact while it fits, with its leading space */
-	if (snprintf(calls, sizeof(calls), "%llu", (unsigned long long)row->n.calls) >= W_CALLS)
-		human_count((double)row->n.calls, calls, sizeof(calls));
+	put_count(l, row->n.calls, W_CALLS);
 	seconds(ticks_s(lv, row->n.total_ticks), tot, sizeof(tot));
 	seconds(ticks_s(lv, row->n.self_ticks), self, sizeof(self));
 	double pct = lv->table.self_sum ? 100.0 * (double)row->n.self_ticks / (double)lv->table.self_sum : 0.0;
-	putf(l, "%*s%*s%*s%*.1f%%", W_CALLS, calls, W_TIME, tot, W_TIME, self, W_PCT - 1, pct);
+	putf(l, "%*s%*s%*.1f%%", W_TIME, tot, W_TIME, self, W_PCT - 1, pct);
 	if (lv->split)
-		put_split(lv, &row->n);
+		put_split(lv, row->n.self_ticks, row->n.self_cpu_ns, row->n.self_wait_ns);
+	emit_line(lv, r, "", false);
+}
+
+/* pid thr events lost self state [cpus cpu% run% blk%] command.  cpus is
+ * the process's CPU time over its wall time since its first event (or the
+ * clear), up to now while it runs: 1.00 is one CPU kept busy. */
+static void draw_proc_row(struct ulma_live *lv, unsigned r, const struct ulma_live_proc *pr, unsigned cw)
+{
+	struct text *l = &lv->line;
+	char self[32];
+	const char *state = process_state(lv, pr->pid);
+	seconds(ticks_s(lv, pr->n.self_ticks), self, sizeof(self));
+	putf(l, "%8u%4u", pr->pid, pr->threads);
+	put_count(l, pr->n.events, W_CALLS);
+	put_count(l, pr->n.lost, 8);
+	putf(l, "%*s%6s", W_TIME, self, state);
+	if (lv->split) {
+		uint64_t end = strcmp(state, "run") == 0 && lv->snap_ticks > pr->last_ticks ? lv->snap_ticks
+											 : pr->last_ticks;
+		uint64_t wall = end > pr->first_ticks ? ulma_clock_ticks_to_ns(&lv->cal, end - pr->first_ticks) : 0;
+		if (wall)
+			putf(l, "%6.2f", (double)pr->n.self_cpu_ns / (double)wall);
+		else
+			putf(l, "%6s", "-");
+		put_split(lv, pr->n.self_ticks, pr->n.self_cpu_ns, pr->n.self_wait_ns);
+	}
+	put(l, " ", 1);
+	cell(l, ulma_proc_name(&lv->names, pr->pid), cw, false);
 	emit_line(lv, r, "", false);
 }
 
@@ -405,7 +496,7 @@ static void draw_keys(struct ulma_live *lv, unsigned r)
 {
 	char where[64] = "", cleared[48] = "";
 	unsigned vis = visible_rows(lv);
-	uint32_t n = lv->table.nrows;
+	uint32_t n = table_rows(lv);
 	if (n > 0) {
 		uint32_t last = lv->scroll + vis < n ? lv->scroll + vis : n;
 		snprintf(where, sizeof(where), "  rows %u-%u of %u", lv->scroll + 1, last, n);
@@ -413,8 +504,10 @@ static void draw_keys(struct ulma_live *lv, unsigned r)
 	if (lv->cleared_ns)
 		snprintf(cleared, sizeof(cleared), "  cleared %.0fs ago",
 			 (double)(lv->snap_ns - lv->cleared_ns) / 1e9);
-	putf(&lv->line, "s sort: %s  c clear  p pause  q close view  up/down scroll%s%s%s", sort_names[lv->sort],
-	     where, cleared, lv->paused ? "  PAUSED" : "");
+	/* what matters most first: a narrow terminal cuts the end */
+	putf(&lv->line, "s sort: %s  v %s  c clear  p pause  q close view%s%s%s  up/down scroll",
+	     sort_names[lv->sort], lv->procs ? "functions" : "processes", lv->paused ? "  PAUSED" : "", where,
+	     cleared);
 	emit_line(lv, r, lv->paused ? "\033[7m" : "", false);
 }
 
@@ -426,19 +519,23 @@ static void draw(struct ulma_live *lv)
 	lv->out.failed = lv->line.failed = false;
 	if (lv->full_redraw)
 		puts_(&lv->out, "\033[0m\033[H\033[2J");
-	/* function and file:line share what the numbers leave, file:line the odd one */
-	unsigned numbers = 0;
-	for (unsigned i = 0; i < ncolumns(lv); i++)
-		numbers += columns[i].width;
+	/* function and file:line share what the numbers leave, file:line the
+	 * odd one; a process's command has it all */
+	unsigned numbers = 0, n;
+	const struct column *cols = view_columns(lv, &n);
+	for (unsigned i = 0; i < n; i++)
+		numbers += cols[i].width;
 	unsigned rest = lv->cols > numbers + 17 ? lv->cols - numbers - 1 : 16;
-	unsigned nw = rest / 2, fw = rest - nw;
+	unsigned nw = lv->procs ? rest : rest / 2, fw = rest - rest / 2;
 	draw_status(lv);
 	if (lv->rows >= 3)
 		draw_header(lv, nw, fw);
 	unsigned vis = visible_rows(lv);
 	for (unsigned i = 0; i < vis; i++) {
 		uint32_t k = lv->scroll + i;
-		if (k < lv->table.nrows) {
+		if (k < table_rows(lv) && lv->procs) {
+			draw_proc_row(lv, 3 + i, &lv->table.procs[k], nw);
+		} else if (k < table_rows(lv)) {
 			draw_row(lv, 3 + i, &lv->table.rows[k], nw, fw);
 		} else {
 			emit_line(lv, 3 + i, "", false);
@@ -533,6 +630,11 @@ static bool key(struct ulma_live *lv, int k)
 			lv->sort = (enum ulma_live_sort)((lv->sort + 1) % ULMA_SORT_COUNT);
 		while (lv->sort == ULMA_SORT_CPU && !lv->split);
 		ulma_live_table_sort(&lv->table, &lv->src.col->profile, lv->sort);
+		lv->scroll = 0;
+		break;
+	case 'v':
+	case 'V':
+		lv->procs = !lv->procs;
 		lv->scroll = 0;
 		break;
 	case 'c':

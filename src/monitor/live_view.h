@@ -6,7 +6,8 @@
  * line (elapsed time, events/s, events lost, running threads and processes,
  * trace size), then one row per function (function, file:line, calls,
  * total, self, self %, and with schedstat data cpu% run% blk% of the self
- * time), then a line of keys.  Keys: s cycles the sort
+ * time), then a line of keys.  v switches to one row per process (its
+ * threads' totals, its state and command) and back.  Keys: s cycles the sort
  * column, c clears the history, p pauses the display, q closes the view
  * (tracing goes on), arrows and page keys scroll.  While the view is open
  * the program's terminal output is held by the relay (live_relay.h) and
@@ -35,6 +36,7 @@ struct ulma_live_source {
 	uint64_t hz;                 /* measured ticks per second */
 	struct ulma_clock_pair start; /* the session's start */
 	bool hold_output;             /* the program is our child: hold its terminal output */
+	bool no_correction;           /* show raw times, the hook's cost included (docs/overhead.md) */
 };
 
 /* Take the terminal and (with hold_output) start the relay, before the

@@ -466,7 +466,7 @@ int ulma_cmd_run(int argc, char **argv)
 	take_signals(&saved);
 	struct ulma_live *live = NULL;
 	if (!o.no_live) {
-		struct ulma_live_source src = {&col, writer, cfg.use_tsc, hz, start, true};
+		struct ulma_live_source src = {&col, writer, cfg.use_tsc, hz, start, true, o.no_correction};
 		err = ulma_live_open(&src, &live);
 		if (err && err != -ENOTTY)
 			ulma_die_msg("no live view: %s", strerror(-err));

@@ -309,6 +309,75 @@ def test_cpu_run_blk_columns(pane, ulma_bin, prog, tmp_path):
     assert code == 0, text
 
 
+# pid, threads, events, lost, self, state, and cpus cpu% run% blk% when the split is shown, command
+PROC_ROW = re.compile(r"^\s*(\d+)\s+(\d+)\s+(\S+)\s+(\S+)\s+([\d.]+)s\s+(run|ended)"
+                      r"(?:\s+([\d.]+|-)\s+(\d+|-)\s+(\d+|-)\s+(\d+|-))?\s+(\S.*)$")
+
+
+def processes(screen):
+    """{pid: dict of the row} from the process view on a screen."""
+    rows = {}
+    for line in screen.splitlines():
+        m = PROC_ROW.match(line.rstrip())
+        if m:
+            rows[int(m.group(1))] = dict(threads=int(m.group(2)), self=float(m.group(5)), state=m.group(6),
+                                         cpus=m.group(7), cpu=m.group(8), blk=m.group(10), command=m.group(11))
+    return rows
+
+
+@needs_tmux
+def test_process_view(pane, ulma_bin, prog, tmp_path):
+    """v shows one row per process with its totals: two workers that compute
+    are mostly on a CPU, the parent that waits for them is blocked; a worker
+    that ends says so and keeps its row; v again shows the functions."""
+    stop, end, pids_file = (str(tmp_path / n) for n in ("stop", "end", "pids"))
+    trace = str(tmp_path / "t.trace")
+    p = pane([ulma_bin, "run", "--no-c-calls", "-o", trace, prog("live_procs.py"), "--stop", stop, "--end", end,
+              "--pids", pids_file], width=80, height=24)
+    deadline = time.monotonic() + HANG
+    while not os.path.exists(pids_file):
+        assert time.monotonic() < deadline, "the workers never started"
+        time.sleep(0.05)
+    parent, *workers = (int(x) for x in open(pids_file).read().split())
+    p.wait("the function table", lambda s: "function" in s)
+    p.keys("v")
+
+    def settled(s):
+        rows = processes(s)
+        return (all(pid in rows and rows[pid]["self"] >= 1.0 and rows[pid]["cpu"] not in (None, "-")
+                    for pid in [parent] + workers))
+
+    screen = p.wait("three processes with a second of self time each", settled)
+    lines = screen.split("\n")
+    assert all(len(l) <= 80 for l in lines)
+    assert lines[1].split()[:3] == ["pid", "thr", "events"] and "command" in lines[1], lines[1]
+    assert "v functions" in lines[-1] or "v functions" in screen, screen
+    rows = processes(screen)
+    assert set(rows) == {parent, *workers}, screen
+    for pid in [parent] + workers:
+        assert rows[pid]["state"] == "run", screen
+        assert "live_procs.py" in rows[pid]["command"], screen  # without the interpreter's name
+        assert not rows[pid]["command"].startswith("python"), screen
+
+    def shares_settled(s):
+        rows = processes(s)
+        return (settled(s) and int(rows[parent]["blk"]) >= 70 and
+                all(int(rows[w]["cpu"]) >= 50 and float(rows[w]["cpus"]) >= 0.3 for w in workers))
+
+    p.wait("workers mostly on a CPU, the parent blocked", shares_settled)
+
+    open(stop, "w").close()
+    ended = p.wait("the workers ended, their rows kept",
+                   lambda s: all(processes(s).get(w, {}).get("state") == "ended" for w in workers))
+    assert processes(ended)[parent]["state"] == "run", ended
+
+    p.keys("v")
+    p.wait("the function table again", lambda s: "function" in s.split("\n")[1] and "spin" in table(s))
+    open(end, "w").close()
+    code, text = p.wait_exit()
+    assert code == 0, text
+
+
 @needs_tmux
 def test_no_live_draws_nothing(pane, ulma_bin, prog, tmp_path):
     trace, stop = str(tmp_path / "t.trace"), str(tmp_path / "stop")

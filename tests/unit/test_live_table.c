@@ -3,7 +3,9 @@
  * share (the top frame up to its thread's latest event, a lower one up to
  * the entry of the frame above it) and its clamping at 0; the clear
  * baseline covering the split like calls and times; the percentages of a
- * self time; sorting by on-CPU time. */
+ * self time; sorting by on-CPU time; the hook's cost taken out, open
+ * frames included; the per-process totals, over two
+ * processes' threads, with open frames and across a clear. */
 #include <string.h>
 
 #include "monitor/live_table.h"
@@ -154,11 +156,107 @@ static void test_split(void)
 	CHECK(split_is(100, 60, 70, 60, 40, 0), "runnable is cut to what cpu leaves");
 }
 
+static const struct ulma_live_proc *proc_of(const struct ulma_live_table *t, uint32_t pid)
+{
+	for (uint32_t i = 0; i < t->nprocs; i++)
+		if (t->procs[i].pid == pid)
+			return &t->procs[i];
+	return NULL;
+}
+
+static void test_cost_taken_out(void)
+{
+	/* at 100, as in test_open_frames: A (open, below C) has 5 events
+	 * inside (B in and out, C in, B in and out), 2 charged to its self time
+	 * (the entries of B and C); C (open, on top) has B's 2 inside, 1 its
+	 * own (B's entry); B its 2 exits.  At 1 tick (and 1 ns) per event: */
+	struct ulma_profile p;
+	struct ulma_live_table t;
+	setup(&p);
+	feed(&p);
+	ulma_live_table_init(&t);
+	ulma_live_table_set_cost(&t, 1.0, 1.0);
+	if (!CHECK(ulma_live_table_update(&t, &p, 100) == 0, "snapshot at 100"))
+		return;
+	CHECK(counts_are(&t, A, 1, 95, 18, 12, 2), "A: self 20-2, cpu 14-2, total 100-5");
+	CHECK(counts_are(&t, C, 1, 58, 49, 3, 1), "C: self 50-1, cpu 4-1, total 60-2");
+	CHECK(counts_are(&t, B, 2, 28, 28, 16, 2), "B: self 30-2, total cut to its self");
+	CHECK(proc_of(&t, 100) && proc_of(&t, 100)->n.self_ticks == 94 && proc_of(&t, 100)->n.self_cpu_ns == 30,
+	      "the process: self 100-6, cpu 36-6 for its 6 events");
+	ulma_live_table_set_cost(&t, 0, 0);
+	ulma_live_table_update(&t, &p, 100);
+	CHECK(counts_are(&t, A, 1, 100, 20, 14, 2), "cost 0: raw times again");
+	ulma_live_table_free(&t);
+	ulma_profile_free(&p);
+}
+
+static int proc_is(const struct ulma_live_table *t, uint32_t pid, uint32_t threads, uint64_t events,
+		   uint64_t self, uint64_t cpu, uint64_t wait, uint64_t first, uint64_t last)
+{
+	const struct ulma_live_proc *pr = proc_of(t, pid);
+	if (!pr) {
+		tap_diag("pid %u has no row", pid);
+		return 0;
+	}
+	int ok = pr->threads == threads && pr->n.events == events && pr->n.self_ticks == self &&
+		 pr->n.self_cpu_ns == cpu && pr->n.self_wait_ns == wait && pr->first_ticks == first &&
+		 pr->last_ticks == last;
+	if (!ok)
+		tap_diag("pid %u: threads %u events %llu self %llu cpu %llu wait %llu first %llu last %llu", pid,
+			 pr->threads, (unsigned long long)pr->n.events, (unsigned long long)pr->n.self_ticks,
+			 (unsigned long long)pr->n.self_cpu_ns, (unsigned long long)pr->n.self_wait_ns,
+			 (unsigned long long)pr->first_ticks, (unsigned long long)pr->last_ticks);
+	return ok;
+}
+
+static void test_processes(void)
+{
+	/* pid 100: thread 0 as in feed() (6 events; self at 100: A 20 + C 50 + B 30)
+	 *          and thread 1, one closed call of A (ticks 5-25, cpu 10, wait 4)
+	 * pid 200: thread 2, A open since 70 (cpu 3, wait 1 at its entry, 9 and 2 later) */
+	struct ulma_profile p;
+	struct ulma_live_table t;
+	setup(&p);
+	feed(&p);
+	ulma_profile_add_thread(&p, 1, 2, 100, 101);
+	ulma_profile_add_thread(&p, 2, 3, 200, 200);
+	ulma_profile_enter_at(&p, 1, A, 5, &(struct ulma_sched_clocks){0, 0, 0});
+	ulma_profile_exit_at(&p, 1, 25, &(struct ulma_sched_clocks){10, 4, 0});
+	ulma_profile_enter_at(&p, 2, A, 70, &(struct ulma_sched_clocks){3, 1, 0});
+	ulma_live_table_init(&t);
+	if (!CHECK(ulma_live_table_update(&t, &p, 100) == 0 && t.nprocs == 2, "two processes"))
+		return;
+	CHECK(t.procs[0].pid == 100 && t.procs[1].pid == 200, "in order of appearance");
+	CHECK(proc_is(&t, 100, 2, 8, 100 + 20, 36 + 10, 5 + 4, 0, 60),
+	      "pid 100: both threads' events and self time, the open frames' included");
+	CHECK(proc_is(&t, 200, 1, 1, 30, 0, 0, 70, 70), "pid 200: its open frame's 30 ticks, no cpu since its entry");
+
+	ulma_live_table_sort(&t, &p, ULMA_SORT_CPU);
+	CHECK(t.procs[0].pid == 100, "sorted by on-CPU time: pid 100 first");
+	ulma_live_table_sort(&t, &p, ULMA_SORT_NAME);
+	CHECK(t.procs[0].pid == 100 && t.procs[1].pid == 200, "sorted by pid");
+
+	CHECK(ulma_live_table_clear(&t, &p, 100) == 0 && t.nprocs == 0, "cleared at 100: no process rows");
+	ulma_profile_enter_at(&p, 2, B, 110, &(struct ulma_sched_clocks){9, 2, 0});
+	ulma_live_table_update(&t, &p, 120);
+	/* pid 200 since the clear: one event, A's 10 ticks (100-110, cpu 3-3 = 0
+	 * at the clear to 9-3 = 6 now), B's 10 open ticks.  pid 100 had no
+	 * event, but thread 0 is still in C (open, on top): 20 ticks, no cpu
+	 * yet; its thread 1 had nothing and is not counted */
+	CHECK(t.nprocs == 2, "both processes have something since the clear");
+	CHECK(proc_is(&t, 200, 1, 1, 20, 6, 1, 100, 110), "pid 200 from the clear on, first event cut to the clear");
+	CHECK(proc_is(&t, 100, 1, 0, 20, 0, 0, 100, 60), "pid 100: only its open frame's time since the clear");
+	ulma_live_table_free(&t);
+	ulma_profile_free(&p);
+}
+
 int main(void)
 {
 	test_open_frames();
 	test_clamped();
 	test_clear();
 	test_split();
+	test_processes();
+	test_cost_taken_out();
 	return tap_done();
 }

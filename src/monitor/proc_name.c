@@ -1,0 +1,55 @@
+/* proc_name.c - naming traced processes by their command line (see proc_name.h). */
+#include "proc_name.h"
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+/* True for "python", "python3", "/usr/bin/python3.12", "python3.13t", "pypy3". */
+static int is_interpreter(const char *arg)
+{
+	const char *base = strrchr(arg, '/');
+	base = base ? base + 1 : arg;
+	return strncmp(base, "python", 6) == 0 || strncmp(base, "pypy", 4) == 0;
+}
+
+void ulma_proc_name_format(const char *cmdline, size_t len, char *out, size_t cap)
+{
+	size_t n = 0, i = 0;
+	if (cap == 0)
+		return;
+	/* skip argv[0] when it is the interpreter and something follows it */
+	size_t first = strnlen(cmdline, len);
+	if (first < len && first + 1 < len && is_interpreter(cmdline))
+		i = first + 1;
+	for (; i < len && n + 1 < cap; i++)
+		out[n++] = cmdline[i] ? cmdline[i] : ' ';
+	while (n > 0 && out[n - 1] == ' ')
+		n--;
+	out[n] = 0;
+	if (n == 0)
+		snprintf(out, cap, "?");
+}
+
+static void read_name(uint32_t pid, char *out, size_t cap)
+{
+	char path[64], buf[512];
+	snprintf(path, sizeof(path), "/proc/%u/cmdline", pid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf)) : -1;
+	if (fd >= 0)
+		close(fd);
+	ulma_proc_name_format(buf, n > 0 ? (size_t)n : 0, out, cap);
+}
+
+const char *ulma_proc_name(struct ulma_proc_names *names, uint32_t pid)
+{
+	for (uint32_t i = 0; i < names->count; i++)
+		if (names->pid[i] == pid)
+			return names->name[i];
+	uint32_t slot = names->count < ULMA_PROC_NAMES ? names->count++ : names->next++ % ULMA_PROC_NAMES;
+	names->pid[slot] = pid;
+	read_name(pid, names->name[slot], sizeof(names->name[slot]));
+	return names->name[slot];
+}
