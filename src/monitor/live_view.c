@@ -525,7 +525,8 @@ static void draw(struct ulma_live *lv)
 	const struct column *cols = view_columns(lv, &n);
 	for (unsigned i = 0; i < n; i++)
 		numbers += cols[i].width;
-	unsigned rest = lv->cols > numbers + 17 ? lv->cols - numbers - 1 : 16;
+	unsigned least = lv->procs ? 8 : 16;
+	unsigned rest = lv->cols > numbers + least + 1 ? lv->cols - numbers - 1 : least;
 	unsigned nw = lv->procs ? rest : rest / 2, fw = rest - rest / 2;
 	draw_status(lv);
 	if (lv->rows >= 3)
