@@ -6,6 +6,9 @@
 #include <string.h>
 #include <unistd.h>
 
+/* in the code `ulma run` hands to `python -c` (src/monitor/run.c) */
+#define BOOT_MARK "import ulma._boot"
+
 /* True for "python", "python3", "/usr/bin/python3.12", "python3.13t", "pypy3". */
 static int is_interpreter(const char *arg)
 {
@@ -21,8 +24,24 @@ void ulma_proc_name_format(const char *cmdline, size_t len, char *out, size_t ca
 		return;
 	/* skip argv[0] when it is the interpreter and something follows it */
 	size_t first = strnlen(cmdline, len);
-	if (first < len && first + 1 < len && is_interpreter(cmdline))
+	if (first < len && first + 1 < len && is_interpreter(cmdline)) {
 		i = first + 1;
+		/* and `ulma run`'s boot code, when the program's arguments follow */
+		const char *arg = cmdline + i;
+		size_t arg_len = strnlen(arg, len - i);
+		if (arg_len == 2 && memcmp(arg, "-c", 2) == 0 && i + 3 < len) {
+			const char *code = arg + 3;
+			size_t code_len = strnlen(code, len - i - 3);
+			size_t after = i + 3 + code_len + 1;
+			if (after < len && memmem(code, code_len, BOOT_MARK, strlen(BOOT_MARK)))
+				i = after;
+		}
+	}
+	/* the script (or program) by its file name: the column is narrow */
+	size_t arg_end = i + strnlen(cmdline + i, len - i);
+	const char *slash = cmdline[i] != '-' ? memrchr(cmdline + i, '/', arg_end - i) : NULL;
+	if (slash && (size_t)(slash - cmdline) + 1 < arg_end)
+		i = (size_t)(slash - cmdline) + 1;
 	for (; i < len && n + 1 < cap; i++)
 		out[n++] = cmdline[i] ? cmdline[i] : ' ';
 	while (n > 0 && out[n - 1] == ' ')

@@ -3,7 +3,10 @@
  * A process is named by its command line as /proc/PID/cmdline gives it,
  * arguments joined by spaces, without the interpreter: "python3 -m
  * pkg.tool x" shows as "-m pkg.tool x", "/usr/bin/python3.12 work.py" as
- * "work.py".  Names are read once per pid, the first time it is asked for,
+ * "work.py".  `ulma run` starts the program as "python3 -c <boot code>
+ * work.py" (src/monitor/run.c): a -c whose code imports ulma._boot is left
+ * out too, so that shows as "work.py".  The script or program is named by
+ * its file name: "python3 /srv/app/work.py" shows as "work.py".  Names are read once per pid, the first time it is asked for,
  * so a process that has ended keeps the name it had; one that ended before
  * it was asked for is "?".  Control bytes are left in: the caller cleans
  * what it prints.

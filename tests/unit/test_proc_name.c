@@ -28,7 +28,17 @@ int main(void)
 	CHECK(formats_as(RAW("python3\0work.py\0--n\0003\0"), "work.py --n 3"), "python3 work.py --n 3");
 	CHECK(formats_as(RAW("/usr/bin/python3.12\0-m\0pkg.tool\0"), "-m pkg.tool"), "a full interpreter path");
 	CHECK(formats_as(RAW("python3\0"), "python3"), "the interpreter alone keeps its name");
-	CHECK(formats_as(RAW("./server\0--port\0008080\0"), "./server --port 8080"), "not Python: all of it");
+	CHECK(formats_as(RAW("python3\0-c\0import sys\nimport ulma._boot as b\0work.py\0-v\0"), "work.py -v"),
+	      "ulma run's boot code is left out");
+	CHECK(formats_as(RAW("python3\0-c\0import ulma._boot\0"), "-c import ulma._boot"),
+	      "boot code with nothing after it stays");
+	CHECK(formats_as(RAW("python3\0-c\0from multiprocessing.spawn import spawn_main\0--multiprocessing-fork\0"),
+			 "-c from multiprocessing.spawn import spawn_main --multiprocessing-fork"),
+	      "other -c code stays");
+	CHECK(formats_as(RAW("./server\0--port\0008080\0"), "server --port 8080"), "not Python: all of it");
+	CHECK(formats_as(RAW("python3\0/srv/app/work.py\0/tmp/in\0"), "work.py /tmp/in"),
+	      "the script by its file name, its arguments as they are");
+	CHECK(formats_as(RAW("python3\0/srv/app/\0"), "/srv/app/"), "a path ending in / stays");
 	CHECK(formats_as("", 0, "?"), "empty (a process that ended): ?");
 	char small[6];
 	ulma_proc_name_format(RAW("python3\0abcdefghij\0"), small, sizeof(small));
