@@ -11,7 +11,9 @@ untraced and under each tool, interleaved (untraced, tool, untraced, tool ...),
 `--rounds` pairs each.  It prints, per tool and workload, the median ratio of
 wall time to untraced and the peak RSS, and for tracers that write files
 (ulma, VizTracer) the output size and bytes per recorded event.  Every tool
-writes to a file with its default settings, so none pays for a terminal.
+writes to a file with its default settings (yappi with its wall clock: its
+default CPU clock costs a system call per event), so none pays for a
+terminal.  Peak RSS comes from bench/peak_rss.c, a small launcher.
 The "untraced (sanity)" row runs the program under the same runner with no
 tool at all and must come out at 1.00 +/- 0.05.  A tool that fails on a
 workload shows as "failed" with the reason.
@@ -46,8 +48,10 @@ SAMPLERS = ["pyinstrument", "py-spy", "scalene"]
 CAPTURES = {
     "ulma": "every call (Python + builtins), per-thread timeline, trace file",
     "cProfile": "every call (Python + builtins), aggregated",
-    "viztracer": "every call, timeline, JSON trace",
-    "yappi": "every call, aggregated, wall clock",
+    "viztracer": "every call, timeline, JSON trace; by default it keeps only the last 1,000,000 entries "
+                 "(a circular buffer), so on long runs its file holds the end of the run only",
+    "yappi": "every call, aggregated, wall clock (`-c wall`: its default CPU clock costs a system call "
+             "per event, several times slower)",
     "pyinstrument": "stack samples every 1 ms (statistical)",
     "py-spy": "stack samples at 100 Hz from outside (statistical)",
     "scalene": "CPU/memory samples (statistical)",
@@ -84,7 +88,7 @@ def commands(env, py, tool, script, out):
         "ulma": [b("ulma"), "run", "--summary", "none", "-o", out + ".trace", script],
         "cProfile": [py, "-m", "cProfile", "-o", out + ".prof", script],
         "viztracer": [b("viztracer"), "--quiet", "-o", out + ".json", script],
-        "yappi": [py, "-m", "yappi", "-o", out + ".pstat", "-f", "pstat", script],
+        "yappi": [py, "-m", "yappi", "-c", "wall", "-o", out + ".pstat", "-f", "pstat", script],
         "pyinstrument": [b("pyinstrument"), "-r", "speedscope", "-o", out + ".speedscope", script],
         "py-spy": [b("py-spy"), "record", "-o", out + ".svg", "--", py, script],
         "scalene": [b("scalene"), "run", "-o", out + ".scalene.json", script],
@@ -92,19 +96,28 @@ def commands(env, py, tool, script, out):
     }[tool]
 
 
-def timed(cmd, env_vars):
+def peak_rss_launcher():
+    """bench/peak_rss.c, built once into build/: see there why the runner needs it."""
+    exe = os.path.join(ROOT, "build", "bench-peak-rss")
+    src = os.path.join(HERE, "peak_rss.c")
+    if not os.path.exists(exe) or os.path.getmtime(exe) < os.path.getmtime(src):
+        os.makedirs(os.path.dirname(exe), exist_ok=True)
+        sh([os.environ.get("CC", "cc"), "-O2", "-o", exe, src])
+    return exe
+
+
+def timed(cmd, env_vars, launcher, rss_file):
+    """(wall seconds, peak RSS in KiB of the command and its descendants)."""
     t = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env_vars)
-    _, status, usage = os.wait4(proc.pid, 0)
+    proc = subprocess.run([launcher, rss_file] + cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                          env=env_vars)
     elapsed = time.perf_counter() - t
-    err = proc.stderr.read().decode(errors="replace")
-    proc.stderr.close()
-    proc.returncode = os.waitstatus_to_exitcode(status) if hasattr(os, "waitstatus_to_exitcode") else status
     if proc.returncode != 0:
-        lines = err.strip().splitlines() or ["exit %d" % proc.returncode]
+        lines = proc.stderr.decode(errors="replace").strip().splitlines() or ["exit %d" % proc.returncode]
         errors = [line for line in lines if "Error" in line]  # the cause, not a backtrace's last frame
         raise RuntimeError((errors[0] if errors else lines[-1]).strip()[:120])
-    return elapsed, usage.ru_maxrss  # KiB, this process and the children it waited for
+    with open(rss_file) as f:
+        return elapsed, int(f.read())
 
 
 def output_stats(tool, out, env_vars, env):
@@ -138,6 +151,7 @@ def main():
                                       text=True).strip()
     env_vars = dict(os.environ, ULMA_PYTHON=py, PATH=os.path.join(env, "bin") + os.pathsep + os.environ["PATH"])
     outdir = tempfile.mkdtemp(prefix="ulma-peers-")
+    launcher, rss_file = peak_rss_launcher(), os.path.join(outdir, "peak-rss")
     tools = args.tools.split(",")
     rows = []
     print("Python %s, %d interleaved pairs per cell, median ratio to untraced" % (version, args.rounds))
@@ -148,8 +162,8 @@ def main():
             base_t, tool_t, rss = [], [], []
             try:
                 for _ in range(args.rounds):
-                    base_t.append(timed([py, script], env_vars)[0])
-                    t, m = timed(commands(env, py, tool, script, out), env_vars)
+                    base_t.append(timed([py, script], env_vars, launcher, rss_file)[0])
+                    t, m = timed(commands(env, py, tool, script, out), env_vars, launcher, rss_file)
                     tool_t.append(t)
                     rss.append(m)
                 ratio = statistics.median(tool_t) / statistics.median(base_t)
@@ -242,8 +256,10 @@ def write_doc(path, version, args, rows, tool_versions):
     head = ["# Benchmarks: ulma against the tools users would pick instead\n",
             "Generated by `bench/peers.py` (`make bench-peers`); do not edit the numbers by hand.",
             "Each cell runs the workload untraced and under the tool in turns, and divides the median",
-            "times. Every tool writes a file with its default settings. Peak RSS is the tool's",
-            "process tree's largest. Bytes/event is the output size over the calls and returns recorded.\n",
+            "times. Every tool writes a file, with its default settings but for yappi's clock (below).",
+            "Peak RSS is that of the largest of the run's processes (for ulma, the monitor or the",
+            "program), measured by bench/peak_rss.c. Bytes/event is the output size over the calls",
+            "and returns recorded.\n",
             "What each tool records, so that a sampler's lower ratio is read in that light:\n"]
     head += ["- **%s**: %s" % kv for kv in CAPTURES.items()]
     with open(path, "w") as f:
