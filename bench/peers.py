@@ -208,8 +208,8 @@ def verdicts(rows):
         else:
             where = "ulma ran at %.2fx; no other every-call tool finished" % ulma
         if smp:
-            where += "; the fastest sampler, %s, runs at %.2fx (ulma costs %.1f times its overhead)" % (
-                smp[0][1], smp[0][0], (ulma - 1) / max(smp[0][0] - 1, 0.01))
+            where += "; the fastest sampler, %s, adds %.0f%% to the run time where ulma adds %.0f%%" % (
+                smp[0][1], max(smp[0][0] - 1, 0) * 100, max(ulma - 1, 0) * 100)
         lines.append("- **%s**: %s." % (name, where))
     sane = [ratio_of(c) for n, t, c in rows if t == "untraced (sanity)"]
     bad = [r for r in sane if r is None or abs(r - 1.0) > 0.05]
@@ -223,19 +223,36 @@ def verdicts(rows):
     return lines
 
 
+VERDICT = "\nVerdict, computed from the table above:\n"
+
+
 def section(version, args, rows, tool_versions):
+    commit = subprocess.run(["git", "-C", ROOT, "describe", "--always", "--dirty"], capture_output=True,
+                            text=True).stdout.strip() or "unknown"
     out = ["## Python %s, %s\n" % (version, datetime.date.today().isoformat()),
            "Machine: %s, %d CPUs, %s. %d interleaved pairs per cell; median wall-time ratio to untraced." % (
                platform.processor() or platform.machine(), os.cpu_count(), platform.platform(), args.rounds),
+           "ulma at commit %s." % commit,
            "Command: `python bench/peers.py --rounds %d --workloads %s --write-doc docs/benchmarks.md`" % (
                args.rounds, args.workloads),
            "Tool versions: %s.\n" % ", ".join("%s %s" % kv for kv in sorted(tool_versions.items())),
            "| workload | tool | ratio | peak RSS | output | bytes/event |", "|---|---|---|---|---|---|"]
     for name, tool, c in rows:
         out.append("| %s | %s | %s | %s | %s | %s |" % (name, tool, c["ratio"], c["rss"], c["size"], c["bpe"]))
-    out.append("\nVerdict, computed from the table above:\n")
+    out.append(VERDICT)
     out.extend(verdicts(rows))
     return "\n".join(out) + "\n"
+
+
+def reverdict(part):
+    """A kept section with its verdict computed again from its own table (the wording may have changed)."""
+    table = part.split(VERDICT.strip(), 1)[0].rstrip()
+    rows = []
+    for line in table.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if line.startswith("| ") and len(cells) == 6 and cells[0] != "workload":
+            rows.append((cells[0], cells[1], dict(zip(["ratio", "rss", "size", "bpe"], cells[2:]))))
+    return table + "\n" + VERDICT + "\n" + "\n".join(verdicts(rows)) + "\n" if rows else part
 
 
 HEADER_END = "<!-- sections by Python version follow -->"
@@ -250,7 +267,7 @@ def write_doc(path, version, args, rows, tool_versions):
         for part in re.split(r"(?m)^(?=## Python )", body):
             m = re.match(r"## Python (\d+)\.(\d+)", part)
             if m:
-                sections[(int(m.group(1)), int(m.group(2)))] = part.strip() + "\n"
+                sections[(int(m.group(1)), int(m.group(2)))] = reverdict(part.strip() + "\n")
     key = tuple(int(x) for x in version.split(".")[:2])
     sections[key] = section(version, args, rows, tool_versions)
     head = ["# Benchmarks: ulma against the tools users would pick instead\n",
