@@ -25,26 +25,35 @@ void ulma_live_table_free(struct ulma_live_table *t)
 	memset(t, 0, sizeof(*t));
 }
 
+/* Resize the array at *array to cap elements of size bytes; on failure
+ * it is left as it was. */
+static int grow(void *array, uint32_t cap, size_t size)
+{
+	void *p = realloc(*(void **)array, (size_t)cap * size);
+	if (!p)
+		return -ENOMEM;
+	*(void **)array = p;
+	return 0;
+}
+
+/* Room for this many elements, doubling from `first`. */
+static uint32_t capacity_for(uint32_t n, uint32_t cap, uint32_t first)
+{
+	cap = cap ? cap : first;
+	while (cap < n)
+		cap *= 2;
+	return cap;
+}
+
 static int reserve(struct ulma_live_table *t, uint32_t nfuncs)
 {
 	if (nfuncs <= t->cap)
 		return 0;
-	uint32_t cap = t->cap ? t->cap : 256;
-	while (cap < nfuncs)
-		cap *= 2;
-	struct ulma_live_counts *cur = realloc(t->cur, cap * sizeof(*cur));
-	if (!cur)
+	uint32_t cap = capacity_for(nfuncs, t->cap, 256);
+	if (grow(&t->cur, cap, sizeof(*t->cur)) || grow(&t->stamp, cap, sizeof(*t->stamp)) ||
+	    grow(&t->rows, cap, sizeof(*t->rows)))
 		return -ENOMEM;
-	t->cur = cur;
-	uint32_t *stamp = realloc(t->stamp, cap * sizeof(*stamp));
-	if (!stamp)
-		return -ENOMEM;
-	memset(stamp + t->cap, 0, (cap - t->cap) * sizeof(*stamp));
-	t->stamp = stamp;
-	struct ulma_live_row *rows = realloc(t->rows, cap * sizeof(*rows));
-	if (!rows)
-		return -ENOMEM;
-	t->rows = rows;
+	memset(t->stamp + t->cap, 0, (cap - t->cap) * sizeof(*t->stamp));
 	t->cap = t->cap_rows = cap;
 	return 0;
 }
@@ -53,17 +62,9 @@ static int reserve_threads(struct ulma_live_table *t, uint32_t nthreads)
 {
 	if (nthreads <= t->cap_threads)
 		return 0;
-	uint32_t cap = t->cap_threads ? t->cap_threads : 64;
-	while (cap < nthreads)
-		cap *= 2;
-	struct ulma_live_thread_counts *cur = realloc(t->thread_cur, cap * sizeof(*cur));
-	if (!cur)
+	uint32_t cap = capacity_for(nthreads, t->cap_threads, 64);
+	if (grow(&t->thread_cur, cap, sizeof(*t->thread_cur)) || grow(&t->procs, cap, sizeof(*t->procs)))
 		return -ENOMEM;
-	t->thread_cur = cur;
-	struct ulma_live_proc *procs = realloc(t->procs, cap * sizeof(*procs));
-	if (!procs)
-		return -ENOMEM;
-	t->procs = procs;
 	t->cap_threads = cap;
 	return 0;
 }
@@ -145,6 +146,16 @@ static void thread_minus(struct ulma_live_thread_counts *a, const struct ulma_li
 	a->self_wait_ns = minus(a->self_wait_ns, b->self_wait_ns);
 }
 
+/* A self time less `events` events' cost (never below 0); the ns removed
+ * come out of *cpu_ns, which the cost was spent on. */
+static uint64_t self_less_cost(const struct ulma_live_table *t, uint64_t self_ticks, uint64_t events,
+			       uint64_t *cpu_ns)
+{
+	uint64_t self = minus(self_ticks, ulma_overhead_cost(events, t->cost_ticks));
+	*cpu_ns = minus(*cpu_ns, ulma_u64_from_double((double)(self_ticks - self) * t->cost_ns / t->cost_ticks + 0.5));
+	return self;
+}
+
 /* Sum the threads (less their baselines) into one row per process. */
 static void total_processes(struct ulma_live_table *t, const struct ulma_profile *p)
 {
@@ -156,12 +167,8 @@ static void total_processes(struct ulma_live_table *t, const struct ulma_profile
 			thread_minus(&n, &t->thread_base[i]);
 		if (n.events == 0 && n.lost == 0 && n.self_ticks == 0)
 			continue;
-		if (t->cost_ticks > 0) { /* every event's cost is in some frame's self time */
-			uint64_t self = minus(n.self_ticks, ulma_overhead_cost(n.events, t->cost_ticks));
-			n.self_cpu_ns = minus(n.self_cpu_ns, ulma_u64_from_double((double)(n.self_ticks - self) *
-										   t->cost_ns / t->cost_ticks + 0.5));
-			n.self_ticks = self;
-		}
+		if (t->cost_ticks > 0) /* every event's cost is in some frame's self time */
+			n.self_ticks = self_less_cost(t, n.self_ticks, n.events, &n.self_cpu_ns);
 		uint32_t k = 0;
 		while (k < t->nprocs && t->procs[k].pid != th->pid)
 			k++;
@@ -194,13 +201,10 @@ void ulma_live_table_set_cost(struct ulma_live_table *t, double ticks_per_event,
  * events' cost, on-CPU ns first; total loses its own, down to the new self. */
 static void take_out_cost(const struct ulma_live_table *t, struct ulma_live_counts *n)
 {
-	uint64_t self = minus(n->self_ticks, ulma_overhead_cost(n->self_events, t->cost_ticks));
-	uint64_t removed_ns = ulma_u64_from_double((double)(n->self_ticks - self) * t->cost_ns / t->cost_ticks + 0.5);
-	uint64_t room = minus(n->total_ticks, self);
+	n->self_ticks = self_less_cost(t, n->self_ticks, n->self_events, &n->self_cpu_ns);
+	uint64_t room = minus(n->total_ticks, n->self_ticks);
 	uint64_t total_cost = ulma_overhead_cost(n->total_events, t->cost_ticks);
 	n->total_ticks -= total_cost < room ? total_cost : room;
-	n->self_ticks = self;
-	n->self_cpu_ns = minus(n->self_cpu_ns, removed_ns);
 }
 
 int ulma_live_table_update(struct ulma_live_table *t, const struct ulma_profile *p, uint64_t now_ticks)
@@ -237,18 +241,9 @@ int ulma_live_table_clear(struct ulma_live_table *t, const struct ulma_profile *
 {
 	if (reserve(t, p->nfuncs) || reserve_threads(t, p->nthreads))
 		return -ENOMEM;
-	if (p->nfuncs > t->nbase) {
-		struct ulma_live_counts *b = realloc(t->base, t->cap * sizeof(*b));
-		if (!b)
-			return -ENOMEM;
-		t->base = b;
-	}
-	if (p->nthreads > t->nthread_base) {
-		struct ulma_live_thread_counts *b = realloc(t->thread_base, t->cap_threads * sizeof(*b));
-		if (!b)
-			return -ENOMEM;
-		t->thread_base = b;
-	}
+	if ((p->nfuncs > t->nbase && grow(&t->base, t->cap, sizeof(*t->base))) ||
+	    (p->nthreads > t->nthread_base && grow(&t->thread_base, t->cap_threads, sizeof(*t->thread_base))))
+		return -ENOMEM;
 	measure(t, p, now_ticks);
 	if (p->nfuncs)
 		memcpy(t->base, t->cur, p->nfuncs * sizeof(*t->base));

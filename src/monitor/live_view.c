@@ -286,15 +286,18 @@ static void count_running(struct ulma_live *lv)
 	lv->live_processes = npids + many;
 }
 
-/* "run" while the process has a thread writing, "ended" after; "?" past
- * the pids we keep. */
-static const char *process_state(const struct ulma_live *lv, uint32_t pid)
+enum process_state { PROCESS_ENDED, PROCESS_RUNNING, PROCESS_UNKNOWN };
+static const char *const state_names[] = {"ended", "run", "?"};
+
+/* Running while the process has a thread writing, ended after; unknown
+ * past the pids we keep. */
+static enum process_state process_state(const struct ulma_live *lv, uint32_t pid)
 {
 	uint32_t known = lv->live_processes < MAX_RUNNING_PIDS ? lv->live_processes : MAX_RUNNING_PIDS;
 	for (uint32_t i = 0; i < known; i++)
 		if (lv->running_pids[i] == pid)
-			return "run";
-	return lv->live_processes > MAX_RUNNING_PIDS ? "?" : "ended";
+			return PROCESS_RUNNING;
+	return lv->live_processes > MAX_RUNNING_PIDS ? PROCESS_UNKNOWN : PROCESS_ENDED;
 }
 
 static void snapshot(struct ulma_live *lv)
@@ -471,15 +474,14 @@ static void draw_proc_row(struct ulma_live *lv, unsigned r, const struct ulma_li
 {
 	struct text *l = &lv->line;
 	char self[32];
-	const char *state = process_state(lv, pr->pid);
+	enum process_state state = process_state(lv, pr->pid);
 	seconds(ticks_s(lv, pr->n.self_ticks), self, sizeof(self));
 	putf(l, "%8u%4u", pr->pid, pr->threads);
 	put_count(l, pr->n.events, W_CALLS);
 	put_count(l, pr->n.lost, 8);
-	putf(l, "%*s%6s", W_TIME, self, state);
+	putf(l, "%*s%6s", W_TIME, self, state_names[state]);
 	if (lv->split) {
-		uint64_t end = strcmp(state, "run") == 0 && lv->snap_ticks > pr->last_ticks ? lv->snap_ticks
-											 : pr->last_ticks;
+		uint64_t end = state == PROCESS_RUNNING && lv->snap_ticks > pr->last_ticks ? lv->snap_ticks : pr->last_ticks;
 		uint64_t wall = end > pr->first_ticks ? ulma_clock_ticks_to_ns(&lv->cal, end - pr->first_ticks) : 0;
 		if (wall)
 			putf(l, "%6.2f", (double)pr->n.self_cpu_ns / (double)wall);
