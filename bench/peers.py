@@ -151,6 +151,8 @@ def main():
                     help="measure nothing: rewrite the file's header and every section's verdict from its table")
     args = ap.parse_args()
     if args.refresh_doc:
+        if not os.path.isfile(args.refresh_doc):
+            sys.exit("bench/peers.py: no such file to refresh: %s" % args.refresh_doc)
         write_doc(args.refresh_doc, None, args, None, None)
         return
 

@@ -77,6 +77,10 @@ def test_refresh_doc_recomputes_verdicts(peers, tmp_path):
     subprocess.run([sys.executable, str(ROOT / "bench" / "peers.py"), "--refresh-doc", str(doc)], check=True,
                    timeout=60)
     assert doc.read_text() == text
+    missing = subprocess.run([sys.executable, str(ROOT / "bench" / "peers.py"), "--refresh-doc",
+                              str(tmp_path / "none.md")], stderr=subprocess.PIPE, text=True, timeout=60)
+    assert missing.returncode != 0 and "no such file" in missing.stderr
+    assert not (tmp_path / "none.md").exists()
 
 
 def launcher(peers):
