@@ -29,9 +29,9 @@ def cell(ratio):
     return {"ratio": ratio, "rss": "9 MB", "size": "-", "bpe": "-"}
 
 
-def rows(ulma, cprofile, sanity="1.00x"):
-    return [("fib", "untraced (sanity)", cell(sanity)), ("fib", "ulma", cell(ulma)),
-            ("fib", "cProfile", cell(cprofile)), ("fib", "py-spy", cell("1.03x"))]
+def rows(ulma, cprofile, sanity="1.00x", workload="fib"):
+    return [(workload, "untraced (sanity)", cell(sanity)), (workload, "ulma", cell(ulma)),
+            (workload, "cProfile", cell(cprofile)), (workload, "py-spy", cell("1.03x"))]
 
 
 ARGS = Namespace(rounds=5, workloads="fib")
@@ -57,7 +57,7 @@ def test_sections_replaced_and_kept(peers, tmp_path):
     ("failed: boom", "1.01x", "ulma failed"),
 ])
 def test_verdicts(peers, ulma, cprofile, says):
-    lines = peers.verdicts(rows(ulma, cprofile))
+    lines = peers.verdicts(rows(ulma, cprofile), (3, 12))
     assert says in lines[0], lines
     if ulma.endswith("x"):
         assert "py-spy, adds 3%" in lines[0], lines
@@ -65,8 +65,20 @@ def test_verdicts(peers, ulma, cprofile, says):
 
 @pytest.mark.parametrize("sanity, passes", [("1.05x", True), ("0.95x", True), ("0.94x", False), ("1.06x", False)])
 def test_sanity_bound(peers, sanity, passes):
-    last = peers.verdicts(rows("2.00x", "4.00x", sanity))[-1]
+    last = peers.verdicts(rows("2.00x", "4.00x", sanity), (3, 12))[-1]
     assert last.startswith("- Sanity check passed" if passes else "- **Sanity check failed**"), last
+
+
+def test_cprofile_left_out_of_threads_before_312(peers):
+    """Before 3.12 cProfile records the main thread only, so on the threads workload its ratio is not
+    that of a tool recording every call; from 3.12 on it is, and only on the threads workload."""
+    table = rows("1.95x", "1.01x", workload="threads") + [("threads", "yappi", cell("1.99x"))]
+    before = peers.verdicts(table, (3, 11))[0]
+    assert "ulma (1.95x) is the lowest" in before and "next is yappi at 1.99x" in before, before
+    assert "cProfile (1.01x) is left out: before 3.12 it records only the thread that started it" in before
+    assert "**not the lowest**" in peers.verdicts(table, (3, 12))[0]
+    fib = peers.verdicts(rows("1.95x", "1.01x") + [("fib", "yappi", cell("1.99x"))], (3, 11))[0]
+    assert "**not the lowest**" in fib and "left out" not in fib, fib
 
 
 def test_refresh_doc_recomputes_verdicts(peers, tmp_path):
