@@ -101,12 +101,14 @@ def test_seed_000_processes_do(run_ulma, tmp_path):
     untraced = max(_untraced_parallelism() for _ in range(2))
     if untraced < 1.6:
         pytest.skip("the machine is too busy: untraced, the workers reached only %.2f" % untraced)
+    # 1.4, well clear of the threads version's ceiling of 1.2: CI once saw
+    # 1.496 while other jobs shared the machine
     best = 0.0
     for _ in range(3):
         best = max(best, _parallelism(run_ulma, tmp_path, "processes"))
-        if best >= 1.5:
+        if best >= 1.4:
             break
-    assert best >= 1.5, "traced %.2f, untraced %.2f" % (best, untraced)
+    assert best >= 1.4, "traced %.2f, untraced %.2f" % (best, untraced)
 
 
 def test_report_shows_cpu_lanes_and_process_rows(run_ulma, report_json, tmp_path):
