@@ -40,6 +40,7 @@ enum ulma_record_kind {
 	ULMA_REC_ENTER = 1, /* id = function entered */
 	ULMA_REC_EXIT = 2,  /* id = function left (used to resynchronise after loss) */
 	ULMA_REC_LOST = 3,  /* id = number of records dropped before this one (saturating) */
+	ULMA_REC_STOP = 4,  /* tracing stopped for this thread: its open frames end at this time */
 };
 
 /* One event in a ring: 16 bytes, written by the hook, read by the monitor. */

@@ -19,13 +19,19 @@ def attachable():
     until then it costs one thread waking 20 times a second.  Returns the
     path of the control file (docs/live.md).  Calling it again is harmless.
     """
+    return _attachable(())
+
+
+def _attachable(skip):
+    """attachable(), with code objects an attached monitor never records
+    (`ulma run --attachable` passes its bootstrap's)."""
     if _attach["path"] is None:
         import atexit
         import os
 
         from ulma import _ulma
 
-        _attach["path"] = _ulma.attachable()
+        _attach["path"] = _ulma.attachable(skip)
         atexit.register(_ulma._attach_shutdown)
         os.register_at_fork(after_in_child=_forked)
     return _attach["path"]
@@ -105,20 +111,22 @@ class profile:
             monitor.stdout.close()
             raise
         self._monitor = monitor
+        self._stop_tracing = _ulma.stop
         if self.follow:
             self._saved_path = os.environ.get("ULMA_SESSION_PATH")
             os.environ["ULMA_SESSION_PATH"] = path
-        _ulma.start(fd, (profile.stop.__code__, profile.__exit__.__code__, _restore_env.__code__))
+        # the caller's frames (main, the block's function) are recorded as
+        # entered now; our own (start, __enter__) are not
+        own = (profile.start, profile.__enter__, profile.stop, profile.__exit__, _restore_env)
+        _ulma.start(fd, tuple(f.__code__ for f in own), True)
         return self
 
     def stop(self):
         """Stop tracing, let the monitor finish the trace and print the
         summary, and wait for it.  Returns the monitor's exit status."""
-        from ulma import _ulma
-
         if self._monitor is None:
             return None
-        _ulma.stop()
+        self._stop_tracing()  # no import here: it would run, and be recorded, while tracing
         monitor, self._monitor = self._monitor, None
         if self.follow:
             _restore_env(self._saved_path)

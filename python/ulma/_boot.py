@@ -92,12 +92,14 @@ def main():
             sys.exit(1)
 
     atexit.register(_finish)
+    # our frames (this function, the -c code that called it) are never recorded
+    own = (_finish.__code__, sys._getframe(0).f_code, sys._getframe(1).f_code)
     if attachable:
         import ulma
 
-        ulma.attachable()
+        ulma._attachable(own)
     else:
-        _ulma.start(fd, (_finish.__code__,))
+        _ulma.start(fd, own)
     try:
         if module_mode:
             import runpy

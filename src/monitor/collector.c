@@ -412,6 +412,9 @@ static int apply(struct ulma_collector *c, struct ulma_collector_slot *cs, const
 	case ULMA_REC_LOST:
 		record_lost(c, cs, t, r->id);
 		break;
+	case ULMA_REC_STOP: /* a thread idle since its last event was inside its frames until now */
+		close_frames(c, cs, t);
+		return 1;
 	default:
 		c->unmatched++; /* unknown kind from a newer writer: skip */
 		return 1;
@@ -432,7 +435,7 @@ static long salvage(struct ulma_collector *c, struct ulma_collector_slot *cs,
 	uint64_t floor = cs->last_ticks;
 	for (uint32_t k = 0; k < ULMA_RING_BATCH && k < cap; k++) {
 		struct ulma_record r = ring[*tail & (cap - 1)];
-		if (r.kind < ULMA_REC_ENTER || r.kind > ULMA_REC_LOST || r.time < floor || r.time == 0)
+		if (r.kind < ULMA_REC_ENTER || r.kind > ULMA_REC_STOP || r.time < floor || r.time == 0)
 			break;
 		floor = r.time;
 		if (apply(c, cs, &r, true) <= 0)

@@ -47,6 +47,7 @@ static struct {
 	_Atomic bool stop;
 	bool we_started; /* tracing was started by the watcher, not by `ulma run` */
 	PyObject *module;
+	PyObject *skip; /* code objects start() never records (`ulma run`'s bootstrap) */
 } att;
 
 /* Our directory must be ours alone: mode 0700, owned by us, not a link. */
@@ -114,7 +115,7 @@ static void do_attach(void)
 		set_error("%s", "the process is already traced (by `ulma run`?)");
 		atomic_store(&c->state, ULMA_STATE_FAILED);
 	} else {
-		PyObject *r = PyObject_CallMethod(att.module, "start", "i", fd); /* start closes fd */
+		PyObject *r = PyObject_CallMethod(att.module, "start", "iO", fd, att.skip); /* start closes fd */
 		if (r) {
 			att.we_started = true;
 			atomic_fetch_add(&c->attaches, 1);
@@ -182,10 +183,13 @@ static PyObject *path_result(void)
 	return PyUnicode_DecodeFSDefault(att.path);
 }
 
-PyObject *ulma_attachable(PyObject *module, PyObject *unused)
+PyObject *ulma_attachable(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
 	char dir[256];
-	(void)unused;
+	if (nargs > 1 || (nargs == 1 && !PyTuple_Check(args[0]))) {
+		PyErr_SetString(PyExc_TypeError, "attachable(skip=()) takes a tuple of code objects");
+		return NULL;
+	}
 	if (att.ctl)
 		return path_result();
 	if (ulma_attach_dir(getuid(), dir, sizeof(dir)) < 0)
@@ -224,6 +228,16 @@ PyObject *ulma_attachable(PyObject *module, PyObject *unused)
 	att.ctl = c;
 	Py_INCREF(module);
 	att.module = module;
+	att.skip = nargs == 1 ? args[0] : PyTuple_New(0);
+	if (!att.skip) {
+		Py_CLEAR(att.module);
+		munmap(c, sizeof(*c));
+		att.ctl = NULL;
+		unlink(att.path);
+		return NULL;
+	}
+	if (nargs == 1)
+		Py_INCREF(att.skip);
 	atomic_store(&att.stop, false);
 
 	/* the watcher takes no signal: Python handles them in the main thread */
@@ -237,6 +251,7 @@ PyObject *ulma_attachable(PyObject *module, PyObject *unused)
 		att.ctl = NULL;
 		unlink(att.path);
 		Py_CLEAR(att.module);
+		Py_CLEAR(att.skip);
 		errno = err;
 		return PyErr_SetFromErrno(PyExc_OSError);
 	}
@@ -255,6 +270,7 @@ static void forget(bool unlink_file)
 	att.ctl = NULL;
 	att.running = false;
 	Py_CLEAR(att.module);
+	Py_CLEAR(att.skip);
 }
 
 PyObject *ulma_attach_shutdown(PyObject *module, PyObject *unused)

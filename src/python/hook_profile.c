@@ -97,8 +97,10 @@ int ulma_hook_install(PyObject *module)
 
 int ulma_hook_remove(void)
 {
-	int rc = threading_setprofile(Py_None);
-	if (set_all_threads(NULL) < 0)
+	/* this thread's profile function first: threading.setprofile is Python
+	 * code, which it would record */
+	int rc = set_all_threads(NULL);
+	if (threading_setprofile(Py_None) < 0)
 		rc = -1;
 	return rc;
 }

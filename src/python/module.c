@@ -22,14 +22,15 @@ static PyObject *is_active(PyObject *module, PyObject *unused);
 
 static PyMethodDef module_methods[] = {
 	{"start", (PyCFunction)(void (*)(void))start, METH_FASTCALL,
-	 "start(fd, skip=())\n--\n\nTrace every thread of this process into the ulma session behind fd,\n"
-	 "which is closed.  Code objects in skip are never recorded."},
+	 "start(fd, skip=(), caller_frames=False)\n--\n\nTrace every thread of this process into the ulma session behind fd,\n"
+	 "which is closed.  Code objects in skip are never recorded.  The frames other threads are\n"
+	 "already in are recorded as entered now; the calling thread's too if caller_frames."},
 	{"stop", stop, METH_NOARGS, "stop()\n--\n\nStop tracing and hand every thread's last records over."},
 	{"is_active", is_active, METH_NOARGS, "is_active()\n--\n\nTrue while this process is traced."},
 	/* attach.c: untraced until a monitor attaches (docs/live.md) */
-	{"attachable", ulma_attachable, METH_NOARGS,
-	 "attachable()\n--\n\nLet `ulma top PID` and `ulma record PID` attach to this process later.\n"
-	 "Returns the path of its control file."},
+	{"attachable", (PyCFunction)(void (*)(void))ulma_attachable, METH_FASTCALL,
+	 "attachable(skip=())\n--\n\nLet `ulma top PID` and `ulma record PID` attach to this process later;\n"
+	 "code objects in skip are never recorded.  Returns the path of its control file."},
 	{"_attach_shutdown", ulma_attach_shutdown, METH_NOARGS, NULL},
 	{"_attach_forked", ulma_attach_forked, METH_NOARGS, NULL},
 	{NULL, NULL, 0, NULL},
@@ -63,12 +64,15 @@ static int mark_skipped(PyObject *skip)
 static PyObject *start(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
 	struct ulma_tracer *t = &ulma_tracer;
-	if (nargs < 1 || nargs > 2) {
-		PyErr_SetString(PyExc_TypeError, "start(fd, skip=()) takes one or two arguments");
+	if (nargs < 1 || nargs > 3) {
+		PyErr_SetString(PyExc_TypeError, "start(fd, skip=(), caller_frames=False) takes one to three arguments");
 		return NULL;
 	}
 	long fd = PyLong_AsLong(args[0]);
 	if (fd == -1 && PyErr_Occurred())
+		return NULL;
+	int caller_frames = nargs == 3 ? PyObject_IsTrue(args[2]) : 0;
+	if (caller_frames < 0)
 		return NULL;
 	if (t->active) {
 		PyErr_SetString(PyExc_RuntimeError, "ulma: this process is already being traced");
@@ -91,7 +95,7 @@ static PyObject *start(PyObject *module, PyObject *const *args, Py_ssize_t nargs
 	ulma_intern_reset();
 	t->generation++;
 	t->writer_generation++;
-	if (nargs == 2 && mark_skipped(args[1]) < 0)
+	if (nargs >= 2 && mark_skipped(args[1]) < 0)
 		return NULL;
 	struct ulma_shm_header *hdr = t->session.hdr;
 	t->active = true;
@@ -103,6 +107,7 @@ static PyObject *start(PyObject *module, PyObject *const *args, Py_ssize_t nargs
 		t->active = false;
 		return NULL;
 	}
+	ulma_open_frames_record(caller_frames);
 	if (atomic_load(&hdr->overhead_ps) == 0) { /* the session's first process measures the hook */
 		uint64_t ps, unset = 0;
 		if (ulma_calibrate(module, &ps) < 0) {
@@ -145,6 +150,7 @@ static int module_exec(PyObject *module)
 		PyErr_SetString(PyExc_ImportError, "ulma._ulma can be loaded once per process");
 		return -1;
 	}
+	ulma_open_frames_note_thread();
 	return PyModule_AddStringConstant(module, "HOOK",
 					  PY_VERSION_HEX >= 0x030C0000 ? "sys.monitoring" : "PyEval_SetProfile");
 }

@@ -7,6 +7,13 @@
  * session mapping and the hook, so it goes on tracing, but not through its
  * parent's writers: a new generation makes each of its threads claim a slot
  * of its own, under the child's pid.
+ *
+ * start() may also prepare a writer for a thread that is already inside
+ * frames (open_frames.c): claimed under that thread's tid and filled with
+ * its open frames by the starting thread, then adopted by the thread itself
+ * at its first event.  Until then the thread writes nothing, so the ring
+ * has one producer at a time; the writers lock and the GIL order the
+ * hand-over.
  */
 #include "tracer.h"
 
@@ -24,26 +31,37 @@ static pthread_mutex_t writers_lock = PTHREAD_MUTEX_INITIALIZER;
  * full, so every event counts as lost and nothing is stored. */
 static struct ulma_shm_slot full_slot;
 
-static void unlink_writer(struct ulma_thread_writer *w)
+static void unlink_writer_locked(struct ulma_thread_writer *w)
 {
-	pthread_mutex_lock(&writers_lock);
 	for (struct ulma_thread_writer **p = &ulma_tracer.writers; *p; p = &(*p)->next) {
 		if (*p == w) {
 			*p = w->next;
 			break;
 		}
 	}
+}
+
+static void unlink_writer(struct ulma_thread_writer *w)
+{
+	pthread_mutex_lock(&writers_lock);
+	unlink_writer_locked(w);
 	pthread_mutex_unlock(&writers_lock);
 }
 
-/* Hand a writer's losses and slot back to the session. */
+/* Hand a writer's losses and slot back to the session, with the time its
+ * thread stopped being traced: frames still open end there, not at the
+ * thread's last event.  With writers_lock held. */
 static void close_writer(struct ulma_thread_writer *w)
 {
 	if (w->closed || w->generation != ulma_tracer.writer_generation || !ulma_tracer.session.hdr)
 		return;
 	w->closed = true;
-	if (w->has_slot)
+	if (w->has_slot) {
+		uint32_t cpu;
+		uint64_t now = ulma_clock_now(ulma_tracer.use_tsc, &cpu);
+		ulma_ring_write(&w->ring, now, 0, cpu, ULMA_REC_STOP);
 		ulma_session_close_slot(&w->ring); /* writes the LOST marker if it fits */
+	}
 	if (w->ring.lost) /* no slot, or no room left for the marker: count it here */
 		atomic_fetch_add_explicit(&ulma_tracer.session.hdr->lost_unmarked, w->ring.lost,
 					  memory_order_relaxed);
@@ -53,8 +71,11 @@ static void close_writer(struct ulma_thread_writer *w)
 static void on_thread_exit(void *arg)
 {
 	struct ulma_thread_writer *w = arg;
+	/* under the lock: stop() may be closing every writer at this moment */
+	pthread_mutex_lock(&writers_lock);
 	close_writer(w);
-	unlink_writer(w);
+	unlink_writer_locked(w);
+	pthread_mutex_unlock(&writers_lock);
 	if (ulma_tls_writer == w)
 		ulma_tls_writer = NULL;
 	free(w);
@@ -84,12 +105,71 @@ int ulma_threads_init(void)
 	return 0;
 }
 
+/* The writer start() prepared for thread `tid`, now this thread's own; NULL if none. */
+static struct ulma_thread_writer *adopt_prepared(uint32_t tid)
+{
+	struct ulma_thread_writer *found = NULL;
+	pthread_mutex_lock(&writers_lock);
+	for (struct ulma_thread_writer *w = ulma_tracer.writers; w; w = w->next) {
+		if (!w->adopted && w->tid == tid && w->generation == ulma_tracer.writer_generation) {
+			w->adopted = true;
+			found = w;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&writers_lock);
+	return found;
+}
+
+struct ulma_thread_writer *ulma_thread_prepare(uint32_t tid)
+{
+	struct ulma_tracer *t = &ulma_tracer;
+	struct ulma_thread_writer *w = calloc(1, sizeof(*w));
+	if (!w) {
+		atomic_fetch_or_explicit(&t->session.hdr->failures, ULMA_FAIL_NOMEM, memory_order_relaxed);
+		return NULL;
+	}
+	w->generation = t->writer_generation;
+	w->tid = tid;
+	if (ulma_session_claim_slot(&t->session, (uint32_t)getpid(), tid, &w->ring) < 0) {
+		free(w);
+		return NULL;
+	}
+	w->has_slot = true;
+	pthread_mutex_lock(&writers_lock);
+	w->next = t->writers;
+	t->writers = w;
+	pthread_mutex_unlock(&writers_lock);
+	return w;
+}
+
+bool ulma_thread_has_writer(uint32_t tid)
+{
+	bool found = false;
+	pthread_mutex_lock(&writers_lock);
+	for (struct ulma_thread_writer *w = ulma_tracer.writers; w && !found; w = w->next)
+		found = w->tid == tid && w->generation == ulma_tracer.writer_generation;
+	pthread_mutex_unlock(&writers_lock);
+	return found;
+}
+
 struct ulma_thread_writer *ulma_thread_attach(void)
 {
 	struct ulma_tracer *t = &ulma_tracer;
 	if (!t->active)
 		return NULL;
-	struct ulma_thread_writer *w = ulma_tls_writer;
+	uint32_t tid = (uint32_t)syscall(SYS_gettid);
+	struct ulma_thread_writer *w = adopt_prepared(tid);
+	if (w) {
+		if (ulma_tls_writer) { /* from an earlier session */
+			unlink_writer(ulma_tls_writer);
+			free(ulma_tls_writer);
+		}
+		ulma_tls_writer = w;
+		pthread_setspecific(exit_key, w);
+		return w;
+	}
+	w = ulma_tls_writer;
 	if (w) { /* from an earlier session: reuse the memory */
 		unlink_writer(w);
 	} else {
@@ -101,8 +181,9 @@ struct ulma_thread_writer *ulma_thread_attach(void)
 	}
 	memset(w, 0, sizeof(*w));
 	w->generation = t->writer_generation;
-	int slot = ulma_session_claim_slot(&t->session, (uint32_t)getpid(), (uint32_t)syscall(SYS_gettid),
-					   &w->ring);
+	w->tid = tid;
+	w->adopted = true;
+	int slot = ulma_session_claim_slot(&t->session, (uint32_t)getpid(), tid, &w->ring);
 	if (slot >= 0) {
 		w->has_slot = true;
 	} else {
@@ -122,7 +203,15 @@ struct ulma_thread_writer *ulma_thread_attach(void)
 void ulma_threads_close_all(void)
 {
 	pthread_mutex_lock(&writers_lock);
-	for (struct ulma_thread_writer *w = ulma_tracer.writers; w; w = w->next)
+	for (struct ulma_thread_writer **p = &ulma_tracer.writers; *p;) {
+		struct ulma_thread_writer *w = *p;
 		close_writer(w);
+		if (!w->adopted) { /* prepared for a thread that never wrote: no thread holds it */
+			*p = w->next;
+			free(w);
+		} else {
+			p = &w->next;
+		}
+	}
 	pthread_mutex_unlock(&writers_lock);
 }

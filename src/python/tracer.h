@@ -29,8 +29,10 @@
 struct ulma_thread_writer {
 	struct ulma_ring_writer ring;
 	uint32_t generation; /* writer generation this writer belongs to */
+	uint32_t tid;        /* the thread it writes for */
 	bool has_slot;
 	bool closed;
+	bool adopted; /* false while prepared by start() for a thread that has not written yet */
 	struct ulma_thread_writer *next; /* in ulma_tracer.writers */
 };
 
@@ -55,6 +57,13 @@ extern __thread struct ulma_thread_writer *ulma_tls_writer __attribute__((tls_mo
  * Returns NULL when tracing is off; a thread without a free slot gets a
  * writer that counts its events as lost. */
 struct ulma_thread_writer *ulma_thread_attach(void);
+/* threads.c: a writer with a slot claimed for thread `tid` of this process,
+ * for the caller to fill before that thread adopts it at its first event
+ * (open_frames.c).  NULL when no slot or memory is left (the session's
+ * failure bits say which).  ulma_thread_has_writer: whether thread `tid`
+ * has a writer of this generation already. */
+struct ulma_thread_writer *ulma_thread_prepare(uint32_t tid);
+bool ulma_thread_has_writer(uint32_t tid);
 int ulma_threads_init(void);
 /* Close every writer of the current generation (tracing stops). */
 void ulma_threads_close_all(void);
@@ -124,9 +133,18 @@ static inline uint32_t ulma_cfunc_id(PyObject *callable, PyMethodDef *ml)
 }
 
 /* attach.c: the attachable() method and its atexit and fork handlers. */
-PyObject *ulma_attachable(PyObject *module, PyObject *unused);
+PyObject *ulma_attachable(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
 PyObject *ulma_attach_shutdown(PyObject *module, PyObject *unused);
 PyObject *ulma_attach_forked(PyObject *module, PyObject *unused);
+
+/* open_frames.c: write an entry, stamped now, for every frame already
+ * running in this interpreter's threads (the calling thread's only if
+ * `caller_too`), outermost first, into rings prepared for those threads.
+ * Never fails: a thread without a slot is left out. */
+void ulma_open_frames_record(bool caller_too);
+/* open_frames.c: called as the module is imported, to learn the main
+ * thread's identity where thread states lack a kernel id (3.9, 3.10). */
+void ulma_open_frames_note_thread(void);
 
 /* hooks: install and remove the interpreter hook for all threads.
  * Return 0, or -1 with a Python exception set. */

@@ -1,0 +1,173 @@
+/* open_frames.c - the frames already running when tracing starts.
+ *
+ * Tracing that starts in the middle of a program (`ulma top PID` or
+ * `ulma record PID` attaching, an inline `ulma.profile()` block) finds each
+ * thread inside frames whose entry it never saw.  Without their entries
+ * their exits are dropped as unmatched, the calls made from them hang from
+ * no parent, and a thread that sits in one (a server loop, a worker blocked
+ * in C) shows nothing at all.  So start(), with the GIL held and the hook
+ * installed, walks every thread's frame chain once and writes an ENTER per
+ * frame, outermost first, stamped with the start time, into a ring claimed
+ * for that thread (threads.c: the thread adopts it at its first event).
+ * The monitor then shows those frames at once, open, timed from the start.
+ *
+ * What is left out: our own frames (code marked skip by start's caller),
+ * the calling thread's frames unless asked for (`ulma run`'s bootstrap has
+ * nothing of the program on its stack), a thread that already wrote (it ran
+ * between the hook's installation and this walk, so its stack is no longer
+ * the one we would see), and a C function a thread is inside: it is not a
+ * frame, so its exit is dropped and its time is its caller's self time.
+ * Python 3.9 and 3.10 keep no kernel thread id in a thread state.  There
+ * the main thread's is the pid (we note its ident when this module is
+ * imported in it), and another thread's comes from the threading module, so
+ * a thread threading does not know (started with _thread directly) is left
+ * out.  A build without a GIL is left out
+ * entirely: other threads' frames can change under us.
+ */
+#include "tracer.h"
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#if PY_VERSION_HEX < 0x030B0000
+#include <frameobject.h>
+#endif
+
+#if PY_VERSION_HEX < 0x030B0000
+static unsigned long main_ident; /* the main thread's PyThread ident, 0 if not known */
+#endif
+
+void ulma_open_frames_note_thread(void)
+{
+#if PY_VERSION_HEX < 0x030B0000
+	if ((pid_t)syscall(SYS_gettid) == getpid())
+		main_ident = PyThread_get_thread_ident();
+#endif
+}
+
+/* The kernel thread id of a thread state, 0 if unknown. */
+static uint32_t kernel_tid(PyThreadState *ts)
+{
+	if (ts == PyThreadState_Get())
+		return (uint32_t)syscall(SYS_gettid);
+#if PY_VERSION_HEX >= 0x030B0000
+	return (uint32_t)ts->native_thread_id;
+#else
+	if (main_ident && ts->thread_id == main_ident)
+		return (uint32_t)getpid();
+	/* threading._active[ident]._native_id, without importing threading (which,
+	 * imported first by another thread, takes that one for the main thread) */
+	uint32_t tid = 0;
+	PyObject *name = PyUnicode_FromString("threading");
+	PyObject *mod = name ? PyImport_GetModule(name) : NULL;
+	Py_XDECREF(name);
+	PyObject *active = mod ? PyObject_GetAttrString(mod, "_active") : NULL;
+	PyObject *ident = active ? PyLong_FromUnsignedLong(ts->thread_id) : NULL;
+	PyObject *thread = ident && PyDict_Check(active) ? PyDict_GetItemWithError(active, ident) : NULL;
+	/* the attribute behind the native_id property: reading it runs no Python code, which
+	 * the hook, already installed, would record */
+	PyObject *native = thread ? PyObject_GetAttrString(thread, "_native_id") : NULL;
+	if (native && PyLong_Check(native))
+		tid = (uint32_t)PyLong_AsUnsignedLong(native);
+	Py_XDECREF(native);
+	Py_XDECREF(ident);
+	Py_XDECREF(active);
+	Py_XDECREF(mod);
+	PyErr_Clear();
+	return tid;
+#endif
+}
+
+/* The CPU thread `tid` of this process last ran on (field 39 of its stat
+ * file), or `fallback`. */
+static uint32_t last_cpu(uint32_t tid, uint32_t fallback)
+{
+	char path[64], buf[1024];
+	snprintf(path, sizeof(path), "/proc/self/task/%u/stat", tid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return fallback;
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return fallback;
+	buf[n] = 0;
+	char *p = strrchr(buf, ')'); /* the command may hold spaces and parentheses */
+	for (int field = 2; p && field < 39; field++)
+		p = strchr(p + 1, ' ');
+	unsigned cpu;
+	return p && sscanf(p + 1, "%u", &cpu) == 1 ? cpu : fallback;
+}
+
+/* The ids of ts's frames that we record, innermost first, in a malloc'd
+ * array; NULL with *count 0 when there are none (or no memory). */
+static uint32_t *frame_ids(PyThreadState *ts, size_t *count)
+{
+	uint32_t *ids = NULL;
+	size_t n = 0, cap = 0;
+	PyFrameObject *f = PyThreadState_GetFrame(ts);
+	while (f) {
+		PyCodeObject *co = PyFrame_GetCode(f);
+		uint32_t id = ulma_code_id(co);
+		Py_DECREF(co);
+		if (id != ULMA_ID_SKIP) {
+			if (n == cap) {
+				cap = cap ? cap * 2 : 64;
+				uint32_t *grown = realloc(ids, cap * sizeof(*ids));
+				if (!grown) {
+					Py_DECREF(f);
+					free(ids);
+					*count = 0;
+					return NULL;
+				}
+				ids = grown;
+			}
+			ids[n++] = id;
+		}
+		PyFrameObject *back = PyFrame_GetBack(f);
+		Py_DECREF(f);
+		f = back;
+	}
+	*count = n;
+	return ids;
+}
+
+void ulma_open_frames_record(bool caller_too)
+{
+#if !defined(Py_GIL_DISABLED)
+	struct ulma_tracer *t = &ulma_tracer;
+	PyThreadState *self = PyThreadState_Get();
+	uint32_t here;
+	uint64_t now = ulma_clock_now(t->use_tsc, &here);
+	for (PyThreadState *ts = PyInterpreterState_ThreadHead(PyThreadState_GetInterpreter(self)); ts;
+	     ts = PyThreadState_Next(ts)) {
+		if (ts == self && !caller_too)
+			continue;
+		uint32_t tid = kernel_tid(ts);
+		if (tid == 0 || ulma_thread_has_writer(tid))
+			continue;
+		size_t n;
+		uint32_t *ids = frame_ids(ts, &n);
+		if (n == 0)
+			continue;
+		struct ulma_thread_writer *w = ulma_thread_prepare(tid);
+		if (w) {
+			/* at most half the ring: the thread's own records must fit too;
+			 * the outermost frames are the ones kept */
+			uint64_t room = (w->ring.mask + 1) / 2;
+			size_t first = n > room ? n - room : 0;
+			uint32_t cpu = last_cpu(tid, here);
+			for (size_t i = n; i-- > first;)
+				ulma_ring_write(&w->ring, now, ids[i], cpu, ULMA_REC_ENTER);
+			ulma_ring_publish(&w->ring); /* a thread blocked in C shows at once */
+		}
+		free(ids);
+	}
+#else
+	(void)caller_too;
+#endif
+}
