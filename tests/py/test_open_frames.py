@@ -72,6 +72,26 @@ def test_attach_records_the_frames_already_running(prog, ulma_bin, tmp_path, rep
         assert s[:4] == ["<module>", "main", "serve", "handle"], s
 
 
+def test_top_shows_a_blocked_thread_at_once(prog, ulma_bin, tmp_path):
+    """The live table of `ulma top` has the waiter, which makes no call while attached."""
+    path = prog("open_frames.py")
+    stop = tmp_path / "stop"
+    proc = subprocess.Popen([sys.executable, path, "--stop", str(stop), "--attachable", "1"],
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=base_env())
+    try:
+        pid = proc.stdout.readline().decode().split("=")[1].strip()
+        top = subprocess.run([ulma_bin, "top", pid, "--once"], stdin=subprocess.DEVNULL, capture_output=True,
+                             env=base_env(), timeout=TIMEOUT)
+        assert top.returncode == 0, top.stderr
+    finally:
+        stop.touch()
+        proc.communicate(timeout=TIMEOUT)
+    rows = {line.split()[8]: line.split() for line in top.stdout.decode().splitlines()
+            if len(line.split()) >= 10 and line.split()[0].isdigit()}
+    assert rows["waiter"][0] == "1" and float(rows["waiter"][1]) > 500, rows.get("waiter")  # calls, total ms
+    assert rows["main"][0] == "1" and rows["serve"][0] == "1", top.stdout.decode()
+
+
 def test_inline_block_records_its_callers(prog, tmp_path, report_json):
     path = prog("open_frames.py")
     trace = str(tmp_path / "inline.trace")
