@@ -91,13 +91,15 @@ static void measure(struct ulma_live_table *t, const struct ulma_profile *p, uin
 {
 	for (uint32_t f = 0; f < p->nfuncs; f++) {
 		const struct ulma_func_row *r = &p->funcs[f];
-		t->cur[f] = (struct ulma_live_counts){r->calls,        r->total_ticks,  r->self_ticks, r->self_cpu_ns,
-						      r->self_wait_ns, r->self_events, r->total_events};
+		t->cur[f] = (struct ulma_live_counts){r->calls,        r->total_ticks, r->self_ticks,
+						      r->self_cpu_ns,  r->self_wait_ns, r->self_gil_ns,
+						      r->self_events,  r->total_events};
 	}
 	for (uint32_t i = 0; i < p->nthreads; i++) {
 		const struct ulma_thread_row *th = &p->threads[i];
 		struct ulma_live_thread_counts *tc = &t->thread_cur[i];
-		*tc = (struct ulma_live_thread_counts){th->events, th->lost, th->self_ticks, th->cpu_ns, th->wait_ns};
+		*tc = (struct ulma_live_thread_counts){th->events,  th->lost,    th->self_ticks,
+						       th->cpu_ns, th->wait_ns, th->gil_ns};
 		if (th->depth == 0)
 			continue;
 		uint64_t end = now > th->last_ticks ? now : th->last_ticks;
@@ -117,16 +119,20 @@ static void measure(struct ulma_live_table *t, const struct ulma_profile *p, uin
 			uint64_t until = above ? above->start : end;
 			uint64_t cpu_until = above ? above->cpu0 : th->last_cpu;
 			uint64_t wait_until = above ? above->wait0 : th->last_wait;
+			uint64_t gil_until = above ? above->gil0 : th->last_gil;
 			uint64_t self = minus(minus(until, fr->start), fr->child);
 			uint64_t cpu = minus(minus(cpu_until, fr->cpu0), fr->child_cpu);
 			uint64_t wait = minus(minus(wait_until, fr->wait0), fr->child_wait);
+			uint64_t gil = minus(minus(gil_until, fr->gil0), fr->child_gil);
 			c->self_ticks += self;
 			c->self_cpu_ns += cpu;
 			c->self_wait_ns += wait;
+			c->self_gil_ns += gil;
 			c->self_events += fr->child_calls + (above != NULL); /* its exit is still to come */
 			tc->self_ticks += self;
 			tc->self_cpu_ns += cpu;
 			tc->self_wait_ns += wait;
+			tc->self_gil_ns += gil;
 			if (t->stamp[fr->func] != gen) {
 				t->stamp[fr->func] = gen; /* outermost frame of this function */
 				c->total_ticks += minus(end, fr->start);
@@ -144,6 +150,7 @@ static void thread_minus(struct ulma_live_thread_counts *a, const struct ulma_li
 	a->self_ticks = minus(a->self_ticks, b->self_ticks);
 	a->self_cpu_ns = minus(a->self_cpu_ns, b->self_cpu_ns);
 	a->self_wait_ns = minus(a->self_wait_ns, b->self_wait_ns);
+	a->self_gil_ns = minus(a->self_gil_ns, b->self_gil_ns);
 }
 
 /* A self time less `events` events' cost (never below 0); the ns removed
@@ -184,6 +191,7 @@ static void total_processes(struct ulma_live_table *t, const struct ulma_profile
 		pr->n.self_ticks += n.self_ticks;
 		pr->n.self_cpu_ns += n.self_cpu_ns;
 		pr->n.self_wait_ns += n.self_wait_ns;
+		pr->n.self_gil_ns += n.self_gil_ns;
 		if (first < pr->first_ticks)
 			pr->first_ticks = first;
 		if (th->last_ticks > pr->last_ticks)
@@ -224,6 +232,7 @@ int ulma_live_table_update(struct ulma_live_table *t, const struct ulma_profile 
 			r.n.self_ticks = minus(r.n.self_ticks, b->self_ticks);
 			r.n.self_cpu_ns = minus(r.n.self_cpu_ns, b->self_cpu_ns);
 			r.n.self_wait_ns = minus(r.n.self_wait_ns, b->self_wait_ns);
+			r.n.self_gil_ns = minus(r.n.self_gil_ns, b->self_gil_ns);
 			r.n.self_events = minus(r.n.self_events, b->self_events);
 			r.n.total_events = minus(r.n.total_events, b->total_events);
 		}
@@ -257,13 +266,15 @@ int ulma_live_table_clear(struct ulma_live_table *t, const struct ulma_profile *
 	return ulma_live_table_update(t, p, now_ticks);
 }
 
-struct ulma_live_split ulma_live_split_of(uint64_t self_ns, uint64_t cpu_ns, uint64_t wait_ns)
+struct ulma_live_split ulma_live_split_of(uint64_t self_ns, uint64_t cpu_ns, uint64_t wait_ns, uint64_t gil_ns)
 {
 	uint64_t cpu = cpu_ns < self_ns ? cpu_ns : self_ns;
 	uint64_t run = wait_ns < self_ns - cpu ? wait_ns : self_ns - cpu;
+	uint64_t blk = self_ns - cpu - run;
+	uint64_t gil = gil_ns < blk ? gil_ns : blk;
 	double d = (double)self_ns;
-	return (struct ulma_live_split){100.0 * (double)cpu / d, 100.0 * (double)run / d,
-					100.0 * (double)(self_ns - cpu - run) / d};
+	return (struct ulma_live_split){100.0 * (double)cpu / d, 100.0 * (double)run / d, 100.0 * (double)blk / d,
+					100.0 * (double)gil / d};
 }
 
 static int cmp_u64_desc(uint64_t a, uint64_t b)

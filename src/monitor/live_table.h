@@ -60,6 +60,7 @@ struct ulma_live_counts {
 	uint64_t self_ticks;
 	uint64_t self_cpu_ns;  /* of the self time, on a CPU */
 	uint64_t self_wait_ns; /* and runnable, waiting for one */
+	uint64_t self_gil_ns;  /* and blocked waiting for the GIL */
 	uint64_t self_events;  /* the hook's events charged to self and total time */
 	uint64_t total_events;
 };
@@ -76,6 +77,7 @@ struct ulma_live_thread_counts {
 	uint64_t self_ticks;   /* its frames' self time */
 	uint64_t self_cpu_ns;  /* of which on a CPU */
 	uint64_t self_wait_ns; /* and runnable */
+	uint64_t self_gil_ns;  /* and waiting for the GIL */
 };
 
 struct ulma_live_proc {
@@ -86,9 +88,10 @@ struct ulma_live_proc {
 	uint64_t last_ticks;  /* its latest event */
 };
 
-/* Shares of a self time, in percent: cpu + run + blk = 100. */
+/* Shares of a self time, in percent: cpu + run + blk = 100, and gil, the
+ * part of blk spent waiting for the GIL. */
 struct ulma_live_split {
-	double cpu, run, blk;
+	double cpu, run, blk, gil;
 };
 
 struct ulma_live_table {
@@ -127,10 +130,11 @@ int ulma_live_table_update(struct ulma_live_table *t, const struct ulma_profile 
 /* Make now the new zero (and rebuild the rows, which are then empty). */
 int ulma_live_table_clear(struct ulma_live_table *t, const struct ulma_profile *p, uint64_t now_ticks);
 
-/* A self time's shares on a CPU, runnable and blocked (the rest).  CPU and
- * wait ns beyond the self time (interpolation can give a few) are cut to
- * it, CPU first.  Call only with self_ns > 0. */
-struct ulma_live_split ulma_live_split_of(uint64_t self_ns, uint64_t cpu_ns, uint64_t wait_ns);
+/* A self time's shares on a CPU, runnable and blocked (the rest), and of
+ * the blocked part, waiting for the GIL.  CPU, wait and GIL ns beyond what
+ * is left of the self time (interpolation can give a few) are cut to it,
+ * CPU first.  Call only with self_ns > 0. */
+struct ulma_live_split ulma_live_split_of(uint64_t self_ns, uint64_t cpu_ns, uint64_t wait_ns, uint64_t gil_ns);
 
 /* Order the rows: times and calls descending, names ascending.  The
  * process rows follow the same key: self time (for self and total),

@@ -21,12 +21,16 @@
 
 /* Fixed columns, right-aligned, each with at least one leading space.
  * cpu% run% blk% are there only when the profile has schedstat data; cpu%
- * is one wider, for its sort mark. */
+ * is one wider, for its sort mark.  gil% (of the self time, the part of
+ * blk% spent waiting for the GIL) comes last, when GIL waits are told apart
+ * and the terminal is at least GIL_MIN_COLS wide: at 80 columns its five
+ * characters would come out of the function and file names. */
 #define W_CALLS 9
 #define W_TIME 7
 #define W_PCT 7
 #define W_CPU 6
 #define W_SHARE 5
+#define GIL_MIN_COLS 100
 
 struct column {
 	const char *name;
@@ -37,7 +41,7 @@ struct column {
 static const struct column columns[] = {
 	{"calls", ULMA_SORT_CALLS, W_CALLS}, {"total", ULMA_SORT_TOTAL, W_TIME}, {"self", ULMA_SORT_SELF, W_TIME},
 	{"self %", ULMA_SORT_COUNT, W_PCT},  {"cpu%", ULMA_SORT_CPU, W_CPU},     {"run%", ULMA_SORT_COUNT, W_SHARE},
-	{"blk%", ULMA_SORT_COUNT, W_SHARE},
+	{"blk%", ULMA_SORT_COUNT, W_SHARE},  {"gil%", ULMA_SORT_COUNT, W_SHARE},
 };
 #define NCOLUMNS_PLAIN 4 /* the columns without the split */
 
@@ -46,7 +50,7 @@ static const struct column proc_columns[] = {
 	{"pid", ULMA_SORT_NAME, 8},     {"thr", ULMA_SORT_COUNT, 4},    {"events", ULMA_SORT_CALLS, W_CALLS},
 	{"lost", ULMA_SORT_COUNT, 8},   {"self", ULMA_SORT_SELF, W_TIME}, {"state", ULMA_SORT_COUNT, 6},
 	{"cpus", ULMA_SORT_COUNT, 6},   {"cpu%", ULMA_SORT_CPU, W_CPU}, {"run%", ULMA_SORT_COUNT, W_SHARE},
-	{"blk%", ULMA_SORT_COUNT, W_SHARE},
+	{"blk%", ULMA_SORT_COUNT, W_SHARE}, {"gil%", ULMA_SORT_COUNT, W_SHARE},
 };
 #define NPROC_COLUMNS_PLAIN 6
 #define MAX_RUNNING_PIDS 1024
@@ -71,6 +75,7 @@ struct ulma_live {
 	bool key_ready; /* the last sleep saw the terminal readable */
 	enum ulma_live_sort sort;
 	bool split; /* the snapshot has on-CPU and runnable times */
+	bool gil;   /* and GIL waits, and the terminal has room for them */
 	bool procs; /* showing processes, not functions */
 	struct ulma_proc_names names;
 	uint32_t scroll;
@@ -388,11 +393,12 @@ static void draw_status(struct ulma_live *lv)
 /* The number columns of the view on show. */
 static const struct column *view_columns(const struct ulma_live *lv, unsigned *n)
 {
+	unsigned without_gil = lv->gil ? 0 : 1;
 	if (lv->procs) {
-		*n = lv->split ? sizeof(proc_columns) / sizeof(proc_columns[0]) : NPROC_COLUMNS_PLAIN;
+		*n = lv->split ? sizeof(proc_columns) / sizeof(proc_columns[0]) - without_gil : NPROC_COLUMNS_PLAIN;
 		return proc_columns;
 	}
-	*n = lv->split ? sizeof(columns) / sizeof(columns[0]) : NCOLUMNS_PLAIN;
+	*n = lv->split ? sizeof(columns) / sizeof(columns[0]) - without_gil : NCOLUMNS_PLAIN;
 	return columns;
 }
 
@@ -420,16 +426,21 @@ static void draw_header(struct ulma_live *lv, unsigned nw, unsigned fw)
 	emit_line(lv, 2, "\033[7m", true);
 }
 
-/* Self time's shares on a CPU, runnable and blocked; "-" without self time. */
-static void put_split(struct ulma_live *lv, uint64_t self_ticks, uint64_t cpu_ns, uint64_t wait_ns)
+/* Self time's shares on a CPU, runnable and blocked, and waiting for the
+ * GIL if shown; "-" without self time. */
+static void put_split(struct ulma_live *lv, uint64_t self_ticks, uint64_t cpu_ns, uint64_t wait_ns, uint64_t gil_ns)
 {
 	uint64_t self_ns = ulma_clock_ticks_to_ns(&lv->cal, self_ticks);
 	if (self_ns == 0) {
 		putf(&lv->line, "%*s%*s%*s", W_CPU, "-", W_SHARE, "-", W_SHARE, "-");
+		if (lv->gil)
+			putf(&lv->line, "%*s", W_SHARE, "-");
 		return;
 	}
-	struct ulma_live_split sp = ulma_live_split_of(self_ns, cpu_ns, wait_ns);
+	struct ulma_live_split sp = ulma_live_split_of(self_ns, cpu_ns, wait_ns, gil_ns);
 	putf(&lv->line, "%*.0f%*.0f%*.0f", W_CPU, sp.cpu, W_SHARE, sp.run, W_SHARE, sp.blk);
+	if (lv->gil)
+		putf(&lv->line, "%*.0f", W_SHARE, sp.gil);
 }
 
 /* A count, exact while it fits in `width` less its leading space. */
@@ -463,7 +474,7 @@ static void draw_row(struct ulma_live *lv, unsigned r, const struct ulma_live_ro
 	double pct = lv->table.self_sum ? 100.0 * (double)row->n.self_ticks / (double)lv->table.self_sum : 0.0;
 	putf(l, "%*s%*s%*.1f%%", W_TIME, tot, W_TIME, self, W_PCT - 1, pct);
 	if (lv->split)
-		put_split(lv, row->n.self_ticks, row->n.self_cpu_ns, row->n.self_wait_ns);
+		put_split(lv, row->n.self_ticks, row->n.self_cpu_ns, row->n.self_wait_ns, row->n.self_gil_ns);
 	emit_line(lv, r, "", false);
 }
 
@@ -487,7 +498,7 @@ static void draw_proc_row(struct ulma_live *lv, unsigned r, const struct ulma_li
 			putf(l, "%6.2f", (double)pr->n.self_cpu_ns / (double)wall);
 		else
 			putf(l, "%6s", "-");
-		put_split(lv, pr->n.self_ticks, pr->n.self_cpu_ns, pr->n.self_wait_ns);
+		put_split(lv, pr->n.self_ticks, pr->n.self_cpu_ns, pr->n.self_wait_ns, pr->n.self_gil_ns);
 	}
 	put(l, " ", 1);
 	cell(l, ulma_proc_name(&lv->names, pr->pid), cw, false);
@@ -516,6 +527,7 @@ static void draw_keys(struct ulma_live *lv, unsigned r)
 static void draw(struct ulma_live *lv)
 {
 	ulma_term_size(&lv->rows, &lv->cols);
+	lv->gil = lv->split && lv->src.col->profile.has_gil && lv->cols >= GIL_MIN_COLS;
 	clamp_scroll(lv);
 	lv->out.len = lv->line.len = 0;
 	lv->out.failed = lv->line.failed = false;

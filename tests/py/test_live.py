@@ -20,8 +20,10 @@ import pytest
 from conftest import TIMEOUT, base_env
 
 HANG = 20  # seconds before a wait is declared hung
-# function, file:line, calls, total, self, self %, and cpu% run% blk% when the split is shown
-ROW = re.compile(r"^(\S+)\s+(\S+)\s+(\d+)\s+([\d.]+)s\s+([\d.]+)s\s+([\d.]+)%(?:\s+(\d+|-)\s+(\d+|-)\s+(\d+|-))?$")
+# function, file:line, calls, total, self, self %, and cpu% run% blk% when the split is shown,
+# then gil% when GIL waits are told apart and the terminal is 100 columns wide or more
+ROW = re.compile(r"^(\S+)\s+(\S+)\s+(\d+)\s+([\d.]+)s\s+([\d.]+)s\s+([\d.]+)%"
+                 r"(?:\s+(\d+|-)\s+(\d+|-)\s+(\d+|-)(?:\s+(\d+|-))?)?$")
 
 needs_tmux = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
 
@@ -309,9 +311,46 @@ def test_cpu_run_blk_columns(pane, ulma_bin, prog, tmp_path):
     assert code == 0, text
 
 
-# pid, threads, events, lost, self, state, and cpus cpu% run% blk% when the split is shown, command
+@needs_tmux
+def test_gil_column_when_wide_enough(pane, ulma_bin, prog, tmp_path):
+    """gil%, the part of self time spent waiting for the GIL, comes after blk%
+    at 100 columns or more: two threads that contend for the GIL wait for it,
+    and the process row says so too.  At 80 columns there is no room for it."""
+    trace, stop = str(tmp_path / "t.trace"), str(tmp_path / "stop")
+    p = pane([ulma_bin, "run", "--no-c-calls", "-o", trace, prog("live_gil.py"), "--stop", stop],
+             width=120, height=24)
+
+    def gil_of(s):
+        m = [ROW.match(line.rstrip()) for line in s.splitlines()]
+        return [int(r.group(10)) for r in m if r and r.group(1) == "contend" and r.group(10) not in (None, "-")]
+
+    screen = p.wait("contend waiting for the GIL at least 20% of its self time",
+                    lambda s: gil_of(s) and gil_of(s)[0] >= 20)
+    lines = screen.split("\n")
+    assert lines[1].split()[-4:] == ["cpu%", "run%", "blk%", "gil%"], lines[1]
+    for line in lines[2:]:  # gil% is a part of blk%, and lines up under its header
+        m = ROW.match(line.rstrip())
+        if m and m.group(10) not in (None, "-"):
+            assert int(m.group(10)) <= int(m.group(9)) + 1, line
+            assert right_edges(line)[-1] == right_edges(lines[1])[-1], "\n".join([lines[1], line])
+    p.keys("v")
+    procs = p.wait("the process row with its gil%", lambda s: any(
+        r["gil"] not in (None, "-") and int(r["gil"]) >= 10 for r in processes(s).values()))
+    assert procs.split("\n")[1].split()[-2:] == ["gil%", "command"], procs
+    p.keys("v")
+    p.tmux("resize-window", "-x", "80", "-y", "24")
+    narrow = p.wait("the table redrawn at 80 columns", lambda s: all(len(l) <= 80 for l in s.split("\n"))
+                    and "contend" in table(s))
+    assert narrow.split("\n")[1].split()[-3:] == ["cpu%", "run%", "blk%"], narrow
+    open(stop, "w").close()
+    code, text = p.wait_exit()
+    assert code == 0, text
+
+
+# pid, threads, events, lost, self, state, and cpus cpu% run% blk% when the split is shown (and gil%
+# as for functions), command
 PROC_ROW = re.compile(r"^\s*(\d+)\s+(\d+)\s+(\S+)\s+(\S+)\s+([\d.]+)s\s+(run|ended)"
-                      r"(?:\s+([\d.]+|-)\s+(\d+|-)\s+(\d+|-)\s+(\d+|-))?\s+(\S.*)$")
+                      r"(?:\s+([\d.]+|-)\s+(\d+|-)\s+(\d+|-)\s+(\d+|-)(?:\s+(\d+|-))?)?\s+([^\s\d].*)$")
 
 
 def processes(screen):
@@ -321,7 +360,8 @@ def processes(screen):
         m = PROC_ROW.match(line.rstrip())
         if m:
             rows[int(m.group(1))] = dict(threads=int(m.group(2)), self=float(m.group(5)), state=m.group(6),
-                                         cpus=m.group(7), cpu=m.group(8), blk=m.group(10), command=m.group(11))
+                                         cpus=m.group(7), cpu=m.group(8), blk=m.group(10), gil=m.group(11),
+                                         command=m.group(12))
     return rows
 
 

@@ -3,7 +3,7 @@
  * share (the top frame up to its thread's latest event, a lower one up to
  * the entry of the frame above it) and its clamping at 0; the clear
  * baseline covering the split like calls and times; the percentages of a
- * self time; sorting by on-CPU time; the hook's cost taken out, open
+ * self time; the GIL waits, by the same rules; sorting by on-CPU time; the hook's cost taken out, open
  * frames included; the per-process totals, over two
  * processes' threads, with open frames and across a clear. */
 #include <string.h>
@@ -138,22 +138,67 @@ static void test_clear(void)
 	ulma_profile_free(&p);
 }
 
-static int split_is(uint64_t self, uint64_t cpu, uint64_t wait, double ecpu, double erun, double eblk)
+static int split_is(uint64_t self, uint64_t cpu, uint64_t wait, uint64_t gil, double ecpu, double erun,
+		    double eblk, double egil)
 {
-	struct ulma_live_split s = ulma_live_split_of(self, cpu, wait);
-	int ok = s.cpu == ecpu && s.run == erun && s.blk == eblk;
+	struct ulma_live_split s = ulma_live_split_of(self, cpu, wait, gil);
+	int ok = s.cpu == ecpu && s.run == erun && s.blk == eblk && s.gil == egil;
 	if (!ok)
-		tap_diag("split_of(%llu, %llu, %llu) = %g %g %g; expected %g %g %g", (unsigned long long)self,
-			 (unsigned long long)cpu, (unsigned long long)wait, s.cpu, s.run, s.blk, ecpu, erun, eblk);
+		tap_diag("split_of(%llu, %llu, %llu, %llu) = %g %g %g %g; expected %g %g %g %g",
+			 (unsigned long long)self, (unsigned long long)cpu, (unsigned long long)wait,
+			 (unsigned long long)gil, s.cpu, s.run, s.blk, s.gil, ecpu, erun, eblk, egil);
 	return ok;
 }
 
 static void test_split(void)
 {
-	CHECK(split_is(200, 60, 40, 30, 20, 50), "cpu 30%%, runnable 20%%, blocked the rest");
-	CHECK(split_is(100, 0, 0, 0, 0, 100), "no cpu nor wait: all blocked");
-	CHECK(split_is(100, 120, 10, 100, 0, 0), "cpu beyond the self time is cut to it");
-	CHECK(split_is(100, 60, 70, 60, 40, 0), "runnable is cut to what cpu leaves");
+	CHECK(split_is(200, 60, 40, 0, 30, 20, 50, 0), "cpu 30%%, runnable 20%%, blocked the rest");
+	CHECK(split_is(100, 0, 0, 0, 0, 0, 100, 0), "no cpu nor wait: all blocked");
+	CHECK(split_is(100, 120, 10, 0, 100, 0, 0, 0), "cpu beyond the self time is cut to it");
+	CHECK(split_is(100, 60, 70, 0, 60, 40, 0, 0), "runnable is cut to what cpu leaves");
+	CHECK(split_is(200, 60, 40, 30, 30, 20, 50, 15), "the GIL: 15%% of the self time, within blocked");
+	CHECK(split_is(100, 60, 30, 25, 60, 30, 10, 10), "GIL waits beyond the blocked part are cut to it");
+}
+
+static uint64_t gil_of(const struct ulma_live_table *t, uint32_t func)
+{
+	const struct ulma_live_row *r = row_of(t, func);
+	return r ? r->n.self_gil_ns : UINT64_MAX;
+}
+
+/* The GIL clock follows the rule of cpu and wait.  (ticks, gil ns):
+ *   A enters (0, 0)
+ *     B (10, 5) .. (30, 12)            self gil 7
+ *     C enters (40, 20), still open
+ *       B (50, 22) .. (60, 26)         self gil 4 */
+static void test_gil(void)
+{
+	struct ulma_profile p;
+	struct ulma_live_table t;
+	setup(&p);
+	ulma_profile_enter_at(&p, 0, A, 0, &(struct ulma_sched_clocks){0, 0, 0});
+	ulma_profile_enter_at(&p, 0, B, 10, &(struct ulma_sched_clocks){0, 0, 5});
+	ulma_profile_exit_at(&p, 0, 30, &(struct ulma_sched_clocks){0, 0, 12});
+	ulma_profile_enter_at(&p, 0, C, 40, &(struct ulma_sched_clocks){0, 0, 20});
+	ulma_profile_enter_at(&p, 0, B, 50, &(struct ulma_sched_clocks){0, 0, 22});
+	ulma_profile_exit_at(&p, 0, 60, &(struct ulma_sched_clocks){0, 0, 26});
+	ulma_live_table_init(&t);
+	if (!CHECK(ulma_live_table_update(&t, &p, 100) == 0, "snapshot at 100"))
+		return;
+	CHECK(gil_of(&t, B) == 11, "B, returned twice: 7 + 4");
+	CHECK(gil_of(&t, A) == 13, "A, open below C: 20 at C's entry, less B's 7");
+	CHECK(gil_of(&t, C) == 2, "C, open on top: 26 at the latest event, less 20 and B's 4");
+	CHECK(t.nprocs == 1 && t.procs[0].n.self_gil_ns == 26, "the process: the thread's 26");
+
+	ulma_live_table_clear(&t, &p, 100);
+	ulma_profile_enter_at(&p, 0, B, 110, &(struct ulma_sched_clocks){0, 0, 30});
+	ulma_profile_exit_at(&p, 0, 120, &(struct ulma_sched_clocks){0, 0, 33});
+	ulma_live_table_update(&t, &p, 130);
+	CHECK(gil_of(&t, B) == 3, "B after the clear: 33 - 30");
+	CHECK(gil_of(&t, C) == 4, "C after the clear: 26 to 30, before B");
+	CHECK(t.nprocs == 1 && t.procs[0].n.self_gil_ns == 7, "the process after the clear: 33 - 26");
+	ulma_live_table_free(&t);
+	ulma_profile_free(&p);
 }
 
 static const struct ulma_live_proc *proc_of(const struct ulma_live_table *t, uint32_t pid)
@@ -256,6 +301,7 @@ int main(void)
 	test_clamped();
 	test_clear();
 	test_split();
+	test_gil();
 	test_processes();
 	test_cost_taken_out();
 	return tap_done();
