@@ -27,6 +27,7 @@ enum ulma_chunk_type {
 	ULMA_CHUNK_END = 5,    /* end pair and totals; present only if complete */
 	ULMA_CHUNK_SCHED = 6,  /* one thread's schedstat samples: ticks, cpu ns, wait ns[, gil ns] */
 	ULMA_CHUNK_OVERHEAD = 7, /* the hook's measured cost per event, in ps */
+	ULMA_CHUNK_PROCESS = 8,  /* a process's command line, as shown: pid, length, bytes */
 };
 
 enum ulma_def_tag {

@@ -208,9 +208,12 @@ static int write_data(FILE *out, const struct ulma_walk *w, struct html *h)
 		if (!t->pass || !t->kept)
 			continue;
 		const struct lane *l = i < h->nlanes ? &h->lanes[i] : &(const struct lane){0};
-		ulma_sbuf_printf(&b, "%s\n{\"name\":\"%s %u (pid %u)\",\"first\":%llu,\"last\":%llu,\"f\":[",
-				 first ? "" : ",", t->tid == t->pid ? "main thread" : "thread", t->tid, t->pid,
-				 (unsigned long long)t->first_ns, (unsigned long long)t->last_ns);
+		ulma_sbuf_printf(&b, "%s\n{\"name\":", first ? "" : ",");
+		char label[ULMA_WALK_LABEL_MAX];
+		ulma_walk_thread_label(w, t, label, sizeof(label));
+		ulma_sbuf_json(&b, label);
+		ulma_sbuf_printf(&b, ",\"first\":%llu,\"last\":%llu,\"f\":[", (unsigned long long)t->first_ns,
+				 (unsigned long long)t->last_ns);
 		first = false;
 		PUT_LIST(&b, l->n, index[l->s[i_].key]);
 		ulma_sbuf_puts(&b, "],\"d\":[");

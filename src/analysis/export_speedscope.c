@@ -208,10 +208,11 @@ static int write_file(struct speedscope *s, const struct ulma_walk *w, FILE *out
 			continue;
 		if ((err = spill(s, t)))
 			break;
-		ulma_sbuf_printf(&b,
-				 "%s\n{\"type\":\"evented\",\"name\":\"%s %u (pid %u)\",\"unit\":\"nanoseconds\","
-				 "\"startValue\":%llu,\"endValue\":%llu,\"events\":[",
-				 first ? "" : ",", wt->tid == wt->pid ? "main thread" : "thread", wt->tid, wt->pid,
+		ulma_sbuf_printf(&b, "%s\n{\"type\":\"evented\",\"name\":", first ? "" : ",");
+		char label[ULMA_WALK_LABEL_MAX];
+		ulma_walk_thread_label(w, wt, label, sizeof(label));
+		ulma_sbuf_json(&b, label);
+		ulma_sbuf_printf(&b, ",\"unit\":\"nanoseconds\",\"startValue\":%llu,\"endValue\":%llu,\"events\":[",
 				 (unsigned long long)t->first_at, (unsigned long long)t->last_at);
 		first = false;
 		if ((err = ulma_sbuf_flush(&b, out)) || (err = copy_blocks(s, t, out)))

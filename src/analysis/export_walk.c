@@ -62,6 +62,7 @@ void ulma_walk_free(struct ulma_walk *w)
 		free(w->threads[i].stack);
 	free(w->threads);
 	free(w->command);
+	ulma_pid_names_free(&w->names);
 	ulma_idmap_free(&w->keys);
 	memset(w, 0, sizeof(*w));
 }
@@ -345,6 +346,31 @@ static int on_func(void *ctx, const struct ulma_trace_func *f)
 	return w->sink->on_func ? w->sink->on_func(w->sink->ctx, w, f->index) : 0;
 }
 
+const char *ulma_walk_process_name(const struct ulma_walk *w, uint32_t pid)
+{
+	const char *name = ulma_pid_names_get(&w->names, pid);
+	if (!name && w->pid && pid == w->pid && w->command && *w->command)
+		name = w->command;
+	return name;
+}
+
+void ulma_walk_thread_label(const struct ulma_walk *w, const struct ulma_walk_thread *t, char *out, size_t cap)
+{
+	const char *name = ulma_walk_process_name(w, t->pid);
+	char tail[64];
+	snprintf(tail, sizeof(tail), "%s %u (pid %u)", t->tid == t->pid ? "main thread" : "thread", t->tid, t->pid);
+	if (name)
+		snprintf(out, cap, "%.*s: %s", (int)(cap > strlen(tail) + 3 ? cap - strlen(tail) - 3 : 0), name, tail);
+	else
+		snprintf(out, cap, "%s", tail);
+}
+
+static int on_process(void *ctx, const struct ulma_trace_process *p)
+{
+	struct ulma_walk *w = ctx;
+	return ulma_pid_names_set(&w->names, p->pid, p->name, p->name_len);
+}
+
 static int on_thread(void *ctx, const struct ulma_trace_thread *th)
 {
 	struct ulma_walk *w = ctx;
@@ -406,7 +432,7 @@ int ulma_walk_run(struct ulma_walk *w, FILE *f, const struct ulma_walk_sink *sin
 	w->sink = sink ? sink : &none;
 	scan_end(w, f);
 	struct ulma_trace_visitor v = {.ctx = w, .on_meta = on_meta, .on_func = on_func, .on_thread = on_thread,
-				       .on_event = on_event, .on_end = on_end};
+				       .on_event = on_event, .on_end = on_end, .on_process = on_process};
 	int err = ulma_trace_read(f, &v, st);
 	if (err)
 		return err;

@@ -31,6 +31,7 @@
 
 #include "../core/idmap.h"
 #include "../core/trace_reader.h"
+#include "pid_names.h"
 
 #define ULMA_WALK_NONE UINT32_MAX
 #define ULMA_WALK_ALL (-1)
@@ -113,6 +114,7 @@ struct ulma_walk {
 	uint32_t pid;         /* the traced program (0 if the trace does not say) */
 	uint64_t start_ns;    /* CLOCK_MONOTONIC at the trace start: times count from here */
 	char *command;        /* its command line, may be NULL */
+	struct ulma_pid_names names; /* what to call each process, where the trace says */
 	uint64_t duration_ns; /* trace start to end (or last event) */
 	bool complete;        /* the trace has its END chunk */
 	uint64_t events;      /* events decoded */
@@ -131,6 +133,16 @@ struct ulma_walk {
 /* Prepare a walker; the filter's pattern arrays must outlive it. */
 void ulma_walk_init(struct ulma_walk *w, const struct ulma_walk_filter *filter);
 void ulma_walk_free(struct ulma_walk *w);
+
+/* A label for process `pid`: its name where the trace has one (a PROCESS
+ * chunk, or the session's command for the program), else NULL. */
+const char *ulma_walk_process_name(const struct ulma_walk *w, uint32_t pid);
+
+/* A thread's label for the exporters' lanes: "main thread 456 (pid 456)" or
+ * "thread 457 (pid 456)", after "NAME: " where the process has a name.
+ * Cut to `cap` bytes, NUL included. */
+#define ULMA_WALK_LABEL_MAX 320
+void ulma_walk_thread_label(const struct ulma_walk *w, const struct ulma_walk_thread *t, char *out, size_t cap);
 
 /* Decode f (from its current position; seekable files get the exact END
  * calibration) and feed sink.  st receives the reader's status: on -EPROTO

@@ -14,6 +14,7 @@ void ulma_profile_init(struct ulma_profile *p)
 
 void ulma_profile_free(struct ulma_profile *p)
 {
+	ulma_pid_names_free(&p->names);
 	for (uint32_t i = 0; i < p->nfuncs; i++) {
 		free(p->funcs[i].name);
 		free(p->funcs[i].file);

@@ -22,6 +22,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "pid_names.h"
 #include "schedline.h"
 
 struct ulma_func_row {
@@ -90,6 +91,7 @@ struct ulma_profile {
 	uint64_t last_ticks;
 	int has_sched; /* events carried CPU and wait times */
 	int has_gil;   /* and some thread's GIL waits were told apart */
+	struct ulma_pid_names names; /* what to call each process, where known */
 };
 
 void ulma_profile_init(struct ulma_profile *p);

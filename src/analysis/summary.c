@@ -110,11 +110,20 @@ static uint64_t thread_cpu(const struct ulma_thread_row *t)
 	return t->sampled ? t->sample_cpu1 - t->sample_cpu0 : t->cpu_ns;
 }
 
-/* One row per process, in order of appearance. */
+/* At most `max` bytes of s, control characters shown as '?': a command
+ * line is the traced program's to choose, escape sequences included. */
+static void put_printable(FILE *out, const char *s, size_t max)
+{
+	for (size_t i = 0; s[i] && i < max; i++)
+		fputc((unsigned char)s[i] < 0x20 || s[i] == 0x7f ? '?' : s[i], out);
+}
+
+/* One row per process, in order of appearance, with its command where known. */
 static void print_processes(FILE *out, const struct ulma_summary *s)
 {
 	const struct ulma_profile *p = s->profile;
-	fprintf(out, "%10s %8s %12s %10s %12s %12s\n", "pid", "threads", "events", "lost", "self ms", "cpu ms");
+	fprintf(out, "%10s %8s %12s %10s %12s %12s  %s\n", "pid", "threads", "events", "lost", "self ms", "cpu ms",
+		"command");
 	for (uint32_t i = 0; i < p->nthreads; i++) {
 		uint32_t pid = p->threads[i].pid, j = 0;
 		while (j < i && p->threads[j].pid != pid)
@@ -133,8 +142,11 @@ static void print_processes(FILE *out, const struct ulma_summary *s)
 			self += t->self_ticks;
 			cpu += thread_cpu(t);
 		}
-		fprintf(out, "%10u %8u %12llu %10llu %12.3f %12.3f\n", pid, threads, (unsigned long long)events,
+		const char *name = ulma_pid_names_get(&p->names, pid);
+		fprintf(out, "%10u %8u %12llu %10llu %12.3f %12.3f  ", pid, threads, (unsigned long long)events,
 			(unsigned long long)lost, (double)to_ns(s, self) / 1e6, (double)cpu / 1e6);
+		put_printable(out, name ? name : "?", 100);
+		fputc('\n', out);
 	}
 }
 
@@ -350,6 +362,11 @@ int ulma_summary_json(FILE *out, const struct ulma_summary *s)
 			(unsigned long long)thread_cpu(t));
 		if (p->has_gil)
 			fprintf(out, ", \"gil_ns\": %llu", (unsigned long long)t->gil_ns);
+		const char *command = ulma_pid_names_get(&p->names, t->pid);
+		if (command) {
+			fputs(", \"command\": ", out);
+			json_string(out, command);
+		}
 		if (s->lanes && s->lanes[i]) {
 			fputs(", \"lane\": ", out);
 			json_string(out, s->lanes[i]);

@@ -331,6 +331,19 @@ static int parse_end(struct reader *r, const uint8_t *p, const uint8_t *end)
 	return r->v->on_end ? r->v->on_end(r->v->ctx, &e) : 0;
 }
 
+static int parse_process(struct reader *r, const uint8_t *p, const uint8_t *end)
+{
+	uint64_t pid, len;
+	NEED_VARINT(r, p, end, pid, "process id");
+	NEED_VARINT(r, p, end, len, "process name length");
+	if (pid == 0 || pid > UINT32_MAX)
+		return corrupt(r, "process id %llu out of range", (unsigned long long)pid);
+	if (len > ULMA_TRACE_MAX_NAME || len != (uint64_t)(end - p))
+		return corrupt(r, "process name of %llu bytes in a chunk of %td", (unsigned long long)len, end - p);
+	struct ulma_trace_process proc = {(uint32_t)pid, (const char *)p, (size_t)len};
+	return r->v->on_process ? r->v->on_process(r->v->ctx, &proc) : 0;
+}
+
 static int parse_chunk(struct reader *r, uint32_t type, const uint8_t *p, const uint8_t *end)
 {
 	if (!r->have_meta && type != ULMA_CHUNK_META)
@@ -353,6 +366,8 @@ static int parse_chunk(struct reader *r, uint32_t type, const uint8_t *p, const 
 	case ULMA_CHUNK_OVERHEAD:
 		NEED_VARINT(r, p, end, r->st->overhead_ps, "overhead per event");
 		return p == end ? 0 : corrupt(r, "overhead chunk has %td bytes too many", end - p);
+	case ULMA_CHUNK_PROCESS:
+		return parse_process(r, p, end);
 	default:
 		return 0; /* a newer writer's chunk: skip it */
 	}

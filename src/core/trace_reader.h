@@ -44,6 +44,13 @@ struct ulma_trace_thread {
 	uint32_t tid;
 };
 
+/* A process's name, as ulma_trace_process wrote it (not NUL-terminated). */
+struct ulma_trace_process {
+	uint32_t pid;
+	const char *name;
+	size_t name_len;
+};
+
 struct ulma_trace_event {
 	uint32_t thread; /* dense thread index */
 	uint32_t func;   /* dense function index: entered, or left for EXIT */
@@ -64,6 +71,8 @@ struct ulma_trace_visitor {
 	int (*on_end)(void *ctx, const struct ulma_trace_end *end);
 	/* a schedstat sample of a thread (dense index) */
 	int (*on_sched)(void *ctx, uint32_t thread, const struct ulma_trace_sched *sample);
+	/* what to call a process (a later one replaces an earlier) */
+	int (*on_process)(void *ctx, const struct ulma_trace_process *process);
 };
 
 struct ulma_trace_status {

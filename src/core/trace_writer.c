@@ -403,6 +403,16 @@ void ulma_trace_writer_abandon(struct ulma_trace_writer *w)
 	free(w);
 }
 
+int ulma_trace_process(struct ulma_trace_writer *w, uint32_t pid, const char *name, size_t len)
+{
+	uint8_t p[2 * ULMA_VARINT_MAX];
+	if (len > ULMA_TRACE_MAX_NAME)
+		len = ULMA_TRACE_MAX_NAME;
+	size_t n = ulma_varint_put(p, pid);
+	n += ulma_varint_put(p + n, len);
+	return write_chunk(w, ULMA_CHUNK_PROCESS, p, n, (const uint8_t *)name, len);
+}
+
 int ulma_trace_overhead(struct ulma_trace_writer *w, uint64_t ps_per_event)
 {
 	uint8_t p[ULMA_VARINT_MAX];

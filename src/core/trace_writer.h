@@ -74,6 +74,13 @@ int ulma_trace_writer_flush(struct ulma_trace_writer *w);
 /* Bytes written to the file so far (including flushed chunks only). */
 uint64_t ulma_trace_writer_bytes(const struct ulma_trace_writer *w);
 
+/* What to call process `pid`: its command line as shown to users (at
+ * most ULMA_TRACE_MAX_NAME bytes are kept).  Written at once, before or
+ * after its threads; a reader keeps the last name of a pid.  Returns 0 or
+ * -errno. */
+#define ULMA_TRACE_MAX_NAME 1024u
+int ulma_trace_process(struct ulma_trace_writer *w, uint32_t pid, const char *name, size_t len);
+
 /* The hook's cost per event (ps), as the program measured it at start-up.
  * Written at once; a reader keeps the last.  Returns 0 or -errno. */
 int ulma_trace_overhead(struct ulma_trace_writer *w, uint64_t ps_per_event);

@@ -8,6 +8,7 @@
 
 #include "../core/clock.h"
 #include "gilwait.h"
+#include "proc_name.h"
 #include "sampler.h"
 #include "ulma/shm.h"
 #include <unistd.h>
@@ -315,9 +316,26 @@ found:
 	return true;
 }
 
+/* Name a process when its first thread shows up, while it most likely
+ * still runs: its command line, kept in the profile and, before its first
+ * THREAD chunk, in the trace.  A process already gone stays unnamed. */
+static int name_process(struct ulma_collector *c, uint32_t pid)
+{
+	char name[ULMA_PROC_NAME_MAX];
+	if (ulma_pid_names_get(&c->profile.names, pid) || !ulma_proc_name_read(pid, name, sizeof(name)))
+		return 0;
+	int err = ulma_pid_names_set(&c->profile.names, pid, name, strlen(name));
+	if (!err && c->writer)
+		err = ulma_trace_process(c->writer, pid, name, strlen(name));
+	return err;
+}
+
 static int open_thread(struct ulma_collector *c, struct ulma_collector_slot *cs, const struct ulma_shm_slot *slot)
 {
 	uint32_t index = c->profile.nthreads;
+	int named = name_process(c, slot->pid);
+	if (named)
+		return set_error(c, named);
 	int err = ulma_profile_add_thread(&c->profile, index, slot->serial, slot->pid, slot->tid);
 	if (!err && c->writer)
 		err = ulma_trace_stream_open(c->writer, slot->serial, slot->pid, slot->tid, &cs->stream);

@@ -13,7 +13,6 @@
 #include "live_relay.h"
 #include "live_table.h"
 #include "live_term.h"
-#include "proc_name.h"
 #include "ulma/shm.h"
 
 #define REFRESH_NS UINT64_C(500000000)
@@ -77,7 +76,6 @@ struct ulma_live {
 	bool split; /* the snapshot has on-CPU and runnable times */
 	bool gil;   /* and GIL waits, and the terminal has room for them */
 	bool procs; /* showing processes, not functions */
-	struct ulma_proc_names names;
 	uint32_t scroll;
 	unsigned rows, cols;
 	uint64_t next_refresh_ns;
@@ -326,8 +324,6 @@ static void snapshot(struct ulma_live *lv)
 		lv->rate_events = events;
 	}
 	count_running(lv);
-	for (uint32_t i = 0; i < lv->table.nprocs; i++) /* named while they may still run */
-		ulma_proc_name(&lv->names, lv->table.procs[i].pid);
 	lv->lost = p->lost + atomic_load(&lv->src.col->session->hdr->lost_unmarked);
 	lv->trace_bytes = lv->src.writer ? ulma_trace_writer_bytes(lv->src.writer) : 0;
 	lv->split = p->has_sched;
@@ -501,7 +497,8 @@ static void draw_proc_row(struct ulma_live *lv, unsigned r, const struct ulma_li
 		put_split(lv, pr->n.self_ticks, pr->n.self_cpu_ns, pr->n.self_wait_ns, pr->n.self_gil_ns);
 	}
 	put(l, " ", 1);
-	cell(l, ulma_proc_name(&lv->names, pr->pid), cw, false);
+	const char *name = ulma_pid_names_get(&lv->src.col->profile.names, pr->pid);
+	cell(l, name ? name : "?", cw, false);
 	emit_line(lv, r, "", false);
 }
 

@@ -26,6 +26,21 @@ void ulma_proc_name_format(const char *cmdline, size_t len, char *out, size_t ca
 	size_t first = strnlen(cmdline, len);
 	if (first < len && first + 1 < len && is_interpreter(cmdline)) {
 		i = first + 1;
+		/* and the interpreter's own options (-B, -u, -X dev, -W error ...),
+		 * up to -c, -m, the script or the last argument */
+		for (;;) {
+			const char *opt = cmdline + i;
+			size_t opt_len = strnlen(opt, len - i), next = i + opt_len + 1;
+			if (next >= len || opt_len < 2 || opt[0] != '-' || opt[1] == '-' || opt[1] == 'c' || opt[1] == 'm')
+				break;
+			if (opt_len == 2 && (opt[1] == 'X' || opt[1] == 'W')) { /* its value follows */
+				size_t value_end = next + strnlen(cmdline + next, len - next) + 1;
+				if (value_end >= len)
+					break;
+				next = value_end;
+			}
+			i = next;
+		}
 		/* and `ulma run`'s boot code, when the program's arguments follow */
 		const char *arg = cmdline + i;
 		size_t arg_len = strnlen(arg, len - i);
@@ -51,24 +66,14 @@ void ulma_proc_name_format(const char *cmdline, size_t len, char *out, size_t ca
 		snprintf(out, cap, "?");
 }
 
-static void read_name(uint32_t pid, char *out, size_t cap)
+bool ulma_proc_name_read(uint32_t pid, char *out, size_t cap)
 {
-	char path[64], buf[512];
+	char path[64], buf[1024];
 	snprintf(path, sizeof(path), "/proc/%u/cmdline", pid);
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf)) : -1;
 	if (fd >= 0)
 		close(fd);
 	ulma_proc_name_format(buf, n > 0 ? (size_t)n : 0, out, cap);
-}
-
-const char *ulma_proc_name(struct ulma_proc_names *names, uint32_t pid)
-{
-	for (uint32_t i = 0; i < names->count; i++)
-		if (names->pid[i] == pid)
-			return names->name[i];
-	uint32_t slot = names->count < ULMA_PROC_NAMES ? names->count++ : names->next++ % ULMA_PROC_NAMES;
-	names->pid[slot] = pid;
-	read_name(pid, names->name[slot], sizeof(names->name[slot]));
-	return names->name[slot];
+	return n > 0 && strcmp(out, "?") != 0;
 }

@@ -1,4 +1,4 @@
-/* proc_name.h - what to call a traced process in the live view.
+/* proc_name.h - what to call a traced process.
  *
  * A process is named by its command line as /proc/PID/cmdline gives it,
  * arguments joined by spaces, without the interpreter: "python3 -m
@@ -6,32 +6,24 @@
  * "work.py".  `ulma run` starts the program as "python3 -c <boot code>
  * work.py" (src/monitor/run.c): a -c whose code imports ulma._boot is left
  * out too, so that shows as "work.py".  The script or program is named by
- * its file name: "python3 /srv/app/work.py" shows as "work.py".  Names are read once per pid, the first time it is asked for,
- * so a process that has ended keeps the name it had; one that ended before
- * it was asked for is "?".  Control bytes are left in: the caller cleans
- * what it prints.
- *
- * The cache holds up to ULMA_PROC_NAMES pids; beyond that, the oldest
- * entries are reused.  Single-threaded; no allocation, no errors.
+ * its file name: "python3 /srv/app/work.py" shows as "work.py".  The
+ * collector reads a process's name once, when its first thread shows up,
+ * and keeps it in the profile and the trace (src/analysis/pid_names.h), so
+ * a process that has ended keeps the name it had.  Control bytes are left
+ * in: the caller cleans what it prints.  No allocation.
  */
 #ifndef ULMA_PROC_NAME_H
 #define ULMA_PROC_NAME_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
-#define ULMA_PROC_NAMES 256
-#define ULMA_PROC_NAME_MAX 96
+#define ULMA_PROC_NAME_MAX 256
 
-struct ulma_proc_names {
-	uint32_t pid[ULMA_PROC_NAMES];
-	char name[ULMA_PROC_NAMES][ULMA_PROC_NAME_MAX];
-	uint32_t count; /* entries used, at most ULMA_PROC_NAMES */
-	uint32_t next;  /* the entry to reuse when full */
-};
-
-/* The name of `pid`: from the cache, or read now and cached. */
-const char *ulma_proc_name(struct ulma_proc_names *names, uint32_t pid);
+/* The name of process `pid`, read now into `out`; "?" and false if it
+ * cannot be read (gone, or not ours) or is empty. */
+bool ulma_proc_name_read(uint32_t pid, char *out, size_t cap);
 
 /* Format a raw cmdline (NUL-separated arguments, `len` bytes) into `out`. */
 void ulma_proc_name_format(const char *cmdline, size_t len, char *out, size_t cap);

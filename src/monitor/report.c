@@ -40,6 +40,12 @@ static int on_func(void *ctx, const struct ulma_trace_func *f)
 				     f->file_len, f->line);
 }
 
+static int on_process(void *ctx, const struct ulma_trace_process *proc)
+{
+	struct report_ctx *r = ctx;
+	return ulma_pid_names_set(&r->profile.names, proc->pid, proc->name, proc->name_len);
+}
+
 static int on_thread(void *ctx, const struct ulma_trace_thread *t)
 {
 	struct report_ctx *r = ctx;
@@ -159,7 +165,7 @@ int ulma_cmd_report(int argc, char **argv)
 	memset(&r, 0, sizeof(r));
 	r.end.exit_status = -1;
 	ulma_profile_init(&r.profile);
-	struct ulma_trace_visitor v = {&r, on_meta, on_func, on_thread, on_event, on_end, on_sched};
+	struct ulma_trace_visitor v = {&r, on_meta, on_func, on_thread, on_event, on_end, on_sched, on_process};
 	struct ulma_trace_status st;
 	FILE *f = fopen(path, "rb");
 	if (!f) {

@@ -130,11 +130,23 @@ static int on_end(void *c, const struct ulma_trace_end *e)
 	return 0;
 }
 
+static int on_process(void *c, const struct ulma_trace_process *p)
+{
+	struct fuzz_ctx *x = c;
+	REQUIRE(x->metas == 1 && x->ends == 0);
+	REQUIRE(p->pid != 0 && p->name_len <= ULMA_TRACE_MAX_NAME);
+	volatile char sink = 0;
+	for (size_t i = 0; i < p->name_len; i++) /* the bytes are readable (ASan checks) */
+		sink ^= p->name[i];
+	(void)sink;
+	return 0;
+}
+
 static void read_once(const uint8_t *data, size_t size)
 {
 	struct fuzz_ctx x;
 	struct ulma_trace_status st;
-	struct ulma_trace_visitor v = {&x, on_meta, on_func, on_thread, on_event, on_end, on_sched};
+	struct ulma_trace_visitor v = {&x, on_meta, on_func, on_thread, on_event, on_end, on_sched, on_process};
 	memset(&x, 0, sizeof(x));
 	ulma_profile_init(&x.prof);
 	/* fmemopen refuses a zero size: an empty input reads from /dev/null */

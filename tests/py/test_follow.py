@@ -59,3 +59,41 @@ def test_no_follow_traces_the_program_but_not_its_subprocesses(prog, run_ulma, r
     rows = {f["name"]: f["calls"] for f in data["functions"] if f["file"] == prog("follow_children.py")}
     assert "child_main" not in rows  # ran in a subprocess, untraced
     assert rows["work"] >= 10  # the fork pool's workers are followed all the same
+
+
+def test_processes_are_named_by_their_command(prog, run_ulma, report_json, tmp_path):
+    """Each process is named by its command line, read when it first wrote:
+    the summary's process table, the JSON report, the Chrome trace's
+    process names and the speedscope lanes all say which process is which."""
+    import json
+
+    path = prog("follow_children.py")
+    trace = str(tmp_path / "named.trace")
+    proc = run_ulma(["run", "--lossless", "-o", trace, path])
+    assert proc.returncode == 0, proc.stderr
+    data, _ = report_json(trace)
+    commands = {}
+    for t in data["thread_list"]:
+        assert "command" in t, t  # every process here lives long enough to be read
+        commands.setdefault(t["pid"], t["command"])
+    program = data["thread_list"][0]["pid"]
+    assert commands[program] == "follow_children.py", commands
+    named = sorted(commands.values())
+    assert "follow_children.py child" in named, named  # the subprocess
+    assert any(c.startswith("-c from multiprocessing.spawn import spawn_main") for c in named), named
+    assert any(c.startswith("-c from multiprocessing.forkserver import main") for c in named), named
+    assert named.count("follow_children.py") >= 3, named  # the program and its 2 fork workers
+    # the summary's process table ends with the command
+    table = [line.split() for line in proc.stderr.decode().splitlines() if line.strip().startswith(str(program))]
+    assert table and table[0][-1] == "follow_children.py", proc.stderr.decode()
+
+    chrome = tmp_path / "named.json"
+    assert run_ulma(["export", trace, "--format", "chrome", "-o", str(chrome)]).returncode == 0
+    names = {e["pid"]: e["args"]["name"] for e in json.loads(chrome.read_text())["traceEvents"]
+             if e.get("ph") == "M" and e["name"] == "process_name"}
+    assert names == {pid: "%s (pid %d)" % (c, pid) for pid, c in commands.items()}, names
+
+    ss = tmp_path / "named.speedscope.json"
+    assert run_ulma(["export", trace, "--format", "speedscope", "-o", str(ss)]).returncode == 0
+    lanes = [p["name"] for p in json.loads(ss.read_text())["profiles"]]
+    assert "follow_children.py: main thread %d (pid %d)" % (program, program) in lanes, lanes

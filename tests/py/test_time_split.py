@@ -130,9 +130,12 @@ def test_report_shows_cpu_lanes_and_process_rows(run_ulma, report_json, tmp_path
     assert any(ch.isdigit() for ch in "".join(lanes)), lanes
     text = run_ulma(["report", trace]).stdout.decode()
     assert "cpu lanes over" in text
-    rows = [line.split() for line in text.splitlines() if line.split()[:1] and line.split()[0].isdigit()
-            and len(line.split()) == 6]
+    # under "pid threads events lost self ms cpu ms command", up to the lanes
+    lines = text.splitlines()
+    first = [i for i, line in enumerate(lines) if line.split()[:2] == ["pid", "threads"]][0] + 1
+    rows = [line.split() for line in lines[first:first + data["processes"]]]
     assert len({r[0] for r in rows}) == data["processes"], text
+    assert rows[0][0] == str(data["thread_list"][0]["pid"]) and rows[0][6:] == ["parallel_mergesort.py", "processes"], text
 
 
 @pytest.fixture(scope="module")

@@ -35,6 +35,13 @@ int main(void)
 	CHECK(formats_as(RAW("python3\0-c\0from multiprocessing.spawn import spawn_main\0--multiprocessing-fork\0"),
 			 "-c from multiprocessing.spawn import spawn_main --multiprocessing-fork"),
 	      "other -c code stays");
+	CHECK(formats_as(RAW("python3\0-B\0-c\0from multiprocessing.spawn import spawn_main\0"),
+			 "-c from multiprocessing.spawn import spawn_main"),
+	      "the interpreter's options before -c are left out");
+	CHECK(formats_as(RAW("python3\0-u\0-X\0dev\0-W\0error\0/srv/app.py\0-x\0"), "app.py -x"),
+	      "-X and -W with their values too, not the script's options");
+	CHECK(formats_as(RAW("python3\0-I\0"), "-I"), "an option as the last argument stays");
+	CHECK(formats_as(RAW("python3\0-X\0"), "-X"), "-X without its value stays");
 	CHECK(formats_as(RAW("./server\0--port\0008080\0"), "server --port 8080"), "not Python: all of it");
 	CHECK(formats_as(RAW("python3\0/srv/app/work.py\0/tmp/in\0"), "work.py /tmp/in"),
 	      "the script by its file name, its arguments as they are");
@@ -44,13 +51,10 @@ int main(void)
 	ulma_proc_name_format(RAW("python3\0abcdefghij\0"), small, sizeof(small));
 	CHECK(strcmp(small, "abcde") == 0, "cut to the buffer, NUL-terminated: %s", small);
 
-	static struct ulma_proc_names names;
-	const char *mine = ulma_proc_name(&names, (uint32_t)getpid());
-	CHECK(strstr(mine, "test_proc_name") != NULL, "this process: %s", mine);
-	CHECK(ulma_proc_name(&names, (uint32_t)getpid()) == mine && names.count == 1, "asked again: cached");
-	CHECK(strcmp(ulma_proc_name(&names, 0x7ffffffe), "?") == 0, "no such pid: ?");
-	for (uint32_t pid = 1; pid <= ULMA_PROC_NAMES + 3; pid++)
-		ulma_proc_name(&names, 0x70000000 + pid);
-	CHECK(names.count == ULMA_PROC_NAMES, "the cache stays at %u entries", ULMA_PROC_NAMES);
+	char mine[ULMA_PROC_NAME_MAX];
+	CHECK(ulma_proc_name_read((uint32_t)getpid(), mine, sizeof(mine)) && strstr(mine, "test_proc_name"),
+	      "this process: %s", mine);
+	char none[ULMA_PROC_NAME_MAX];
+	CHECK(!ulma_proc_name_read(0x7ffffffe, none, sizeof(none)) && strcmp(none, "?") == 0, "no such pid: ?");
 	return tap_done();
 }

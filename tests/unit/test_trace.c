@@ -186,6 +186,10 @@ struct record {
 	struct ulma_trace_end end;
 	int ends;
 	int stop_after; /* on_event returns 99 once this many events were seen (0: never) */
+	uint32_t proc_pid[4];
+	char proc_name[4][1100];
+	size_t proc_len[4];
+	int nprocs;
 	int order_bad;  /* a callback came before META or after END */
 };
 
@@ -268,10 +272,24 @@ static int rec_end(void *ctx, const struct ulma_trace_end *e)
 	return 0;
 }
 
+static int rec_process(void *ctx, const struct ulma_trace_process *p)
+{
+	struct record *r = ctx;
+	if (!r->metas || r->ends)
+		r->order_bad++;
+	if (r->nprocs < 4) {
+		r->proc_pid[r->nprocs] = p->pid;
+		r->proc_len[r->nprocs] = p->name_len;
+		copy_str(r->proc_name[r->nprocs], sizeof(r->proc_name[0]), p->name, p->name_len);
+	}
+	r->nprocs++;
+	return 0;
+}
+
 static struct ulma_trace_visitor recorder(struct record *r)
 {
 	memset(r, 0, sizeof(*r));
-	return (struct ulma_trace_visitor){r, rec_meta, rec_func, rec_thread, rec_event, rec_end, NULL};
+	return (struct ulma_trace_visitor){r, rec_meta, rec_func, rec_thread, rec_event, rec_end, NULL, rec_process};
 }
 
 /* ---------- the round trip ---------- */
@@ -931,6 +949,55 @@ static void test_zero_length_first_chunk(void)
 		tap_diag("child status 0x%x", status);
 }
 
+/* PROCESS chunks: written and read back in order, a long name cut to
+ * ULMA_TRACE_MAX_NAME; a length that does not match the chunk, or pid 0,
+ * is corrupt. */
+static void test_process_names(void)
+{
+	char *path = temp_path();
+	if (!CHECK(path != NULL, "temp file"))
+		return;
+	static char long_name[2000];
+	memset(long_name, 'x', sizeof(long_name));
+	struct ulma_trace_meta meta = {0, 42, 1000, 777000, 1000000000u, COMMAND};
+	struct ulma_trace_writer *w;
+	int err = ulma_trace_writer_open(path, &meta, &w);
+	if (!CHECK_EQ_I64(err, 0, "open a writer"))
+		goto out;
+	struct ulma_trace_end end = {2000, 778000, 0, 0, 0, 0};
+	err = ulma_trace_process(w, 42, "work.py --n 3", 13);
+	err = err ? err : ulma_trace_process(w, 43, long_name, sizeof(long_name));
+	err = err ? err : ulma_trace_process(w, 42, "renamed", 7);
+	err = err ? err : ulma_trace_writer_close(w, &end);
+	CHECK_EQ_I64(err, 0, "three PROCESS chunks and the END written");
+	struct record r;
+	struct ulma_trace_status st;
+	struct ulma_trace_visitor v = recorder(&r);
+	err = ulma_trace_read_path(path, &v, &st);
+	CHECK(err == 0 && st.complete && r.nprocs == 3 && r.order_bad == 0, "read back: 3 processes (%d, err %d)",
+	      r.nprocs, err);
+	CHECK(r.proc_pid[0] == 42 && strcmp(r.proc_name[0], "work.py --n 3") == 0, "pid 42: %s", r.proc_name[0]);
+	CHECK(r.proc_pid[1] == 43 && r.proc_len[1] == ULMA_TRACE_MAX_NAME && r.proc_name[1][1023] == 'x',
+	      "a 2000-byte name is cut to %u bytes (%zu)", ULMA_TRACE_MAX_NAME, r.proc_len[1]);
+	CHECK(r.proc_pid[2] == 42 && strcmp(r.proc_name[2], "renamed") == 0, "a later name of pid 42 comes after");
+	free(r.events);
+
+	for (int c = 0; c < 3; c++) {
+		struct bytes b = {.len = 0}, p = {.len = 0};
+		b_file_header(&b);
+		b_meta_chunk(&b);
+		b_varint(&p, c == 0 ? 0 : 7);        /* pid 0 is no process */
+		b_varint(&p, c == 1 ? 5 : 3);        /* a length beyond the chunk */
+		b_raw(&p, "abc", c == 2 ? 2 : 3);    /* or bytes missing */
+		b_chunk(&b, ULMA_CHUNK_PROCESS, &p);
+		int rc = read_bytes(b.data, b.len, &r, &st);
+		CHECK(rc == -EPROTO && st.error[0], "corrupt PROCESS chunk %d: -EPROTO (%s)", c, st.error);
+	}
+out:
+	unlink(path);
+	free(path);
+}
+
 static void test_foreign(void)
 {
 	struct record r;
@@ -958,6 +1025,7 @@ int main(void)
 {
 	test_round_trip();
 	test_big_stream();
+	test_process_names();
 	test_abandon();
 	test_extremes();
 	test_semantic_corruption();

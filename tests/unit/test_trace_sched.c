@@ -37,7 +37,7 @@ static int on_sched(void *ctx, uint32_t thread, const struct ulma_trace_sched *s
 static int read_file(FILE *f, struct seen *x, struct ulma_trace_status *st)
 {
 	memset(x, 0, sizeof(*x));
-	struct ulma_trace_visitor v = {x, NULL, NULL, NULL, NULL, NULL, on_sched};
+	struct ulma_trace_visitor v = {.ctx = x, .on_sched = on_sched};
 	rewind(f);
 	return ulma_trace_read(f, &v, st);
 }
