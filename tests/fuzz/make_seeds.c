@@ -29,7 +29,8 @@ static int write_basic(const char *path)
 	ulma_trace_define_func(w, 1, ULMA_DEF_PY, 0, 1, "<module>", 8);
 	ulma_trace_define_func(w, 2, ULMA_DEF_PY, 0, 4, "fib", 3);
 	ulma_trace_define_func(w, 3, ULMA_DEF_C, 1, 0, "print", 5);
-	if ((err = ulma_trace_stream_open(w, 0, 4242, 4242, &a)) ||
+	if ((err = ulma_trace_process(w, 4242, "fib.py 20", 9)) ||
+	    (err = ulma_trace_stream_open(w, 0, 4242, 4242, &a)) ||
 	    (err = ulma_trace_stream_open(w, 1, 4242, 4243, &b))) {
 		ulma_trace_writer_abandon(w);
 		return err;
