@@ -21,7 +21,9 @@
  * the main thread's is the pid (we note its ident when this module is
  * imported in it), and another thread's comes from the threading module, so
  * a thread threading does not know (started with _thread directly) is left
- * out.  A build without a GIL is left out
+ * out.  So is every thread past half the session's rings (64 of the default
+ * 128): a pool of idle workers must not take the rings that busy threads
+ * claim at their first event.  A build without a GIL is left out
  * entirely: other threads' frames can change under us.
  */
 #include "tracer.h"
@@ -141,7 +143,7 @@ void ulma_open_frames_record(bool caller_too)
 #if !defined(Py_GIL_DISABLED)
 	struct ulma_tracer *t = &ulma_tracer;
 	PyThreadState *self = PyThreadState_Get();
-	uint32_t here;
+	uint32_t here, prepared = 0, most = t->session.hdr->slot_count / 2;
 	uint64_t now = ulma_clock_now(t->use_tsc, &here);
 	for (PyThreadState *ts = PyInterpreterState_ThreadHead(PyThreadState_GetInterpreter(self)); ts;
 	     ts = PyThreadState_Next(ts)) {
@@ -150,12 +152,15 @@ void ulma_open_frames_record(bool caller_too)
 		uint32_t tid = kernel_tid(ts);
 		if (tid == 0 || ulma_thread_has_writer(tid))
 			continue;
+		if (prepared == most)
+			break;
 		size_t n;
 		uint32_t *ids = frame_ids(ts, &n);
 		if (n == 0)
 			continue;
 		struct ulma_thread_writer *w = ulma_thread_prepare(tid);
 		if (w) {
+			prepared++;
 			/* at most half the ring: the thread's own records must fit too;
 			 * the outermost frames are the ones kept */
 			uint64_t room = (w->ring.mask + 1) / 2;

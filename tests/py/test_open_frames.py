@@ -72,6 +72,30 @@ def test_attach_records_the_frames_already_running(prog, ulma_bin, tmp_path, rep
         assert s[:4] == ["<module>", "main", "serve", "handle"], s
 
 
+def test_idle_threads_leave_rings_for_busy_ones(prog, ulma_bin, tmp_path, report_json):
+    """With 100 idle threads in a session of 128 rings, the frames of at most
+    64 are recorded at the attach; the busy main thread still gets a ring at
+    its first event and loses nothing."""
+    path = prog("open_frames.py")
+    stop = tmp_path / "stop"
+    proc = subprocess.Popen([sys.executable, path, "--stop", str(stop), "--attachable", "1", "--idle", "100"],
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=base_env())
+    try:
+        pid = proc.stdout.readline().decode().split("=")[1].strip()
+        trace = str(tmp_path / "idle.trace")
+        rec = subprocess.run([ulma_bin, "record", pid, "-d", "1", "-o", trace, "--summary", "none"],
+                             stdin=subprocess.DEVNULL, capture_output=True, env=base_env(), timeout=TIMEOUT)
+        assert rec.returncode == 0, rec.stderr
+    finally:
+        stop.touch()
+        proc.communicate(timeout=TIMEOUT)
+    data, _ = report_json(trace)
+    rows = ours(data, path)
+    assert 1 <= rows["waiter"]["calls"] <= 64, rows["waiter"]
+    assert rows["handle"]["calls"] > 10, rows
+    assert data["lost"] == 0 and data["warnings"] == "", (data["lost"], data["warnings"])
+
+
 def test_top_shows_a_blocked_thread_at_once(prog, ulma_bin, tmp_path):
     """The live table of `ulma top` has the waiter, which makes no call while attached."""
     path = prog("open_frames.py")

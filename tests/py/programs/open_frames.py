@@ -7,7 +7,8 @@ exists; then it releases the waiter, joins it, prints "DONE" and exits.
 It prints "READY pid=N" once both are in place.  With --attachable 1 it
 calls ulma.attachable() first (else it is expected to run under
 `ulma run --attachable`); with --inline TRACE it instead traces a part of
-serve() with `with ulma.profile(TRACE):`, from inside serve().
+serve() with `with ulma.profile(TRACE):`, from inside serve().  --idle N
+starts N more threads in waiter() first.
 """
 import os
 import sys
@@ -48,12 +49,15 @@ def main():
 
         ulma.attachable()
     event = threading.Event()
+    idle = [threading.Thread(target=waiter, args=(event,)) for _ in range(int(opts.get("--idle", 0)))]
     thread = threading.Thread(target=waiter, args=(event,))
-    thread.start()
+    for t in idle + [thread]:
+        t.start()
     print("READY pid=%d" % os.getpid(), flush=True)
     serve(opts.get("--stop"), opts.get("--inline"))
     event.set()
-    thread.join()
+    for t in idle + [thread]:
+        t.join()
     print("DONE", flush=True)
 
 
