@@ -324,6 +324,7 @@ def test_gil_column_when_wide_enough(pane, ulma_bin, prog, tmp_path):
         m = [ROW.match(line.rstrip()) for line in s.splitlines()]
         return [int(r.group(10)) for r in m if r and r.group(1) == "contend" and r.group(10) not in (None, "-")]
 
+    # the waits fall where the GIL is asked back: in contend's loop, forced by the switch interval
     screen = p.wait("contend waiting for the GIL at least 20% of its self time",
                     lambda s: gil_of(s) and gil_of(s)[0] >= 20)
     lines = screen.split("\n")

@@ -3,8 +3,10 @@
 Two threads run contend(), pure Python on a CPU, until the file --stop FILE
 exists (or after --seconds S, default 60), so each waits for the GIL the
 other holds much of the time.  contend() calls mark() every few hundred
-microseconds, which keeps the monitor sampling both threads.  The main
-thread waits in join().  Prints "GIL-START" first."""
+microseconds, which keeps the monitor sampling both threads, and looks for
+the stop file only every 50 ms: the stat call lets the GIL go, and the
+wait to take it back would be the stat's rather than contend()'s.  The
+main thread waits in join().  Prints "GIL-START" first."""
 import os
 import sys
 import threading
@@ -16,7 +18,12 @@ def mark():
 
 
 def contend(deadline, stop):
-    while time.monotonic() < deadline and not (stop and os.path.exists(stop)):
+    look = 0.0
+    while time.monotonic() < deadline:
+        if time.monotonic() >= look:
+            if stop and os.path.exists(stop):
+                break
+            look = time.monotonic() + 0.05
         mark()
         n = 0
         while n < 5000:
