@@ -39,6 +39,7 @@
 #include "collector.h"
 #include "commands.h"
 #include "live_view.h"
+#include "record_options.h"
 #include "ulma/trace_format.h"
 
 #define ATTACH_TIMEOUT_MS 5000
@@ -53,12 +54,7 @@ struct attach_options {
 	enum mode mode;
 	pid_t pid;
 	double seconds; /* record: how long */
-	const char *output;
-	const char *summary;
-	long limit;
-	bool lossless;
-	bool no_c_calls;
-	bool no_correction;
+	struct ulma_record_options rec; /* -o, --lossless, --summary: record and __host only */
 };
 
 static const char top_usage[] =
@@ -98,12 +94,7 @@ static int parse(int argc, char **argv, enum mode mode, struct attach_options *o
 	static const struct option opts[] = {
 		{"once", no_argument, NULL, '1'},
 		{"duration", required_argument, NULL, 'd'},
-		{"output", required_argument, NULL, 'o'},
-		{"lossless", no_argument, NULL, 'L'},
-		{"no-c-calls", no_argument, NULL, 'C'},
-		{"no-correction", no_argument, NULL, 'K'},
-		{"summary", required_argument, NULL, 's'},
-		{"limit", required_argument, NULL, 'n'},
+		ULMA_RECORD_LONG_OPTIONS,
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -112,12 +103,17 @@ static int parse(int argc, char **argv, enum mode mode, struct attach_options *o
 	int c;
 	memset(o, 0, sizeof(*o));
 	o->mode = mode;
-	o->output = "ulma.trace";
-	o->summary = "text";
-	o->limit = 25;
+	ulma_record_options_init(&o->rec);
 	o->seconds = -1;
 	optind = 0;
 	while ((c = getopt_long(argc + 1, argv - 1, "d:o:h", opts, NULL)) != -1) {
+		if (!record && (c == 'o' || c == 'L' || c == 's'))
+			goto bad; /* top writes no trace and prints no summary */
+		int shared = ulma_record_option(&o->rec, c, optarg);
+		if (shared < 0)
+			return -1;
+		if (shared)
+			continue;
 		switch (c) {
 		case '1':
 			if (record)
@@ -130,31 +126,6 @@ static int parse(int argc, char **argv, enum mode mode, struct attach_options *o
 				ulma_die_msg("-d takes a positive number of seconds, not '%s'", optarg);
 				return -1;
 			}
-			break;
-		case 'o':
-		case 'L':
-		case 's':
-			if (!record)
-				goto bad;
-			if (c == 'o')
-				o->output = optarg;
-			else if (c == 'L')
-				o->lossless = true;
-			else if (strcmp(optarg, "text") && strcmp(optarg, "json") && strcmp(optarg, "none")) {
-				ulma_die_msg("--summary takes text, json or none, not '%s'", optarg);
-				return -1;
-			} else
-				o->summary = optarg;
-			break;
-		case 'C':
-			o->no_c_calls = true;
-			break;
-		case 'K':
-			o->no_correction = true;
-			break;
-		case 'n':
-			if (ulma_parse_limit(optarg, &o->limit) < 0)
-				return -1;
 			break;
 		case 'h':
 			fputs(usage, stdout);
@@ -221,8 +192,7 @@ static int begin(const struct attach_options *o, struct attachment *a)
 		return -1;
 	}
 	ulma_session_config_default(&cfg);
-	cfg.lossless = o->lossless;
-	cfg.c_calls = !o->no_c_calls;
+	ulma_record_session_config(&o->rec, &cfg);
 	cfg.use_tsc = a->use_tsc = ulma_clock_tsc_usable();
 	err = ulma_session_create(&cfg, &a->session);
 	if (err) {
@@ -235,17 +205,16 @@ static int begin(const struct attach_options *o, struct attachment *a)
 		char cmd[64];
 		snprintf(cmd, sizeof(cmd), "%s %d", o->mode == MODE_HOST ? "ulma.profile() in" : "attach", (int)o->pid);
 		struct ulma_trace_meta meta = {
-			.flags = (cfg.use_tsc ? ULMA_META_TSC : 0) | (o->lossless ? ULMA_META_LOSSLESS : 0) |
-				 (o->no_c_calls ? ULMA_META_NO_C_CALLS : 0),
+			.flags = ulma_record_meta_flags(&o->rec, cfg.use_tsc),
 			.pid = (uint32_t)o->pid,
 			.start_ticks = a->start.ticks,
 			.start_ns = a->start.ns,
 			.tick_hz = a->hz,
 			.command = cmd,
 		};
-		err = ulma_trace_writer_open(o->output, &meta, &a->writer);
+		err = ulma_trace_writer_open(o->rec.output, &meta, &a->writer);
 		if (err) {
-			ulma_die_msg("cannot write the trace to '%s': %s", o->output, strerror(-err));
+			ulma_die_msg("cannot write the trace to '%s': %s", o->rec.output, strerror(-err));
 			return -1;
 		}
 	}
@@ -298,6 +267,7 @@ static int print_summary(const struct attach_options *o, struct attachment *a, F
 	uint32_t failures = atomic_load(&a->session.hdr->failures);
 	a->col.profile.lost += atomic_load(&a->session.hdr->lost_unmarked);
 	int err = 0;
+	bool wrote = a->writer != NULL;
 	if (a->writer) {
 		struct ulma_trace_end end = {a->end.ticks, a->end.ns, a->col.profile.events, a->col.profile.lost,
 					     failures, -1};
@@ -307,23 +277,20 @@ static int print_summary(const struct attach_options *o, struct attachment *a, F
 		if (!err)
 			err = cerr;
 		if (err)
-			ulma_die_msg("error writing the trace '%s': %s", o->output, strerror(-err));
+			ulma_die_msg("error writing the trace '%s': %s", o->rec.output, strerror(-err));
 	}
 	struct stat st;
 	struct ulma_summary s = {.profile = &a->col.profile,
 				 .duration_ns = a->end.ns - a->start.ns,
-				 .trace_bytes = a->writer && stat(o->output, &st) == 0 ? (uint64_t)st.st_size : 0,
-				 .trace_path = a->writer ? o->output : NULL,
+				 .trace_bytes = wrote && stat(o->rec.output, &st) == 0 ? (uint64_t)st.st_size : 0,
+				 .trace_path = wrote ? o->rec.output : NULL,
 				 .failures = failures,
 				 .complete = true,
 				 .exit_status = -1,
 				 .overhead_ps = a->col.overhead_ps,
-				 .no_correction = o->no_correction};
+				 .no_correction = o->rec.no_correction};
 	ulma_clock_calibrate(a->use_tsc, &a->start, &a->end, a->hz, &s.cal);
-	if (strcmp(o->summary, "text") == 0)
-		ulma_summary_text(out, &s, (uint32_t)o->limit);
-	else if (strcmp(o->summary, "json") == 0)
-		ulma_summary_json(out, &s);
+	ulma_record_print_summary(out, &o->rec, &s);
 	return err ? 1 : 0;
 }
 
@@ -347,7 +314,7 @@ static int attach_main(const struct attach_options *o)
 	catch_stop_signals();
 	if (o->mode == MODE_TOP) {
 		/* take the terminal before the process: a refusal then costs it nothing */
-		struct ulma_live_source src = {&a.col, NULL, false, 0, {0, 0}, false, o->no_correction};
+		struct ulma_live_source src = {&a.col, NULL, false, 0, {0, 0}, false, o->rec.no_correction};
 		int err = ulma_live_open(&src, &live);
 		if (err) {
 			ulma_die_msg(err == -ENOTTY ? "top needs a terminal: use `ulma top PID --once`"
@@ -363,7 +330,7 @@ static int attach_main(const struct attach_options *o)
 	}
 	if (live) {
 		ulma_live_close(live); /* reopened with the session's clock */
-		struct ulma_live_source src = {&a.col, NULL, a.use_tsc, a.hz, a.start, false, o->no_correction};
+		struct ulma_live_source src = {&a.col, NULL, a.use_tsc, a.hz, a.start, false, o->rec.no_correction};
 		if (ulma_live_open(&src, &live) == 0)
 			ulma_live_started(live);
 	}

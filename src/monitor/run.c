@@ -30,6 +30,7 @@
 #include "collector.h"
 #include "commands.h"
 #include "live_view.h"
+#include "record_options.h"
 #include "ulma/trace_format.h"
 
 /* The Python side: drop the cwd entry -c puts first, then hand over.  An
@@ -49,16 +50,11 @@ static const char boot_code[] =
 #define REAP_EVERY_NS UINT64_C(10000000) /* how soon a dead child's frames close */
 
 struct run_options {
-	const char *output;
+	struct ulma_record_options rec; /* -o, --lossless, --no-c-calls, --no-correction, --summary, --limit */
 	const char *python;
-	const char *summary; /* text, json or none */
-	long limit;
 	long ring_records;
-	bool lossless;
-	bool no_c_calls;
 	bool no_follow;
 	bool no_live;
-	bool no_correction;
 	bool attachable;
 	bool module; /* -m */
 	int nargs;   /* target and its arguments */
@@ -156,16 +152,11 @@ static const char *find_python(const char *opt, char *buf, size_t cap)
 static int parse_run_options(int argc, char **argv, struct run_options *o)
 {
 	static const struct option opts[] = {
-		{"output", required_argument, NULL, 'o'},
-		{"lossless", no_argument, NULL, 'L'},
-		{"no-c-calls", no_argument, NULL, 'C'},
+		ULMA_RECORD_LONG_OPTIONS,
 		{"no-follow", no_argument, NULL, 'F'},
 		{"no-live", no_argument, NULL, 'V'},
-		{"no-correction", no_argument, NULL, 'K'},
 		{"attachable", no_argument, NULL, 'A'},
 		{"ring-records", required_argument, NULL, 'r'},
-		{"summary", required_argument, NULL, 's'},
-		{"limit", required_argument, NULL, 'n'},
 		{"python", required_argument, NULL, 'p'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
@@ -173,31 +164,22 @@ static int parse_run_options(int argc, char **argv, struct run_options *o)
 	int c;
 	char *end;
 	memset(o, 0, sizeof(*o));
-	o->output = "ulma.trace";
-	o->summary = "text";
-	o->limit = 25;
+	ulma_record_options_init(&o->rec);
 	o->ring_records = 1 << 18;
 	optind = 0;
 	/* '+': stop at the script, whose own options are not ours */
 	while ((c = getopt_long(argc + 1, argv - 1, "+o:m:h", opts, NULL)) != -1) {
+		int shared = ulma_record_option(&o->rec, c, optarg);
+		if (shared < 0)
+			return -1;
+		if (shared)
+			continue;
 		switch (c) {
-		case 'o':
-			o->output = optarg;
-			break;
-		case 'L':
-			o->lossless = true;
-			break;
-		case 'C':
-			o->no_c_calls = true;
-			break;
 		case 'F':
 			o->no_follow = true;
 			break;
 		case 'V':
 			o->no_live = true;
-			break;
-		case 'K':
-			o->no_correction = true;
 			break;
 		case 'A':
 			o->attachable = true;
@@ -209,17 +191,6 @@ static int parse_run_options(int argc, char **argv, struct run_options *o)
 				ulma_die_msg("--ring-records takes a power of two from 64 to 67108864, not '%s'", optarg);
 				return -1;
 			}
-			break;
-		case 's':
-			o->summary = optarg;
-			if (strcmp(optarg, "text") && strcmp(optarg, "json") && strcmp(optarg, "none")) {
-				ulma_die_msg("--summary takes text, json or none, not '%s'", optarg);
-				return -1;
-			}
-			break;
-		case 'n':
-			if (ulma_parse_limit(optarg, &o->limit) < 0)
-				return -1;
 			break;
 		case 'p':
 			o->python = optarg;
@@ -429,8 +400,7 @@ int ulma_cmd_run(int argc, char **argv)
 		return run_attachable(&o, python);
 
 	ulma_session_config_default(&cfg);
-	cfg.lossless = o.lossless;
-	cfg.c_calls = !o.no_c_calls;
+	ulma_record_session_config(&o.rec, &cfg);
 	cfg.ring_records = (uint32_t)o.ring_records;
 	cfg.use_tsc = ulma_clock_tsc_usable();
 	err = ulma_session_create(&cfg, &session);
@@ -443,17 +413,16 @@ int ulma_cmd_run(int argc, char **argv)
 	ulma_clock_sample(cfg.use_tsc, &start);
 	char *cmd = command_line(&o);
 	struct ulma_trace_meta meta = {
-		.flags = (cfg.use_tsc ? ULMA_META_TSC : 0) | (o.lossless ? ULMA_META_LOSSLESS : 0) |
-			 (o.no_c_calls ? ULMA_META_NO_C_CALLS : 0),
+		.flags = ulma_record_meta_flags(&o.rec, cfg.use_tsc),
 		.start_ticks = start.ticks,
 		.start_ns = start.ns,
 		.tick_hz = hz,
 		.command = cmd,
 	};
-	err = ulma_trace_writer_open(o.output, &meta, &writer);
+	err = ulma_trace_writer_open(o.rec.output, &meta, &writer);
 	free(cmd);
 	if (err) {
-		ulma_die_msg("cannot write the trace to '%s': %s", o.output, strerror(-err));
+		ulma_die_msg("cannot write the trace to '%s': %s", o.rec.output, strerror(-err));
 		ulma_session_unmap(&session);
 		return ULMA_EXIT_USAGE;
 	}
@@ -466,7 +435,7 @@ int ulma_cmd_run(int argc, char **argv)
 	take_signals(&saved);
 	struct ulma_live *live = NULL;
 	if (!o.no_live) {
-		struct ulma_live_source src = {&col, writer, cfg.use_tsc, hz, start, true, o.no_correction};
+		struct ulma_live_source src = {&col, writer, cfg.use_tsc, hz, start, true, o.rec.no_correction};
 		err = ulma_live_open(&src, &live);
 		if (err && err != -ENOTTY)
 			ulma_die_msg("no live view: %s", strerror(-err));
@@ -477,7 +446,7 @@ int ulma_cmd_run(int argc, char **argv)
 	if (pid < 0) {
 		ulma_live_close(live);
 		ulma_trace_writer_abandon(writer);
-		unlink(o.output);
+		unlink(o.rec.output);
 		return 1;
 	}
 
@@ -505,7 +474,7 @@ int ulma_cmd_run(int argc, char **argv)
 			break;
 		}
 		if (ulma_live_tick(live) == ULMA_LIVE_CLOSED)
-			ulma_die_msg("live view closed; tracing goes on into %s", o.output);
+			ulma_die_msg("live view closed; tracing goes on into %s", o.rec.output);
 		ulma_live_sleep(live, n < 0 ? 10000000 : n > 0 ? 200000 : 500000);
 	}
 	child_pid = 0;
@@ -522,7 +491,7 @@ int ulma_cmd_run(int argc, char **argv)
 			     "with --python or ULMA_PYTHON",
 			     python);
 		ulma_trace_writer_abandon(writer);
-		unlink(o.output);
+		unlink(o.rec.output);
 		ulma_collector_free(&col);
 		ulma_session_unmap(&session);
 		return 1;
@@ -536,23 +505,20 @@ int ulma_cmd_run(int argc, char **argv)
 	if (!werr)
 		werr = err;
 	if (werr)
-		ulma_die_msg("error writing the trace '%s': %s", o.output, strerror(-werr));
+		ulma_die_msg("error writing the trace '%s': %s", o.rec.output, strerror(-werr));
 
 	struct stat st;
 	struct ulma_summary s = {.profile = &col.profile,
 				 .duration_ns = endp.ns - start.ns,
-				 .trace_bytes = stat(o.output, &st) == 0 ? (uint64_t)st.st_size : 0,
-				 .trace_path = o.output,
+				 .trace_bytes = stat(o.rec.output, &st) == 0 ? (uint64_t)st.st_size : 0,
+				 .trace_path = o.rec.output,
 				 .failures = failures,
 				 .complete = true,
 				 .exit_status = status,
 				 .overhead_ps = col.overhead_ps,
-				 .no_correction = o.no_correction};
+				 .no_correction = o.rec.no_correction};
 	ulma_clock_calibrate(cfg.use_tsc, &start, &endp, hz, &s.cal);
-	if (strcmp(o.summary, "text") == 0)
-		ulma_summary_text(stderr, &s, (uint32_t)o.limit);
-	else if (strcmp(o.summary, "json") == 0)
-		ulma_summary_json(stderr, &s);
+	ulma_record_print_summary(stderr, &o.rec, &s);
 	ulma_collector_free(&col);
 	ulma_session_unmap(&session);
 	return pass_through(status);

@@ -110,6 +110,9 @@ def test_top_once_and_record(program, ulma_bin, tmp_path, report_json, via_run):
     trace = str(tmp_path / "r.trace")
     rec = ulma(ulma_bin, "record", p.pid, "-d", "1", "-o", trace)
     assert rec.returncode == 0, rec.stderr.decode()
+    # the summary names the trace, its size and bytes per event, as `ulma run`'s does
+    trace_line = [l for l in rec.stderr.decode().splitlines() if l.startswith("trace:")]
+    assert trace_line and trace in trace_line[0] and "bytes/event" in trace_line[0], rec.stderr.decode()
     data, _ = report_json(trace)
     assert any(f["name"] == "leaf" and f["calls"] > 0 for f in data["functions"])
     assert control(p.pid) == (0, 0, STATE_DETACHED)
