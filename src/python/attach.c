@@ -47,7 +47,7 @@ static struct {
 	_Atomic bool stop;
 	bool we_started; /* tracing was started by the watcher, not by `ulma run` */
 	PyObject *module;
-	PyObject *skip; /* code objects start() never records (`ulma run`'s bootstrap) */
+	PyObject *skip; /* code objects start() never records (`ulma run`'s bootstrap), or NULL */
 } att;
 
 /* Our directory must be ours alone: mode 0700, owned by us, not a link. */
@@ -115,7 +115,9 @@ static void do_attach(void)
 		set_error("%s", "the process is already traced (by `ulma run`?)");
 		atomic_store(&c->state, ULMA_STATE_FAILED);
 	} else {
-		PyObject *r = PyObject_CallMethod(att.module, "start", "iO", fd, att.skip); /* start closes fd */
+		/* start closes fd */
+		PyObject *r = att.skip ? PyObject_CallMethod(att.module, "start", "iO", fd, att.skip)
+				       : PyObject_CallMethod(att.module, "start", "i", fd);
 		if (r) {
 			att.we_started = true;
 			atomic_fetch_add(&c->attaches, 1);
@@ -228,16 +230,8 @@ PyObject *ulma_attachable(PyObject *module, PyObject *const *args, Py_ssize_t na
 	att.ctl = c;
 	Py_INCREF(module);
 	att.module = module;
-	att.skip = nargs == 1 ? args[0] : PyTuple_New(0);
-	if (!att.skip) {
-		Py_CLEAR(att.module);
-		munmap(c, sizeof(*c));
-		att.ctl = NULL;
-		unlink(att.path);
-		return NULL;
-	}
-	if (nargs == 1)
-		Py_INCREF(att.skip);
+	att.skip = nargs == 1 ? args[0] : NULL;
+	Py_XINCREF(att.skip);
 	atomic_store(&att.stop, false);
 
 	/* the watcher takes no signal: Python handles them in the main thread */
