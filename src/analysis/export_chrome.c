@@ -98,12 +98,7 @@ static int on_thread(void *ctx, const struct ulma_walk *w, uint32_t thread)
 		c->pids_seen = p;
 		p[c->npids++] = t->pid;
 		struct ulma_sbuf name = {0};
-		/* named by its PROCESS chunk; else the program, the first process
-		 * (META's pid is 0 when the trace was opened before it started), by
-		 * the session's command */
 		const char *label = ulma_walk_process_name(w, t->pid);
-		if (!label && !w->pid && c->npids == 1 && w->command && *w->command)
-			label = w->command;
 		if (label)
 			ulma_sbuf_printf(&name, "%s (pid %u)", label, t->pid);
 		else

@@ -377,6 +377,8 @@ static int on_thread(void *ctx, const struct ulma_trace_thread *th)
 	if (ulma_array_grow((void **)&w->threads, &w->cap_threads, th->index, sizeof(*w->threads)))
 		return -ENOMEM;
 	struct ulma_walk_thread *t = &w->threads[th->index];
+	if (!w->pid) /* META's pid is 0 when the trace was opened before the program started */
+		w->pid = th->pid;
 	t->serial = th->serial;
 	t->pid = th->pid;
 	t->tid = th->tid;

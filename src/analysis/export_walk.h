@@ -111,7 +111,7 @@ struct ulma_walk {
 	uint32_t nthreads;
 	uint32_t cap_threads;
 	/* session facts, valid once the walk has begun */
-	uint32_t pid;         /* the traced program (0 if the trace does not say) */
+	uint32_t pid;         /* the traced program: META's pid, else the first thread's (0 before it) */
 	uint64_t start_ns;    /* CLOCK_MONOTONIC at the trace start: times count from here */
 	char *command;        /* its command line, may be NULL */
 	struct ulma_pid_names names; /* what to call each process, where the trace says */
@@ -135,7 +135,8 @@ void ulma_walk_init(struct ulma_walk *w, const struct ulma_walk_filter *filter);
 void ulma_walk_free(struct ulma_walk *w);
 
 /* A label for process `pid`: its name where the trace has one (a PROCESS
- * chunk, or the session's command for the program), else NULL. */
+ * chunk; for the program, a trace older than those chunks has the
+ * session's command), else NULL. */
 const char *ulma_walk_process_name(const struct ulma_walk *w, uint32_t pid);
 
 /* A thread's label for the exporters' lanes: "main thread 456 (pid 456)" or

@@ -97,3 +97,39 @@ def test_processes_are_named_by_their_command(prog, run_ulma, report_json, tmp_p
     assert run_ulma(["export", trace, "--format", "speedscope", "-o", str(ss)]).returncode == 0
     lanes = [p["name"] for p in json.loads(ss.read_text())["profiles"]]
     assert "follow_children.py: main thread %d (pid %d)" % (program, program) in lanes, lanes
+
+
+def _without_process_chunks(src, dst):
+    """Copy a trace without its PROCESS chunks (type 8), as ulma wrote it before them."""
+    import struct
+
+    data = open(src, "rb").read()
+    out, pos = [data[:16]], 16
+    while pos + 12 <= len(data):
+        ctype, length = struct.unpack_from("<II", data, pos)
+        if ctype != 8:
+            out.append(data[pos:pos + 12 + length])
+        pos += 12 + length
+    open(dst, "wb").write(b"".join(out))
+
+
+def test_a_trace_without_process_names_names_the_program_by_its_command(prog, run_ulma, tmp_path):
+    """Traces from before PROCESS chunks: the program (META has no pid for `ulma run`,
+    so the first thread's) keeps its session command in every exporter, the others
+    their pid."""
+    import json
+
+    path = prog("follow_children.py")
+    full, old = str(tmp_path / "full.trace"), str(tmp_path / "old.trace")
+    assert run_ulma(["run", "--summary", "none", "-o", full, path]).returncode == 0
+    _without_process_chunks(full, old)
+    chrome, ss = tmp_path / "old.json", tmp_path / "old.speedscope.json"
+    assert run_ulma(["export", old, "--format", "chrome", "-o", str(chrome)]).returncode == 0
+    assert run_ulma(["export", old, "--format", "speedscope", "-o", str(ss)]).returncode == 0
+    names = [e["args"]["name"] for e in json.loads(chrome.read_text())["traceEvents"]
+             if e.get("ph") == "M" and e["name"] == "process_name"]
+    program = [n for n in names if n.startswith(path + " (pid ")]
+    assert len(program) == 1 and all(n.startswith("pid ") for n in names if n not in program), names
+    program_pid = int(program[0].rsplit(" ", 1)[1].rstrip(")"))
+    lanes = [p["name"] for p in json.loads(ss.read_text())["profiles"]]
+    assert "%s: main thread %d (pid %d)" % (path, program_pid, program_pid) in lanes, lanes
