@@ -110,12 +110,15 @@ static uint64_t thread_cpu(const struct ulma_thread_row *t)
 	return t->sampled ? t->sample_cpu1 - t->sample_cpu0 : t->cpu_ns;
 }
 
-/* At most `max` bytes of s, control characters shown as '?': a command
- * line is the traced program's to choose, escape sequences included. */
-static void put_printable(FILE *out, const char *s, size_t max)
+/* At most `max` bytes of s, control characters shown as '?': function
+ * names and command lines are the traced program's to choose, newlines and
+ * escape sequences included.  Returns the bytes written. */
+static size_t put_printable(FILE *out, const char *s, size_t max)
 {
-	for (size_t i = 0; s[i] && i < max; i++)
+	size_t i = 0;
+	for (; s[i] && i < max; i++)
 		fputc((unsigned char)s[i] < 0x20 || s[i] == 0x7f ? '?' : s[i], out);
+	return i;
 }
 
 /* One row per process, in order of appearance, with its command where known. */
@@ -212,11 +215,16 @@ int ulma_summary_text(FILE *out, const struct ulma_summary *s, uint32_t limit)
 			if (gil)
 				fprintf(out, "%5.0f ", (double)self.gil_ns / d);
 		}
-		fprintf(out, " %-36.*s ", 60, or_unknown(f->name));
-		if (strcmp(file, "~") == 0)
+		fputc(' ', out);
+		for (size_t n = put_printable(out, or_unknown(f->name), 60); n < 36; n++)
+			fputc(' ', out);
+		fputc(' ', out);
+		if (strcmp(file, "~") == 0) {
 			fprintf(out, "~\n");
-		else
-			fprintf(out, "%s:%u\n", short_path(file, pbuf, sizeof(pbuf)), f->line);
+		} else {
+			put_printable(out, short_path(file, pbuf, sizeof(pbuf)), sizeof(pbuf));
+			fprintf(out, ":%u\n", f->line);
+		}
 	}
 	free(order);
 

@@ -219,3 +219,14 @@ def test_non_ascii_names_and_paths(run_ulma, report_json, tmp_path):
         assert name in names, sorted(names)
         assert names[name]["line"] == line and names[name]["calls"] == 1
     assert "gr\u00f6\u00dfe" in proc.stderr.decode("utf-8")
+
+
+def test_text_summary_keeps_odd_names_on_their_rows(prog, run_ulma, trace_path):
+    """Function names are the program's to choose (programs/odd_names.py sets them on
+    its code objects): a newline or tab in one shows as '?', so each row stays one line."""
+    proc = run_ulma(["run", "--no-live", "--limit", "50", "-o", trace_path, prog("odd_names.py")])
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stderr.decode("utf-8", "replace").splitlines()
+    assert any(" new?line " in l for l in lines), proc.stderr.decode()
+    assert any(" tab?here " in l for l in lines), proc.stderr.decode()
+    assert not any(l.strip() == "line" or l.startswith("line ") for l in lines), proc.stderr.decode()
