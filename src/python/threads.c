@@ -48,18 +48,23 @@ static void unlink_writer(struct ulma_thread_writer *w)
 	pthread_mutex_unlock(&writers_lock);
 }
 
-/* Hand a writer's losses and slot back to the session, with the time its
- * thread stopped being traced: frames still open end there, not at the
- * thread's last event.  With writers_lock held. */
-static void close_writer(struct ulma_thread_writer *w)
+/* Hand a writer's losses and slot back to the session.  When tracing stops
+ * (`stopping`), first the time it stopped: the thread's frames still open
+ * end there, not at its last event.  A thread that exits has left its
+ * frames already, so it writes none (and the monitor does not wait on it
+ * for one more schedstat sample of a thread on its way out).  With
+ * writers_lock held. */
+static void close_writer(struct ulma_thread_writer *w, bool stopping)
 {
 	if (w->closed || w->generation != ulma_tracer.writer_generation || !ulma_tracer.session.hdr)
 		return;
 	w->closed = true;
 	if (w->has_slot) {
-		uint32_t cpu;
-		uint64_t now = ulma_clock_now(ulma_tracer.use_tsc, &cpu);
-		ulma_ring_write(&w->ring, now, 0, cpu, ULMA_REC_STOP);
+		if (stopping) {
+			uint32_t cpu;
+			uint64_t now = ulma_clock_now(ulma_tracer.use_tsc, &cpu);
+			ulma_ring_write(&w->ring, now, 0, cpu, ULMA_REC_STOP);
+		}
 		ulma_session_close_slot(&w->ring); /* writes the LOST marker if it fits */
 	}
 	if (w->ring.lost) /* no slot, or no room left for the marker: count it here */
@@ -73,7 +78,7 @@ static void on_thread_exit(void *arg)
 	struct ulma_thread_writer *w = arg;
 	/* under the lock: stop() may be closing every writer at this moment */
 	pthread_mutex_lock(&writers_lock);
-	close_writer(w);
+	close_writer(w, false);
 	unlink_writer_locked(w);
 	pthread_mutex_unlock(&writers_lock);
 	if (ulma_tls_writer == w)
@@ -205,7 +210,7 @@ void ulma_threads_close_all(void)
 	pthread_mutex_lock(&writers_lock);
 	for (struct ulma_thread_writer **p = &ulma_tracer.writers; *p;) {
 		struct ulma_thread_writer *w = *p;
-		close_writer(w);
+		close_writer(w, true);
 		if (!w->adopted) { /* prepared for a thread that never wrote: no thread holds it */
 			*p = w->next;
 			free(w);
