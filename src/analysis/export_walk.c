@@ -395,6 +395,8 @@ static int on_event(void *ctx, const struct ulma_trace_event *e)
 {
 	struct ulma_walk *w = ctx;
 	struct ulma_walk_thread *t = &w->threads[e->thread];
+	if (e->kind == ULMA_EV_OFF)
+		return 0; /* time off the CPU: not a frame boundary */
 	w->events++;
 	if (e->kind == ULMA_EV_LOST)
 		w->lost += e->count;

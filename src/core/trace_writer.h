@@ -6,6 +6,11 @@
  * 64 KiB or on ulma_trace_writer_flush; pending definitions are always
  * written first, so a definition precedes every use.  Write errors are
  * sticky and returned by flush and close.  Single-threaded.
+ *
+ * Appending an enter or an exit is the monitor's per-event work, so it is
+ * inline: one varint, usually of one or two bytes, into a buffer that
+ * always has room for an event (ulma_trace_stream is visible for that
+ * reason only; its fields are the writer's).
  */
 #ifndef ULMA_TRACE_WRITER_H
 #define ULMA_TRACE_WRITER_H
@@ -14,8 +19,31 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "ulma/trace_format.h"
+#include "varint.h"
+
 struct ulma_trace_writer;
-struct ulma_trace_stream;
+
+#define ULMA_TRACE_EVENT_MAX (4 * ULMA_VARINT_MAX) /* bytes one event can take */
+
+/* One thread's stream; fields private to trace_writer.c but for the inline appends. */
+struct ulma_trace_stream {
+	uint8_t *body;      /* the pending EVENTS chunk's body */
+	size_t len;
+	size_t room;        /* len may reach this before the slow path: cap - ULMA_TRACE_EVENT_MAX */
+	uint64_t last_ticks; /* time of the previous event in this chunk */
+	uint64_t count;     /* events in the current chunk (len 0: none, chunk not begun) */
+	uint32_t cpu;       /* cpu the decoder currently assumes */
+	uint32_t first_cpu;
+	size_t cap;
+	struct ulma_trace_writer *owner;
+	uint64_t serial;
+	uint8_t *sched;     /* pending schedstat samples, delta encoded */
+	size_t sched_len, sched_cap;
+	uint64_t nsched;
+	unsigned sched_fields;  /* values per pending sample: 3, or 4 with the GIL clock */
+	uint64_t sched_last[4]; /* previous sample: ticks, cpu, wait, gil */
+};
 
 struct ulma_trace_meta {
 	uint32_t flags;       /* enum ulma_meta_flag */
@@ -42,6 +70,11 @@ struct ulma_trace_end {
 	uint64_t lost;      /* events dropped */
 	uint32_t failures;  /* enum ulma_shm_failure */
 	int32_t exit_status; /* wait status of the program, or -1 */
+	/* version 3 (0 when a trace does not say) */
+	uint32_t split;          /* enum ulma_split_method */
+	uint64_t monitor_cpu_ns; /* CPU time the monitor used, drain and summary included */
+	uint64_t switches_lost;  /* context-switch records the kernel could not deliver */
+	uint32_t gil_split;      /* 1: blocked time was told apart from GIL waits */
 };
 
 /* Create path (truncating) and write the file header and META chunk.
@@ -57,12 +90,62 @@ int ulma_trace_define_func(struct ulma_trace_writer *w, uint32_t id, uint8_t kin
 int ulma_trace_stream_open(struct ulma_trace_writer *w, uint64_t serial, uint32_t pid, uint32_t tid,
 			   struct ulma_trace_stream **out);
 
-/* Append events.  parent_id is the id of the innermost open frame (0 if
- * none); it lets direct recursion cost no id bytes.  Errors are sticky. */
-void ulma_trace_enter(struct ulma_trace_stream *s, uint64_t ticks, uint32_t cpu, uint32_t id,
-		      uint32_t parent_id);
-void ulma_trace_exit(struct ulma_trace_stream *s, uint64_t ticks, uint32_t cpu);
+/* Slow path of the appends: start a chunk, state a cpu change, make room. */
+void ulma_trace_begin_slow(struct ulma_trace_stream *s, uint64_t *ticks, uint32_t cpu);
+
+/* Append the event word for `tag` at `ticks` (clamped so time never runs
+ * back within a chunk). */
+static inline void ulma_trace_word(struct ulma_trace_stream *s, uint64_t ticks, uint32_t cpu, unsigned tag)
+{
+	if (__builtin_expect(s->len == 0 || cpu != s->cpu || s->len >= s->room ||
+				     ticks - s->last_ticks >= (UINT64_C(1) << 61),
+			     0))
+		ulma_trace_begin_slow(s, &ticks, cpu);
+	uint64_t t = ticks < s->last_ticks ? s->last_ticks : ticks;
+	uint64_t w = (t - s->last_ticks) << 2 | tag;
+	s->last_ticks = t;
+	s->count++;
+	uint8_t *p = s->body + s->len;
+	if (w < 0x80) {
+		p[0] = (uint8_t)w;
+		s->len++;
+	} else if (w < 0x4000) {
+		p[0] = (uint8_t)(w | 0x80);
+		p[1] = (uint8_t)(w >> 7);
+		s->len += 2;
+	} else {
+		s->len += ulma_varint_put(p, w);
+	}
+}
+
+/* Append an entry of function `id`; same_as_parent: the innermost open
+ * frame is the same function (direct recursion costs no id bytes).
+ * Errors are sticky. */
+static inline void ulma_trace_enter(struct ulma_trace_stream *s, uint64_t ticks, uint32_t cpu, uint32_t id,
+				    bool same_as_parent)
+{
+	if (same_as_parent) {
+		ulma_trace_word(s, ticks, cpu, ULMA_TAG_ENTER_SAME);
+		return;
+	}
+	ulma_trace_word(s, ticks, cpu, ULMA_TAG_ENTER);
+	uint8_t *p = s->body + s->len;
+	if (id < 0x80) {
+		p[0] = (uint8_t)id;
+		s->len++;
+	} else {
+		s->len += ulma_varint_put(p, id);
+	}
+}
+
+static inline void ulma_trace_exit(struct ulma_trace_stream *s, uint64_t ticks, uint32_t cpu)
+{
+	ulma_trace_word(s, ticks, cpu, ULMA_TAG_EXIT);
+}
+
 void ulma_trace_lost(struct ulma_trace_stream *s, uint64_t ticks, uint64_t count);
+/* The thread left its CPU at `ticks` and was off it `ns` (enum ulma_off_state). */
+void ulma_trace_off(struct ulma_trace_stream *s, uint64_t ticks, unsigned state, uint64_t ns);
 /* A schedstat sample of the stream's thread.  Samples are written before
  * the events they bracket. */
 void ulma_trace_sched(struct ulma_trace_stream *s, const struct ulma_trace_sched *sample);

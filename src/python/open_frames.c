@@ -167,7 +167,7 @@ void ulma_open_frames_record(bool caller_too)
 			size_t first = n > room ? n - room : 0;
 			uint32_t cpu = last_cpu(tid, here);
 			for (size_t i = n; i-- > first;)
-				ulma_ring_write(&w->ring, now, ids[i], cpu, ULMA_REC_ENTER);
+				ulma_ring_write_proxy(&w->ring, now, ids[i], cpu, ULMA_REC_ENTER);
 			ulma_ring_publish(&w->ring); /* a thread blocked in C shows at once */
 		}
 		free(ids);

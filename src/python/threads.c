@@ -63,7 +63,7 @@ static void close_writer(struct ulma_thread_writer *w, bool stopping)
 		if (stopping) {
 			uint32_t cpu;
 			uint64_t now = ulma_clock_now(ulma_tracer.use_tsc, &cpu);
-			ulma_ring_write(&w->ring, now, 0, cpu, ULMA_REC_STOP);
+			ulma_ring_write_proxy(&w->ring, now, 0, cpu, ULMA_REC_STOP);
 		}
 		ulma_session_close_slot(&w->ring); /* writes the LOST marker if it fits */
 	}

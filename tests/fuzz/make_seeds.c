@@ -16,6 +16,12 @@
 #include "ulma/shm.h"
 #include "ulma/trace_format.h"
 
+/* the writer's direct-recursion flag, from the parent's id as the tests state it */
+static bool same_fn(uint32_t id, uint32_t parent)
+{
+	return id == parent && id != 0;
+}
+
 static int write_basic(const char *path)
 {
 	struct ulma_trace_meta meta = {ULMA_META_TSC, 4242, 1000, 777000, 2500000000u, "python3 fib.py 20"};
@@ -35,17 +41,17 @@ static int write_basic(const char *path)
 		ulma_trace_writer_abandon(w);
 		return err;
 	}
-	ulma_trace_enter(a, 1100, 0, 1, 0);
-	ulma_trace_enter(a, 1110, 0, 2, 1);
-	ulma_trace_enter(a, 1120, 0, 2, 2);
-	ulma_trace_enter(a, 1130, 0, 2, 2);
+	ulma_trace_enter(a, 1100, 0, 1, same_fn(1, 0));
+	ulma_trace_enter(a, 1110, 0, 2, same_fn(2, 1));
+	ulma_trace_enter(a, 1120, 0, 2, same_fn(2, 2));
+	ulma_trace_enter(a, 1130, 0, 2, same_fn(2, 2));
 	ulma_trace_exit(a, 1140, 0);
 	ulma_trace_exit(a, 1150, 1);
-	ulma_trace_enter(b, 1155, 1, 2, 0);
+	ulma_trace_enter(b, 1155, 1, 2, same_fn(2, 0));
 	ulma_trace_exit(b, 1165, 1);
 	ulma_trace_writer_flush(w);
 	ulma_trace_lost(a, 1170, 12);
-	ulma_trace_enter(a, 1180, 1, 3, 2);
+	ulma_trace_enter(a, 1180, 1, 3, same_fn(3, 2));
 	ulma_trace_exit(a, 1190, 1);
 	ulma_trace_exit(a, 1200, 0);
 	ulma_trace_exit(a, 1300, 0);
@@ -68,8 +74,8 @@ static int write_cut(const char *path)
 		ulma_trace_writer_abandon(w);
 		return err;
 	}
-	ulma_trace_enter(a, 50, 2, 9, 0);
-	ulma_trace_enter(a, 60, 2, 10, 9);
+	ulma_trace_enter(a, 50, 2, 9, same_fn(9, 0));
+	ulma_trace_enter(a, 60, 2, 10, same_fn(10, 9));
 	ulma_trace_exit(a, 70, 3);
 	err = ulma_trace_writer_flush(w);
 	ulma_trace_writer_abandon(w);
@@ -110,7 +116,7 @@ static int write_wide(const char *path)
 		if (depth[t] == 0 || (depth[t] < 16 && (seed >> 45) % 2)) {
 			uint32_t id = (uint32_t)((seed >> 24) % 12 + 1) * 300;
 			uint32_t parent = depth[t] ? stack[t][depth[t] - 1] : 0;
-			ulma_trace_enter(s[t], now, cpu, id, parent);
+			ulma_trace_enter(s[t], now, cpu, id, same_fn(id, parent));
 			stack[t][depth[t]++] = id;
 		} else {
 			ulma_trace_exit(s[t], now, cpu);

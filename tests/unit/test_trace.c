@@ -20,6 +20,12 @@
 #include "ulma/shm.h"
 #include "ulma/trace_format.h"
 
+/* the writer's direct-recursion flag, from the parent's id as the tests state it */
+static bool same_fn(uint32_t id, uint32_t parent)
+{
+	return id == parent && id != 0;
+}
+
 /* ---------- helpers ---------- */
 
 static char *temp_path(void)
@@ -289,7 +295,7 @@ static int rec_process(void *ctx, const struct ulma_trace_process *p)
 static struct ulma_trace_visitor recorder(struct record *r)
 {
 	memset(r, 0, sizeof(*r));
-	return (struct ulma_trace_visitor){r, rec_meta, rec_func, rec_thread, rec_event, rec_end, NULL, rec_process};
+	return (struct ulma_trace_visitor){r, rec_meta, rec_func, rec_thread, rec_event, rec_end, NULL, rec_process, NULL};
 }
 
 /* ---------- the round trip ---------- */
@@ -348,12 +354,12 @@ static int write_sample(const char *path, uint64_t *bytes_after_flush)
 		ulma_trace_writer_abandon(w);
 		return err;
 	}
-	ulma_trace_enter(a, 1100, 1, 100, 0);
-	ulma_trace_enter(a, 1200, 1, 101, 100);
-	ulma_trace_enter(a, 1300, 1, 101, 101);
-	ulma_trace_enter(b, 1250, 0, 101, 0);
+	ulma_trace_enter(a, 1100, 1, 100, same_fn(100, 0));
+	ulma_trace_enter(a, 1200, 1, 101, same_fn(101, 100));
+	ulma_trace_enter(a, 1300, 1, 101, same_fn(101, 101));
+	ulma_trace_enter(b, 1250, 0, 101, same_fn(101, 0));
 	ulma_trace_exit(b, 1260, 0);
-	ulma_trace_enter(a, 1350, 1, 101, 101);
+	ulma_trace_enter(a, 1350, 1, 101, same_fn(101, 101));
 	if ((err = ulma_trace_writer_flush(w))) {
 		ulma_trace_writer_abandon(w);
 		return err;
@@ -364,15 +370,15 @@ static int write_sample(const char *path, uint64_t *bytes_after_flush)
 	ulma_trace_exit(a, 1500, 2);
 	ulma_trace_lost(a, 1600, 42);
 	ulma_trace_define_func(w, 200, ULMA_DEF_PY, 9, 33, "helper", 6);
-	ulma_trace_enter(a, 1700, 2, 200, 100);
-	ulma_trace_enter(a, 1710, 3, 7, 200);
+	ulma_trace_enter(a, 1700, 2, 200, same_fn(200, 100));
+	ulma_trace_enter(a, 1710, 3, 7, same_fn(7, 200));
 	ulma_trace_exit(a, 1720, 3);
 	ulma_trace_exit(a, 1800, 3);
 	ulma_trace_exit(a, 1900, 3);
-	ulma_trace_enter(b, 1950, 0, 100, 0);
+	ulma_trace_enter(b, 1950, 0, 100, same_fn(100, 0));
 	ulma_trace_exit(b, 1940, 0);
-	ulma_trace_enter(b, 1990, 0, 101, 0);
-	struct ulma_trace_end end = {2000, 778000, NEXPECTED, 42, ULMA_FAIL_NO_SLOT | ULMA_FAIL_DEFS_FULL, -1};
+	ulma_trace_enter(b, 1990, 0, 101, same_fn(101, 0));
+	struct ulma_trace_end end = {2000, 778000, NEXPECTED, 42, ULMA_FAIL_NO_SLOT | ULMA_FAIL_DEFS_FULL, -1, 0, 0, 0, 0};
 	return ulma_trace_writer_close(w, &end);
 }
 
@@ -621,11 +627,11 @@ static void test_big_stream(void)
 		t += (i % 1000 == 0) ? (UINT64_C(1) << 45) : (i % 7);
 		tsum += t;
 		if (i % 2 == 0)
-			ulma_trace_enter(s, t, i % 3, (i % 4 == 0) ? 5 : 6, 0);
+			ulma_trace_enter(s, t, i % 3, (i % 4 == 0) ? 5 : 6, same_fn((i % 4 == 0) ? 5 : 6, 0));
 		else
 			ulma_trace_exit(s, t, i % 3);
 	}
-	struct ulma_trace_end end = {t, 0, n, 0, 0, 0};
+	struct ulma_trace_end end = {t, 0, n, 0, 0, 0, 0, 0, 0, 0};
 	CHECK_EQ_I64(ulma_trace_writer_close(w, &end), 0, "close writer");
 
 	size_t len;
@@ -679,7 +685,7 @@ static void test_abandon(void)
 	ulma_trace_define_file(w, 0, "f", 1);
 	ulma_trace_define_func(w, 1, ULMA_DEF_PY, 0, 1, "g", 1);
 	ulma_trace_stream_open(w, 0, 1, 1, &s);
-	ulma_trace_enter(s, 10, 0, 1, 0);
+	ulma_trace_enter(s, 10, 0, 1, same_fn(1, 0));
 	ulma_trace_writer_flush(w);
 	ulma_trace_exit(s, 20, 0); /* never flushed */
 	uint64_t flushed = ulma_trace_writer_bytes(w);
@@ -730,12 +736,12 @@ static int extremes_trace(const char *path, uint32_t file_id, uint64_t t0, struc
 		ulma_trace_writer_abandon(w);
 		return rc;
 	}
-	ulma_trace_enter(s, t0, UINT32_MAX, UINT32_MAX, 0);
-	ulma_trace_enter(s, UINT64_MAX - 5, 0, UINT32_MAX, UINT32_MAX);
-	ulma_trace_enter(s, UINT64_MAX - 5, 0, 1, UINT32_MAX);
+	ulma_trace_enter(s, t0, UINT32_MAX, UINT32_MAX, same_fn(UINT32_MAX, 0));
+	ulma_trace_enter(s, UINT64_MAX - 5, 0, UINT32_MAX, same_fn(UINT32_MAX, UINT32_MAX));
+	ulma_trace_enter(s, UINT64_MAX - 5, 0, 1, same_fn(1, UINT32_MAX));
 	ulma_trace_lost(s, UINT64_MAX, UINT64_MAX);
 	ulma_trace_exit(s, UINT64_MAX, UINT32_MAX);
-	struct ulma_trace_end end = {UINT64_MAX, UINT64_MAX, UINT64_MAX, UINT64_MAX, UINT32_MAX, INT32_MIN};
+	struct ulma_trace_end end = {UINT64_MAX, UINT64_MAX, UINT64_MAX, UINT64_MAX, UINT32_MAX, INT32_MIN, UINT32_MAX, UINT64_MAX, UINT64_MAX, UINT32_MAX};
 	if ((rc = ulma_trace_writer_close(w, &end)))
 		return rc;
 	struct ulma_trace_visitor v = recorder(r);
@@ -964,7 +970,7 @@ static void test_process_names(void)
 	int err = ulma_trace_writer_open(path, &meta, &w);
 	if (!CHECK_EQ_I64(err, 0, "open a writer"))
 		goto out;
-	struct ulma_trace_end end = {2000, 778000, 0, 0, 0, 0};
+	struct ulma_trace_end end = {2000, 778000, 0, 0, 0, 0, 0, 0, 0, 0};
 	err = ulma_trace_process(w, 42, "work.py --n 3", 13);
 	err = err ? err : ulma_trace_process(w, 43, long_name, sizeof(long_name));
 	err = err ? err : ulma_trace_process(w, 42, "renamed", 7);
