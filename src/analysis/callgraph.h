@@ -47,11 +47,16 @@ struct ulma_cg_edge {
 };
 
 struct ulma_cg_thread {
-	struct ulma_idmap active; /* (key + 1) or (edge + 1) << 32 -> open frames */
-	uint32_t *edges;          /* edge of each open kept frame, or ULMA_WALK_NONE */
+	uint32_t *fn_active;   /* open frames per function key */
+	uint32_t nfn_active;
+	uint32_t *edge_active; /* open frames per edge */
+	uint32_t nedge_active;
+	uint32_t *edges;       /* edge of each open kept frame, or ULMA_WALK_NONE */
 	uint32_t depth;
 	uint32_t cap;
 };
+
+#define ULMA_CG_EDGE_CACHE 4096 /* recent (caller, callee) -> edge, before the hash */
 
 struct ulma_callgraph {
 	struct ulma_cg_func *funcs; /* by function key */
@@ -60,6 +65,8 @@ struct ulma_callgraph {
 	uint32_t nedges;
 	uint32_t cap_edges;
 	struct ulma_idmap edge_ids; /* caller << 32 | callee, + 1 -> edge */
+	uint64_t edge_cache_key[ULMA_CG_EDGE_CACHE];
+	uint32_t edge_cache_id[ULMA_CG_EDGE_CACHE];
 	struct ulma_cg_thread *threads;
 	uint32_t nthreads;
 };

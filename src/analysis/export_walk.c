@@ -216,7 +216,8 @@ static int open_chain(struct ulma_walk *w, uint32_t thread, uint32_t i)
 	return err;
 }
 
-static int push(struct ulma_walk *w, struct ulma_walk_thread *t, uint32_t func, uint64_t ns, uint32_t cpu)
+static int push(struct ulma_walk *w, uint32_t thread, struct ulma_walk_thread *t, uint32_t func, uint64_t ns,
+		uint32_t cpu)
 {
 	if (t->depth == t->cap && ulma_array_grow((void **)&t->stack, &t->cap, t->depth, sizeof(*t->stack)))
 		return -ENOMEM;
@@ -226,7 +227,21 @@ static int push(struct ulma_walk *w, struct ulma_walk_thread *t, uint32_t func, 
 		up = w->funcs[t->stack[top].func].pass ? top : t->stack[top].up;
 	}
 	t->stack[t->depth++] = (struct walk_slot){func, cpu, up, 0, ns, 0, false};
-	return 0;
+	if (!w->keep_all)
+		return 0;
+	/* with nothing filtered out, every frame is kept: announce it now (its
+	 * parent, if any, was announced at its own entry) */
+	struct walk_slot *s = &t->stack[t->depth - 1];
+	s->opened = true;
+	s->depth = up == ULMA_WALK_NONE ? 0 : t->stack[up].depth + 1;
+	w->funcs[func].opened++;
+	w->frames++;
+	t->kept++;
+	if (!w->sink->on_open)
+		return 0;
+	struct ulma_walk_frame fr = {func, up == ULMA_WALK_NONE ? ULMA_WALK_NONE : t->stack[up].func, s->depth, cpu,
+				     ns, 0, 0};
+	return w->sink->on_open(w->sink->ctx, w, thread, &fr);
 }
 
 static int pop(struct ulma_walk *w, uint32_t thread, uint64_t ns, uint32_t cpu)
@@ -391,34 +406,64 @@ static int on_thread(void *ctx, const struct ulma_trace_thread *th)
 	return 0;
 }
 
-static int on_event(void *ctx, const struct ulma_trace_event *e)
+/* A thread's time of an event, the hook's cost of its earlier events
+ * taken out; never before the thread's previous time. */
+static inline uint64_t thread_ns(const struct ulma_walk *w, struct ulma_walk_thread *t, uint64_t ticks)
+{
+	uint64_t ns = to_ns(w, ticks), shift = t->shift_ps / 1000;
+	ns = ns > shift ? ns - shift : 0;
+	if (t->seen && ns < t->last_ns)
+		ns = t->last_ns; /* events closer together than the cost */
+	t->shift_ps += w->cost_ps;
+	return ns;
+}
+
+static int on_events(void *ctx, uint32_t thread, const struct ulma_trace_event *ev, size_t n)
 {
 	struct ulma_walk *w = ctx;
-	struct ulma_walk_thread *t = &w->threads[e->thread];
-	if (e->kind == ULMA_EV_OFF)
-		return 0; /* time off the CPU: not a frame boundary */
-	w->events++;
-	if (e->kind == ULMA_EV_LOST)
-		w->lost += e->count;
-	if (!t->pass)
-		return 0;
-	uint64_t ns = to_ns(w, e->ticks);
-	if (!t->seen) {
-		t->seen = true;
-		t->first_ns = ns;
-	}
-	if (ns > t->last_ns)
+	struct ulma_walk_thread *t = &w->threads[thread];
+	for (size_t i = 0; i < n; i++) {
+		const struct ulma_trace_event *e = &ev[i];
+		if (e->kind == ULMA_EV_OFF)
+			continue; /* time off the CPU: not a frame boundary */
+		w->events++;
+		if (e->kind == ULMA_EV_LOST)
+			w->lost += e->count;
+		if (!t->pass)
+			continue;
+		uint64_t ns = thread_ns(w, t, e->ticks);
+		if (!t->seen) {
+			t->seen = true;
+			t->first_ns = ns;
+		}
 		t->last_ns = ns;
-	t->cpu = e->cpu;
-	switch (e->kind) {
-	case ULMA_EV_ENTER:
-		return push(w, t, e->func, ns, e->cpu);
-	case ULMA_EV_EXIT:
-		return t->depth ? pop(w, e->thread, ns, e->cpu) : 0;
-	default:
-		t->lost += e->count;
-		return 0;
+		t->cpu = e->cpu;
+		int err = 0;
+		switch (e->kind) {
+		case ULMA_EV_ENTER:
+			err = push(w, thread, t, e->func, ns, e->cpu);
+			t = &w->threads[thread];
+			break;
+		case ULMA_EV_EXIT:
+			err = t->depth ? pop(w, thread, ns, e->cpu) : 0;
+			t = &w->threads[thread];
+			break;
+		default:
+			t->lost += e->count;
+			break;
+		}
+		if (err)
+			return err;
 	}
+	return 0;
+}
+
+static int on_overhead(void *ctx, uint64_t ps)
+{
+	struct ulma_walk *w = ctx;
+	if (!w->filter.no_correction)
+		w->cost_ps = ps;
+	return 0;
 }
 
 static int on_end(void *ctx, const struct ulma_trace_end *e)
@@ -433,10 +478,19 @@ static int on_end(void *ctx, const struct ulma_trace_end *e)
 int ulma_walk_run(struct ulma_walk *w, FILE *f, const struct ulma_walk_sink *sink, struct ulma_trace_status *st)
 {
 	static const struct ulma_walk_sink none = {0};
+	const struct ulma_walk_filter *flt = &w->filter;
 	w->sink = sink ? sink : &none;
+	w->keep_all = flt->tid == ULMA_WALK_ALL && flt->pid == ULMA_WALK_ALL && flt->from_ns == 0 &&
+		      flt->to_ns == UINT64_MAX && flt->min_duration_ns == 0 && flt->ninclude == 0 && flt->nexclude == 0;
 	scan_end(w, f);
-	struct ulma_trace_visitor v = {.ctx = w, .on_meta = on_meta, .on_func = on_func, .on_thread = on_thread,
-				       .on_event = on_event, .on_end = on_end, .on_process = on_process};
+	struct ulma_trace_visitor v = {.ctx = w,
+				       .on_meta = on_meta,
+				       .on_func = on_func,
+				       .on_thread = on_thread,
+				       .on_events = on_events,
+				       .on_end = on_end,
+				       .on_process = on_process,
+				       .on_overhead = on_overhead};
 	int err = ulma_trace_read(f, &v, st);
 	if (err)
 		return err;
@@ -448,7 +502,9 @@ int ulma_walk_run(struct ulma_walk *w, FILE *f, const struct ulma_walk_sink *sin
 	w->duration_ns = end;
 	for (uint32_t i = 0; i < w->nthreads; i++) {
 		struct ulma_walk_thread *t = &w->threads[i];
-		uint64_t at = end > t->last_ns ? end : t->last_ns;
+		uint64_t shift = t->shift_ps / 1000, at = end > shift ? end - shift : 0;
+		if (at < t->last_ns)
+			at = t->last_ns;
 		while (t->depth)
 			if ((err = pop(w, i, at, t->cpu)))
 				return err;

@@ -443,7 +443,9 @@ static int parse_chunk(struct reader *r, uint32_t type, const uint8_t *p, const 
 		return parse_sched(r, p, end);
 	case ULMA_CHUNK_OVERHEAD:
 		NEED_VARINT(r, p, end, r->st->overhead_ps, "overhead per event");
-		return p == end ? 0 : corrupt(r, "overhead chunk has %td bytes too many", end - p);
+		if (p != end)
+			return corrupt(r, "overhead chunk has %td bytes too many", end - p);
+		return r->v->on_overhead ? r->v->on_overhead(r->v->ctx, r->st->overhead_ps) : 0;
 	case ULMA_CHUNK_PROCESS:
 		return parse_process(r, p, end);
 	default:

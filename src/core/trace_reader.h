@@ -81,6 +81,8 @@ struct ulma_trace_visitor {
 	/* on_event's events a batch at a time (one thread's, in order); when
 	 * set, on_event is not called */
 	int (*on_events)(void *ctx, uint32_t thread, const struct ulma_trace_event *events, size_t n);
+	/* the hook's cost per event (ps), as the program measured it (OVERHEAD) */
+	int (*on_overhead)(void *ctx, uint64_t ps_per_event);
 };
 
 

@@ -216,7 +216,7 @@ int ulma_cmd_report(int argc, char **argv)
 	}
 	const char *path = argv[optind - 1];
 	if (html)
-		return ulma_report_html(path, html);
+		return ulma_report_html(path, html, no_correction);
 
 	struct report_ctx r;
 	memset(&r, 0, sizeof(r));

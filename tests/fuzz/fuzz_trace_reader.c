@@ -153,7 +153,7 @@ static void read_once(const uint8_t *data, size_t size)
 {
 	struct fuzz_ctx x;
 	struct ulma_trace_status st;
-	struct ulma_trace_visitor v = {&x, on_meta, on_func, on_thread, on_event, on_end, on_sched, on_process, NULL};
+	struct ulma_trace_visitor v = {&x, on_meta, on_func, on_thread, on_event, on_end, on_sched, on_process, NULL, NULL};
 	memset(&x, 0, sizeof(x));
 	ulma_profile_init(&x.prof);
 	/* fmemopen refuses a zero size: an empty input reads from /dev/null */

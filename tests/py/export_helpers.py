@@ -50,11 +50,14 @@ def export_trace(run_ulma, report_json, prog, tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def run_export(run_ulma):
-    """run_export(trace, fmt, out, *extra) -> CompletedProcess; fails the test
-    if `ulma export` does not succeed or writes nothing."""
+    """run_export(trace, fmt, out, *extra, corrected=False) -> CompletedProcess;
+    fails the test if `ulma export` does not succeed or writes nothing.
+    Times are raw (--no-correction), as the report fixtures give them,
+    unless corrected=True."""
 
-    def run(trace, fmt, out, *extra):
-        proc = run_ulma(["export", trace, "--format", fmt, "-o", str(out)] + list(extra))
+    def run(trace, fmt, out, *extra, corrected=False):
+        raw = [] if corrected else ["--no-correction"]
+        proc = run_ulma(["export", trace, "--format", fmt, "-o", str(out)] + raw + list(extra))
         assert proc.returncode == 0, "ulma export failed (%d): %s" % (
             proc.returncode,
             proc.stderr.decode(errors="replace"),

@@ -295,7 +295,7 @@ static int rec_process(void *ctx, const struct ulma_trace_process *p)
 static struct ulma_trace_visitor recorder(struct record *r)
 {
 	memset(r, 0, sizeof(*r));
-	return (struct ulma_trace_visitor){r, rec_meta, rec_func, rec_thread, rec_event, rec_end, NULL, rec_process, NULL};
+	return (struct ulma_trace_visitor){r, rec_meta, rec_func, rec_thread, rec_event, rec_end, NULL, rec_process, NULL, NULL};
 }
 
 /* ---------- the round trip ---------- */
