@@ -160,6 +160,10 @@ int ulma_export_chrome(FILE *in, const struct ulma_export_opts *o, FILE *out, co
 	if (!err) {
 		ulma_sbuf_puts(&c.b, "\n],\"otherData\":{\"producer\":\"ulma export\",\"command\":");
 		ulma_sbuf_json(&c.b, w.command ? w.command : "");
+		char note[ULMA_WALK_NOTE_MAX];
+		ulma_walk_times_note(&w, note, sizeof(note));
+		ulma_sbuf_puts(&c.b, ",\"times\":");
+		ulma_sbuf_json(&c.b, note);
 		ulma_sbuf_printf(&c.b, ",\"complete\":%s,\"duration_ns\":%llu,\"lost_events\":%llu}}\n",
 				 w.complete ? "true" : "false", (unsigned long long)w.duration_ns,
 				 (unsigned long long)w.lost);

@@ -380,6 +380,17 @@ void ulma_walk_thread_label(const struct ulma_walk *w, const struct ulma_walk_th
 		snprintf(out, cap, "%s", tail);
 }
 
+void ulma_walk_times_note(const struct ulma_walk *w, char *out, size_t cap)
+{
+	if (w->cost_ps)
+		snprintf(out, cap, "times less the hook's measured cost of %.1f ns per event, as in ulma's summary "
+			 "(--no-correction for times as measured)", (double)w->cost_ps / 1000.0);
+	else if (w->filter.no_correction)
+		snprintf(out, cap, "times as measured, the hook's cost included (--no-correction)");
+	else
+		snprintf(out, cap, "times as measured: the trace holds no measured cost of the hook");
+}
+
 static int on_process(void *ctx, const struct ulma_trace_process *p)
 {
 	struct ulma_walk *w = ctx;

@@ -155,6 +155,11 @@ const char *ulma_walk_process_name(const struct ulma_walk *w, uint32_t pid);
 #define ULMA_WALK_LABEL_MAX 320
 void ulma_walk_thread_label(const struct ulma_walk *w, const struct ulma_walk_thread *t, char *out, size_t cap);
 
+/* One line saying which times the output holds: the hook's cost taken out
+ * (and how much per event), or as measured. */
+#define ULMA_WALK_NOTE_MAX 160
+void ulma_walk_times_note(const struct ulma_walk *w, char *out, size_t cap);
+
 /* Decode f (from its current position; seekable files get the exact END
  * calibration) and feed sink.  st receives the reader's status: on -EPROTO
  * st->error says why.  A trace cut short is not an error (st->complete
