@@ -89,6 +89,10 @@ void ulma_clock_track_update(struct ulma_clock_track *t)
 	struct ulma_clock_pair p;
 	if (!t->use_tsc)
 		return;
+	const struct ulma_clock_pair *last = &t->pair[(t->next + ULMA_CLOCK_TRACK_PAIRS - 1) % ULMA_CLOCK_TRACK_PAIRS];
+	uint64_t now = ulma_clock_monotonic_ns();
+	if (now < last->ns + ULMA_CLOCK_TRACK_EVERY_NS)
+		return; /* the pair in hand is recent enough */
 	ulma_clock_sample(true, &p);
 	t->pair[t->next] = p;
 	t->next = (t->next + 1) % ULMA_CLOCK_TRACK_PAIRS;

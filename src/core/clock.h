@@ -111,6 +111,7 @@ void ulma_clock_calibrate(bool use_tsc, const struct ulma_clock_pair *start,
  * the start, so the error stays in tens of ns however the two clocks
  * drift apart (NTP slews CLOCK_MONOTONIC, never the TSC). */
 #define ULMA_CLOCK_TRACK_PAIRS 16
+#define ULMA_CLOCK_TRACK_EVERY_NS 2000000u /* a new pair at most this often */
 struct ulma_clock_track {
 	bool use_tsc;
 	struct ulma_clock_pair start;
@@ -121,7 +122,8 @@ struct ulma_clock_track {
 
 void ulma_clock_track_init(struct ulma_clock_track *t, bool use_tsc, const struct ulma_clock_pair *start,
 			   uint64_t hz);
-/* Take a fresh pair now (a few hundred ns; call about once a millisecond). */
+/* Take a fresh pair if the last is ULMA_CLOCK_TRACK_EVERY_NS old (a
+ * microsecond's work; call as often as convenient). */
 void ulma_clock_track_update(struct ulma_clock_track *t);
 uint64_t ulma_clock_track_ticks(const struct ulma_clock_track *t, uint64_t ns);
 uint64_t ulma_clock_track_ns(const struct ulma_clock_track *t, uint64_t ticks);

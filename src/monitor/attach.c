@@ -321,6 +321,7 @@ static int attach_main(const struct attach_options *o)
 			ulma_live_started(live);
 	}
 	uint64_t t0 = ulma_clock_monotonic_ns(), last_flush = t0, last_reap = t0;
+	long idle = 0;
 	uint64_t stop_at = o->mode == MODE_ONCE     ? t0 + ONCE_NS
 			   : o->mode == MODE_RECORD ? t0 + (uint64_t)(o->seconds * 1e9)
 						    : UINT64_MAX;
@@ -344,7 +345,7 @@ static int attach_main(const struct attach_options *o)
 			break;
 		if (live && ulma_live_tick(live) != ULMA_LIVE_ON)
 			break; /* q, or the terminal went away */
-		ulma_live_sleep(live, n < 0 ? 10000000 : n > 0 ? 200000 : 500000);
+		ulma_live_sleep(live, ulma_record_nap_ns(&idle, n));
 	}
 	end_tracing(&a, ended || o->mode == MODE_HOST);
 	ulma_live_close(live);

@@ -91,6 +91,18 @@ int ulma_record_open_switches(const struct ulma_record_options *o, pid_t pid, bo
 	return ULMA_SPLIT_SCHEDSTAT;
 }
 
+long ulma_record_nap_ns(long *idle, long n)
+{
+	if (n < 0)
+		return 10000000;
+	if (n > 0) {
+		*idle = 0;
+		return 200000;
+	}
+	*idle = *idle ? (*idle < 1000000 ? *idle * 2 : 2000000) : 500000;
+	return *idle;
+}
+
 uint64_t ulma_record_self_cpu_ns(void)
 {
 	struct rusage ru;

@@ -67,6 +67,13 @@ void ulma_record_print_summary(FILE *out, const struct ulma_record_options *o, c
 int ulma_record_open_switches(const struct ulma_record_options *o, pid_t pid, bool child,
 			      struct ulma_switches **sw);
 
+/* How long the monitor's loop sleeps after a poll that took n records
+ * (n < 0: an error): briefly while records flow, then longer and longer
+ * while none do (up to 2 ms; a ring takes at least 8 ms to fill at the
+ * highest rate measured), so an idle program costs the monitor little.
+ * *idle carries the backoff between calls (start it at 0). */
+long ulma_record_nap_ns(long *idle, long n);
+
 /* CPU time this process has used so far, in ns. */
 uint64_t ulma_record_self_cpu_ns(void);
 

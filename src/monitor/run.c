@@ -498,6 +498,7 @@ int ulma_cmd_run(int argc, char **argv)
 
 	int status = 0;
 	uint64_t last_flush = ulma_clock_monotonic_ns(), last_reap = last_flush;
+	long idle = 0;
 	for (;;) {
 		long n = ulma_collector_poll(&col, false);
 		uint64_t now = ulma_clock_monotonic_ns();
@@ -521,7 +522,7 @@ int ulma_cmd_run(int argc, char **argv)
 		}
 		if (ulma_live_tick(live) == ULMA_LIVE_CLOSED)
 			ulma_die_msg("live view closed; tracing goes on into %s", o.rec.output);
-		ulma_live_sleep(live, n < 0 ? 10000000 : n > 0 ? 200000 : 500000);
+		ulma_live_sleep(live, ulma_record_nap_ns(&idle, n));
 	}
 	child_pid = 0;
 	ulma_clock_sample(cfg.use_tsc, &endp);
