@@ -85,7 +85,7 @@ static void m_tuple(struct ulma_sbuf *b, uint8_t n)
 static void m_key(struct ulma_sbuf *b, const struct ulma_walk_func *f)
 {
 	m_tuple(b, 3);
-	if (f->kind == ULMA_DEF_C) {
+	if (ulma_def_is_c(f->kind)) {
 		m_str(b, "~");
 		m_int(b, 0);
 		struct ulma_sbuf label = {0};
