@@ -82,6 +82,11 @@ static int edge_of(struct ulma_callgraph *g, uint32_t caller, uint32_t callee, u
 	return 0;
 }
 
+static uint32_t key_of(const struct ulma_callgraph *g, const struct ulma_walk *w, uint32_t func)
+{
+	return g->keys ? g->keys[func] : w->funcs[func].key;
+}
+
 /* Add delta (+1 or -1) to an open-frame count; return the new count. */
 static int level(struct ulma_idmap *m, uint64_t key, int delta, uint32_t *now)
 {
@@ -95,7 +100,7 @@ static int level(struct ulma_idmap *m, uint64_t key, int delta, uint32_t *now)
 int ulma_callgraph_open(struct ulma_callgraph *g, const struct ulma_walk *w, uint32_t thread,
 			const struct ulma_walk_frame *f)
 {
-	uint32_t k = w->funcs[f->func].key, e = ULMA_WALK_NONE, now;
+	uint32_t k = key_of(g, w, f->func), e = ULMA_WALK_NONE, now;
 	int err;
 	if ((err = ensure_funcs(g, w->nfuncs)) || (err = ensure_thread(g, thread)))
 		return err;
@@ -111,7 +116,7 @@ int ulma_callgraph_open(struct ulma_callgraph *g, const struct ulma_walk *w, uin
 	if ((err = level(&t->active, (uint64_t)k + 1, 1, &now)))
 		return err;
 	if (f->parent != ULMA_WALK_NONE) {
-		if ((err = edge_of(g, w->funcs[f->parent].key, k, &e)))
+		if ((err = edge_of(g, key_of(g, w, f->parent), k, &e)))
 			return err;
 		if ((err = level(&t->active, (uint64_t)(e + 1) << 32, 1, &now)))
 			return err;
@@ -126,7 +131,7 @@ int ulma_callgraph_close(struct ulma_callgraph *g, const struct ulma_walk *w, ui
 	if (thread >= g->nthreads || g->threads[thread].depth == 0)
 		return -EINVAL; /* a close without its open: the walker's contract broken */
 	struct ulma_cg_thread *t = &g->threads[thread];
-	uint32_t k = w->funcs[f->func].key, e = t->edges[--t->depth], fn_level, pair_level;
+	uint32_t k = key_of(g, w, f->func), e = t->edges[--t->depth], fn_level, pair_level;
 	uint64_t dur = f->end_ns - f->start_ns;
 	int err = level(&t->active, (uint64_t)k + 1, -1, &fn_level);
 	if (err)
