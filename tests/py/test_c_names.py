@@ -1,4 +1,4 @@
-"""C callables are named for what they are (docs/json.md, "Names of C
+"""C callables are named for what they are (docs/design.md, "Names of C
 functions"): a classmethod or static method for the class that defines it
 (`int.from_bytes`, `collections.OrderedDict.fromkeys`, not `type.fromkeys`),
 a method for the type that defines it (`list.reverse` on a list subclass),
