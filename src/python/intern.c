@@ -90,7 +90,6 @@ uint32_t ulma_code_id_slow(PyCodeObject *co)
 	return id;
 }
 
-
 /* The type whose dictionary holds `ml` as a method or classmethod
  * descriptor, found as attribute lookup finds `name` from type `start`
  * (cProfile looks it up the same way, from the type of a method's self);
@@ -110,7 +109,7 @@ static PyTypeObject *defining_type(PyTypeObject *start, PyObject *name, const Py
 }
 
 /* The owner a C callable is named for, and the kind of definition that
- * makes it (enum ulma_def_kind; docs/json.md says what a user sees):
+ * makes it (enum ulma_def_kind; docs/design.md, "Names of C functions"):
  *   a method descriptor (3.12+ calls of obj.method) -> its type, METHOD
  *   bound to no object              -> its module, if it names one, UNBOUND
  *   self's type defines it          -> that type, METHOD (list.append, type.mro)
