@@ -15,6 +15,7 @@
 
 #include <assert.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #define ULMA_SHM_MAGIC UINT64_C(0x314d48534d4c5500) /* "\0ULMSHM1" */
@@ -122,10 +123,23 @@ struct ulma_shm_header {
 static_assert(sizeof(struct ulma_shm_header) <= 4096, "header fits in one page");
 static_assert(ATOMIC_LLONG_LOCK_FREE == 2, "64-bit atomics must be lock-free for shared memory");
 
+/* What a definition names.  The C kinds differ in what their name's owner
+ * is (docs/trace-format.md, "Definitions"); the pstats export names each
+ * as cProfile does.  Traces written before kinds 3-5 existed have every C
+ * function as ULMA_DEF_C.  Test for C through ulma_def_is_c. */
 enum ulma_def_kind {
-	ULMA_DEF_PY = 1, /* Python code object */
-	ULMA_DEF_C = 2,  /* builtin or other C function */
+	ULMA_DEF_PY = 1,            /* Python code object: qualified name (bare before 3.11) */
+	ULMA_DEF_C = 2,             /* a module's C function: "module.function" */
+	ULMA_DEF_C_METHOD = 3,      /* a method of a type's instances: "Type.method", the type defining it */
+	ULMA_DEF_C_CLASSMETHOD = 4, /* a method of a class itself (classmethod, staticmethod, a type's
+				     * __new__): "Class.method", the class defining it */
+	ULMA_DEF_C_UNBOUND = 5,     /* a C function bound to no object: "module.function" or "function" */
 };
+
+static inline bool ulma_def_is_c(unsigned kind)
+{
+	return kind >= ULMA_DEF_C && kind <= ULMA_DEF_C_UNBOUND;
+}
 
 #define ULMA_DEF_MAGIC 0x46454455u /* "UDEF" */
 

@@ -93,6 +93,11 @@ static int edge_of(struct ulma_callgraph *g, uint32_t caller, uint32_t callee, u
 	return 0;
 }
 
+static inline uint32_t key_of(const struct ulma_callgraph *g, const struct ulma_walk *w, uint32_t func)
+{
+	return g->keys ? g->keys[func] : w->funcs[func].key;
+}
+
 /* One more open frame at counts[index], growing the array; the new count. */
 static inline int level_up(uint32_t **counts, uint32_t *n, uint32_t index, uint32_t *now)
 {
@@ -113,7 +118,7 @@ static uint32_t level_down(uint32_t *counts, uint32_t n, uint32_t index)
 int ulma_callgraph_open(struct ulma_callgraph *g, const struct ulma_walk *w, uint32_t thread,
 			const struct ulma_walk_frame *f)
 {
-	uint32_t k = w->funcs[f->func].key, e = ULMA_WALK_NONE, now;
+	uint32_t k = key_of(g, w, f->func), e = ULMA_WALK_NONE, now;
 	int err;
 	if ((w->nfuncs > g->nfuncs && (err = ensure_funcs(g, w->nfuncs))) ||
 	    (thread >= g->nthreads && (err = ensure_thread(g, thread))))
@@ -130,7 +135,7 @@ int ulma_callgraph_open(struct ulma_callgraph *g, const struct ulma_walk *w, uin
 	if ((err = level_up(&t->fn_active, &t->nfn_active, k, &now)))
 		return err;
 	if (f->parent != ULMA_WALK_NONE) {
-		if ((err = edge_of(g, w->funcs[f->parent].key, k, &e)))
+		if ((err = edge_of(g, key_of(g, w, f->parent), k, &e)))
 			return err;
 		if ((err = level_up(&t->edge_active, &t->nedge_active, e, &now)))
 			return err;
@@ -145,7 +150,7 @@ int ulma_callgraph_close(struct ulma_callgraph *g, const struct ulma_walk *w, ui
 	if (thread >= g->nthreads || g->threads[thread].depth == 0)
 		return -EINVAL; /* a close without its open: the walker's contract broken */
 	struct ulma_cg_thread *t = &g->threads[thread];
-	uint32_t k = w->funcs[f->func].key, e = t->edges[--t->depth];
+	uint32_t k = key_of(g, w, f->func), e = t->edges[--t->depth];
 	uint64_t dur = f->end_ns - f->start_ns;
 	uint32_t fn_level = level_down(t->fn_active, t->nfn_active, k);
 	struct ulma_cg_func *fn = &g->funcs[k];

@@ -1,7 +1,8 @@
 /* callgraph.h - per-function and per-call-edge totals of a walked trace,
  * with cProfile's semantics, for the pstats and callgrind exporters.
  *
- * Fed by the frames of export_walk.h (functions merged on their key), it
+ * Fed by the frames of export_walk.h (functions merged on their key, or on
+ * keys of the caller's choosing), it
  * counts for each function its calls, the calls made while it was already
  * active on the same thread (recursive calls), its self time, and its total
  * time counted at the outermost frame only.  For each edge caller -> callee
@@ -59,6 +60,11 @@ struct ulma_cg_thread {
 #define ULMA_CG_EDGE_CACHE 4096 /* recent (caller, callee) -> edge, before the hash */
 
 struct ulma_callgraph {
+	/* Optional, set by the caller: the key each function's figures go
+	 * under (indexed by function, a function index itself), replacing the
+	 * walker's w->funcs[].key -- the pstats export merges functions cProfile
+	 * would name alike.  It must cover every function a frame names. */
+	const uint32_t *keys;
 	struct ulma_cg_func *funcs; /* by function key */
 	uint32_t nfuncs;
 	struct ulma_cg_edge *edges;

@@ -63,7 +63,7 @@ static int on_func(void *ctx, const struct ulma_walk *w, uint32_t func)
 	struct ulma_sbuf s = {0};
 	ulma_sbuf_puts(&s, "\"name\":");
 	ulma_sbuf_json(&s, f->name);
-	if (f->kind == ULMA_DEF_C) {
+	if (ulma_def_is_c(f->kind)) {
 		ulma_sbuf_puts(&s, ",\"cat\":\"c\"");
 	} else {
 		struct ulma_sbuf loc = {0};

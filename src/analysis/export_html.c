@@ -147,7 +147,7 @@ static int write_data(FILE *out, const struct ulma_walk *w, struct html *h)
 		ulma_sbuf_json(&b, f->name);
 		ulma_sbuf_put(&b, ",", 1);
 		ulma_sbuf_json(&b, f->file);
-		ulma_sbuf_printf(&b, ",%u,\"%s\",%llu,%llu,%llu]", f->line, f->kind == ULMA_DEF_C ? "c" : "py",
+		ulma_sbuf_printf(&b, ",%u,\"%s\",%llu,%llu,%llu]", f->line, ulma_def_is_c(f->kind) ? "c" : "py",
 				 (unsigned long long)cf->calls, (unsigned long long)cf->self_ns,
 				 (unsigned long long)cf->total_ns);
 		if (b.len > 65536)

@@ -195,7 +195,7 @@ static int write_file(struct speedscope *s, const struct ulma_walk *w, FILE *out
 		const struct ulma_walk_func *f = &w->funcs[s->frame_key[i]];
 		ulma_sbuf_puts(&b, i ? ",\n{\"name\":" : "\n{\"name\":");
 		ulma_sbuf_json(&b, f->name);
-		if (f->kind != ULMA_DEF_C) {
+		if (!ulma_def_is_c(f->kind)) {
 			ulma_sbuf_puts(&b, ",\"file\":");
 			ulma_sbuf_json(&b, f->file);
 			ulma_sbuf_printf(&b, ",\"line\":%u", f->line);

@@ -360,6 +360,21 @@ double ulma_summary_parallelism(const struct ulma_summary *s)
 	return s->duration_ns ? (double)cpu / (double)s->duration_ns : 0.0;
 }
 
+/* The JSON report's c_kind of a C function (docs/json.md). */
+static const char *c_kind_name(uint8_t kind)
+{
+	switch (kind) {
+	case ULMA_DEF_C_METHOD:
+		return "method";
+	case ULMA_DEF_C_CLASSMETHOD:
+		return "classmethod";
+	case ULMA_DEF_C_UNBOUND:
+		return "unbound";
+	default:
+		return "function";
+	}
+}
+
 int ulma_summary_json(FILE *out, const struct ulma_summary *s)
 {
 	const struct ulma_profile *p = s->profile;
@@ -384,9 +399,11 @@ int ulma_summary_json(FILE *out, const struct ulma_summary *s)
 		fprintf(out,
 			", \"line\": %u, \"kind\": \"%s\", \"calls\": %llu, \"total_ns\": %llu, \"self_ns\": %llu, "
 			"\"raw_total_ns\": %llu, \"raw_self_ns\": %llu",
-			f->line, f->kind == ULMA_DEF_C ? "c" : "python", (unsigned long long)f->calls,
+			f->line, ulma_def_is_c(f->kind) ? "c" : "python", (unsigned long long)f->calls,
 			(unsigned long long)total.wall_ns, (unsigned long long)self.wall_ns,
 			(unsigned long long)to_ns(s, f->total_ticks), (unsigned long long)to_ns(s, f->self_ticks));
+		if (ulma_def_is_c(f->kind))
+			fprintf(out, ", \"c_kind\": \"%s\"", c_kind_name(f->kind));
 		if (p->split != ULMA_PROFILE_SPLIT_NONE)
 			fprintf(out,
 				", \"on_cpu_ns\": %llu, \"runnable_ns\": %llu, \"blocked_ns\": %llu, "

@@ -46,6 +46,7 @@ struct ulma_tracer {
 	struct ulma_session session;
 	Py_ssize_t extra_index; /* co_extra slot for code ids, -1 until requested */
 	struct ulma_idmap cfuncs; /* PyMethodDef* -> id, for this generation */
+	struct ulma_idmap new_ids; /* type -> id of its __new__ (intern.c), for this generation */
 	struct ulma_thread_writer *writers;
 	int tool_id; /* sys.monitoring tool, -1 if none */
 };

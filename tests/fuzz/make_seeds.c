@@ -5,7 +5,8 @@
  *   basic.ulma  two threads, nesting, direct recursion (ENTER_SAME), cpu
  *               changes, a LOST marker, two flushes, END
  *   cut.ulma    an abandoned writer: no END, a frame left open
- *   wide.ulma   many functions and files, long names, large time deltas
+ *   wide.ulma   many functions (every kind of definition) and files, long
+ *               names, large time deltas
  */
 #include <errno.h>
 #include <stdio.h>
@@ -97,8 +98,9 @@ static int write_wide(const char *path)
 	}
 	for (uint32_t i = 1; i <= 12; i++) {
 		int n = snprintf(name, sizeof(name), "Class%u.method_with_a_longer_name_%u", i, i * 7);
-		ulma_trace_define_func(w, i * 300, i % 3 ? ULMA_DEF_PY : ULMA_DEF_C, (i % 4) * 1000, i * 11, name,
-				       (size_t)n);
+		/* every third a C function, of each C kind in turn */
+		uint8_t kind = i % 3 ? ULMA_DEF_PY : (uint8_t)(ULMA_DEF_C + i / 3 % 4);
+		ulma_trace_define_func(w, i * 300, kind, (i % 4) * 1000, i * 11, name, (size_t)n);
 	}
 	for (int t = 0; t < 3; t++)
 		if ((err = ulma_trace_stream_open(w, (uint64_t)t * 1000000, 1, 100 + (uint32_t)t, &s[t]))) {

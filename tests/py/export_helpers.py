@@ -70,8 +70,8 @@ def run_export(run_ulma):
 
 def report_calls(report, pstats_keys=False):
     """{key: calls} from a JSON report, functions with the same key merged.
-    key is (file, line, name), or with pstats_keys the key cProfile gives:
-    ('~', 0, '<built-in method NAME>') for C functions."""
+    key is (file, line, name), or with pstats_keys the key cProfile gives
+    (pstats_name)."""
     calls = {}
     for f in report["functions"]:
         key = function_key(f, pstats_keys)
@@ -80,9 +80,26 @@ def report_calls(report, pstats_keys=False):
 
 
 def function_key(f, pstats_keys=False):
-    if pstats_keys and f["kind"] == "c":
-        return ("~", 0, "<built-in method %s>" % f["name"])
+    if pstats_keys:
+        return (f["file"], f["line"], pstats_name(f))
     return (f["file"], f["line"], f["name"])
+
+
+def pstats_name(f):
+    """The name cProfile gives function f of a JSON report (docs/exports.md,
+    pstats): co_name for Python functions, and for C functions a label
+    that depends on their c_kind."""
+    owner, _, method = f["name"].rpartition(".")
+    if f["kind"] == "python":
+        return method
+    c_kind = f.get("c_kind", "function")
+    if c_kind == "method" and owner:
+        return "<method '%s' of '%s' objects>" % (method, owner)
+    if c_kind in ("method", "classmethod"):
+        return "<built-in method %s>" % method
+    if c_kind == "unbound":
+        return "<%s>" % (method if owner == "builtins" else f["name"])
+    return "<built-in method %s>" % f["name"]
 
 
 def report_row(report, path, name):
