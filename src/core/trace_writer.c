@@ -304,17 +304,27 @@ void ulma_trace_begin_slow(struct ulma_trace_stream *s, uint64_t *ticks, uint32_
 	}
 }
 
+/* An extension record's word at ticks; counted as an event or not. */
+static void ext_word(struct ulma_trace_stream *s, uint64_t ticks, bool event)
+{
+	struct ulma_trace_cursor c;
+	ulma_trace_cursor_get(s, &c);
+	ulma_trace_cursor_word(s, &c, ticks, s->cpu, ULMA_TAG_EXT);
+	if (!event)
+		c.count--;
+	ulma_trace_cursor_put(s, &c);
+}
+
 void ulma_trace_lost(struct ulma_trace_stream *s, uint64_t ticks, uint64_t count)
 {
-	ulma_trace_word(s, ticks, s->cpu, ULMA_TAG_EXT);
+	ext_word(s, ticks, true);
 	s->len += ulma_varint_put(s->body + s->len, ULMA_EXT_LOST);
 	s->len += ulma_varint_put(s->body + s->len, count);
 }
 
 void ulma_trace_off(struct ulma_trace_stream *s, uint64_t ticks, unsigned state, uint64_t ns)
 {
-	ulma_trace_word(s, ticks, s->cpu, ULMA_TAG_EXT);
-	s->count--; /* not an event of its own */
+	ext_word(s, ticks, false); /* not an event of its own */
 	s->len += ulma_varint_put(s->body + s->len, ULMA_EXT_OFF);
 	s->len += ulma_varint_put(s->body + s->len, state);
 	s->len += ulma_varint_put(s->body + s->len, ns);

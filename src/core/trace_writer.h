@@ -90,57 +90,101 @@ int ulma_trace_define_func(struct ulma_trace_writer *w, uint32_t id, uint8_t kin
 int ulma_trace_stream_open(struct ulma_trace_writer *w, uint64_t serial, uint32_t pid, uint32_t tid,
 			   struct ulma_trace_stream **out);
 
+/* The hot part of a stream, held in locals while a loop appends many
+ * events (ulma_trace_cursor_get ... _put): stores through a byte pointer
+ * may alias anything in memory, so a stream's fields would be reloaded
+ * after every byte; a cursor's stay in registers. */
+struct ulma_trace_cursor {
+	uint8_t *p;     /* next byte */
+	uint8_t *limit; /* p may reach this before the slow path; the body's start when no chunk is begun */
+	uint64_t last;  /* time of the previous event */
+	uint64_t count; /* events in the chunk */
+	uint32_t cpu;   /* cpu the decoder assumes */
+};
+
+static inline void ulma_trace_cursor_get(const struct ulma_trace_stream *s, struct ulma_trace_cursor *c)
+{
+	c->p = s->body + s->len;
+	c->limit = s->len ? s->body + s->room : s->body; /* a chunk not begun takes the slow path */
+	c->last = s->last_ticks;
+	c->count = s->count;
+	c->cpu = s->cpu;
+}
+
+static inline void ulma_trace_cursor_put(struct ulma_trace_stream *s, const struct ulma_trace_cursor *c)
+{
+	s->len = (size_t)(c->p - s->body);
+	s->last_ticks = c->last;
+	s->count = c->count;
+	s->cpu = c->cpu;
+}
+
 /* Slow path of the appends: start a chunk, state a cpu change, make room. */
 void ulma_trace_begin_slow(struct ulma_trace_stream *s, uint64_t *ticks, uint32_t cpu);
 
 /* Append the event word for `tag` at `ticks` (clamped so time never runs
- * back within a chunk). */
-static inline void ulma_trace_word(struct ulma_trace_stream *s, uint64_t ticks, uint32_t cpu, unsigned tag)
+ * back within a chunk).  One predictable branch on the fast path. */
+static inline void ulma_trace_cursor_word(struct ulma_trace_stream *s, struct ulma_trace_cursor *c, uint64_t ticks,
+					  uint32_t cpu, unsigned tag)
 {
-	if (__builtin_expect(s->len == 0 || cpu != s->cpu || s->len >= s->room ||
-				     ticks - s->last_ticks >= (UINT64_C(1) << 61),
-			     0))
-		ulma_trace_begin_slow(s, &ticks, cpu);
-	uint64_t t = ticks < s->last_ticks ? s->last_ticks : ticks;
-	uint64_t w = (t - s->last_ticks) << 2 | tag;
-	s->last_ticks = t;
-	s->count++;
-	uint8_t *p = s->body + s->len;
+	uint64_t t = ticks < c->last ? c->last : ticks;
+	if (__builtin_expect((c->p >= c->limit) | (cpu != c->cpu) | ((t - c->last) >> 61 != 0), 0)) {
+		ulma_trace_cursor_put(s, c);
+		ulma_trace_begin_slow(s, &t, cpu);
+		ulma_trace_cursor_get(s, c);
+		c->limit = s->body + s->room;
+	}
+	uint64_t w = (t - c->last) << 2 | tag;
+	c->last = t;
+	c->count++;
 	if (w < 0x80) {
-		p[0] = (uint8_t)w;
-		s->len++;
+		c->p[0] = (uint8_t)w;
+		c->p++;
 	} else if (w < 0x4000) {
-		p[0] = (uint8_t)(w | 0x80);
-		p[1] = (uint8_t)(w >> 7);
-		s->len += 2;
+		c->p[0] = (uint8_t)(w | 0x80);
+		c->p[1] = (uint8_t)(w >> 7);
+		c->p += 2;
 	} else {
-		s->len += ulma_varint_put(p, w);
+		c->p += ulma_varint_put(c->p, w);
 	}
 }
 
 /* Append an entry of function `id`; same_as_parent: the innermost open
- * frame is the same function (direct recursion costs no id bytes).
- * Errors are sticky. */
+ * frame is the same function (direct recursion costs no id bytes). */
+static inline void ulma_trace_cursor_enter(struct ulma_trace_stream *s, struct ulma_trace_cursor *c, uint64_t ticks,
+					   uint32_t cpu, uint32_t id, bool same_as_parent)
+{
+	ulma_trace_cursor_word(s, c, ticks, cpu, same_as_parent ? ULMA_TAG_ENTER_SAME : ULMA_TAG_ENTER);
+	if (same_as_parent)
+		return;
+	if (id < 0x80)
+		*c->p++ = (uint8_t)id;
+	else
+		c->p += ulma_varint_put(c->p, id);
+}
+
+static inline void ulma_trace_cursor_exit(struct ulma_trace_stream *s, struct ulma_trace_cursor *c, uint64_t ticks,
+					  uint32_t cpu)
+{
+	ulma_trace_cursor_word(s, c, ticks, cpu, ULMA_TAG_EXIT);
+}
+
+/* The same, one event at a time.  Errors are sticky. */
 static inline void ulma_trace_enter(struct ulma_trace_stream *s, uint64_t ticks, uint32_t cpu, uint32_t id,
 				    bool same_as_parent)
 {
-	if (same_as_parent) {
-		ulma_trace_word(s, ticks, cpu, ULMA_TAG_ENTER_SAME);
-		return;
-	}
-	ulma_trace_word(s, ticks, cpu, ULMA_TAG_ENTER);
-	uint8_t *p = s->body + s->len;
-	if (id < 0x80) {
-		p[0] = (uint8_t)id;
-		s->len++;
-	} else {
-		s->len += ulma_varint_put(p, id);
-	}
+	struct ulma_trace_cursor c;
+	ulma_trace_cursor_get(s, &c);
+	ulma_trace_cursor_enter(s, &c, ticks, cpu, id, same_as_parent);
+	ulma_trace_cursor_put(s, &c);
 }
 
 static inline void ulma_trace_exit(struct ulma_trace_stream *s, uint64_t ticks, uint32_t cpu)
 {
-	ulma_trace_word(s, ticks, cpu, ULMA_TAG_EXIT);
+	struct ulma_trace_cursor c;
+	ulma_trace_cursor_get(s, &c);
+	ulma_trace_cursor_exit(s, &c, ticks, cpu);
+	ulma_trace_cursor_put(s, &c);
 }
 
 void ulma_trace_lost(struct ulma_trace_stream *s, uint64_t ticks, uint64_t count);

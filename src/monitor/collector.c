@@ -273,36 +273,50 @@ static bool apply_rare(struct ulma_collector *c, struct ulma_collector_slot *cs,
 	}
 }
 
+/* How a thread's records are applied: what apply_loop is specialised for. */
+enum apply_mode {
+	APPLY_STREAM = 1u << 0,   /* there is a trace stream to append to */
+	APPLY_SWITCHES = 1u << 1, /* off-CPU intervals from switch records */
+	APPLY_SAMPLED = 1u << 2,  /* off-CPU time interpolated from schedstat */
+};
+
 /* Apply records [*tail, head) of the ring, up to `horizon` ticks; stop
  * early at an entry whose definition has not arrived (unless final).
- * This loop is the monitor's per-event cost. */
-static long apply_records(struct ulma_collector *c, struct ulma_collector_slot *cs, const struct ulma_record *ring,
-			  uint64_t mask, uint64_t *tailp, uint64_t head, uint64_t horizon, bool final)
+ * This loop is the monitor's per-event cost: it is compiled once per mode,
+ * so that each copy holds only what its mode needs in registers. */
+static inline __attribute__((always_inline)) long
+apply_loop(struct ulma_collector *c, struct ulma_collector_slot *cs, const struct ulma_record *ring, uint64_t mask,
+	   uint64_t *tailp, uint64_t head, uint64_t horizon, bool final, const unsigned mode)
 {
 	struct ulma_profile *p = &c->profile;
 	const uint32_t thread = cs->thread;
 	const struct ulma_thread_row *th = &p->threads[thread];
 	struct ulma_trace_stream *st = cs->stream;
-	struct ulma_offcpu_thread *ot = cs->off;
-	const bool sampled = !ot && (cs->sched_fd >= 0 || !ulma_schedline_empty(&cs->line));
+	struct ulma_trace_cursor cur = {0};
 	const uint32_t *by_id = c->by_id;
 	uint32_t nby_id = c->nby_id;
-	uint64_t tail = *tailp, last = cs->last_ticks;
-	uint32_t cpu = cs->cpu;
-	long n = 0;
-	for (; tail < head; tail++, n++) {
+	const uint64_t first = *tailp;
+	uint64_t tail = first, last = cs->last_ticks;
+	if (mode & APPLY_STREAM)
+		ulma_trace_cursor_get(st, &cur);
+/* around anything that writes to the stream other than the cursor */
+#define CURSOR_PUT() ((mode & APPLY_STREAM) ? ulma_trace_cursor_put(st, &cur) : (void)0)
+#define CURSOR_GET() ((mode & APPLY_STREAM) ? ulma_trace_cursor_get(st, &cur) : (void)0)
+	for (; tail < head; tail++) {
 		const struct ulma_record *r = &ring[tail & mask];
 		if ((tail & 3) == 0 && tail + PREFETCH_RECORDS < head) /* a line the writer has finished */
 			__builtin_prefetch(&ring[(tail + PREFETCH_RECORDS) & mask]);
 		uint64_t t = r->time > last ? r->time : last;
 		uint32_t sid = r->id, idx;
-		if (ULMA_UNLIKELY(t > horizon))
-			break;
-		if (ot) {
-			if (ULMA_UNLIKELY(t >= ot->wake_at))
-				merge_off(c, cs, t, r->flags & ULMA_RECF_PROXY ? ULMA_OFFCPU_SAYS_NOTHING : ULMA_OFFCPU_RUNNING);
-		} else if (sampled) {
+		if (mode & APPLY_SAMPLED) {
+			if (t > horizon)
+				break;
 			sampled_off(c, cs, t);
+		}
+		if ((mode & APPLY_SWITCHES) && ULMA_UNLIKELY(t >= cs->off->wake_at)) {
+			CURSOR_PUT();
+			merge_off(c, cs, t, r->flags & ULMA_RECF_PROXY ? ULMA_OFFCPU_SAYS_NOTHING : ULMA_OFFCPU_RUNNING);
+			CURSOR_GET();
 		}
 		if (ULMA_LIKELY(r->kind == ULMA_REC_ENTER)) {
 			if (ULMA_LIKELY(sid < nby_id && by_id[sid])) {
@@ -320,8 +334,8 @@ static long apply_records(struct ulma_collector *c, struct ulma_collector_slot *
 				break;
 			}
 			th = &p->threads[thread];
-			if (st)
-				ulma_trace_enter(st, t, r->cpu, idx + 1, same);
+			if (mode & APPLY_STREAM)
+				ulma_trace_cursor_enter(st, &cur, t, r->cpu, idx + 1, same);
 		} else if (r->kind == ULMA_REC_EXIT) {
 			if (ULMA_LIKELY(sid < nby_id && by_id[sid])) {
 				idx = by_id[sid] - 1;
@@ -332,28 +346,51 @@ static long apply_records(struct ulma_collector *c, struct ulma_collector_slot *
 			}
 			if (ULMA_LIKELY(th->depth && th->stack[th->depth - 1].func == idx)) {
 				ulma_profile_exit(p, thread, t);
-				if (st)
-					ulma_trace_exit(st, t, r->cpu);
-			} else if (!exit_deeper(c, cs, idx, t, r->cpu)) {
-				continue;
+				if (mode & APPLY_STREAM)
+					ulma_trace_cursor_exit(st, &cur, t, r->cpu);
+			} else {
+				CURSOR_PUT();
+				bool matched = exit_deeper(c, cs, idx, t, r->cpu);
+				CURSOR_GET();
+				if (!matched)
+					continue;
 			}
 		} else {
 			cs->last_ticks = last;
-			cs->cpu = cpu;
+			if (tail > first)
+				cs->cpu = ring[(tail - 1) & mask].cpu;
+			CURSOR_PUT();
 			bool timed = apply_rare(c, cs, r, t);
+			CURSOR_GET();
 			last = cs->last_ticks; /* a STOP closed the frames */
-			cpu = cs->cpu;
 			th = &p->threads[thread];
 			if (!timed)
 				continue;
 		}
 		last = t;
-		cpu = r->cpu;
 	}
+	CURSOR_PUT();
+#undef CURSOR_PUT
+#undef CURSOR_GET
 	*tailp = tail;
 	cs->last_ticks = last;
-	cs->cpu = cpu;
-	return n;
+	if (tail > first)
+		cs->cpu = ring[(tail - 1) & mask].cpu; /* the CPU the thread was last seen on */
+	return (long)(tail - first);
+}
+
+static long apply_records(struct ulma_collector *c, struct ulma_collector_slot *cs, const struct ulma_record *ring,
+			  uint64_t mask, uint64_t *tailp, uint64_t head, uint64_t horizon, bool final)
+{
+	bool stream = cs->stream != NULL;
+	if (cs->off)
+		return stream ? apply_loop(c, cs, ring, mask, tailp, head, horizon, final, APPLY_STREAM | APPLY_SWITCHES)
+			      : apply_loop(c, cs, ring, mask, tailp, head, horizon, final, APPLY_SWITCHES);
+	if (cs->sched_fd >= 0 || !ulma_schedline_empty(&cs->line))
+		return apply_loop(c, cs, ring, mask, tailp, head, horizon, final,
+				  (stream ? APPLY_STREAM : 0) | APPLY_SAMPLED);
+	return stream ? apply_loop(c, cs, ring, mask, tailp, head, horizon, final, APPLY_STREAM)
+		      : apply_loop(c, cs, ring, mask, tailp, head, horizon, final, 0);
 }
 
 /* The process is gone: take the records it wrote after its last batch

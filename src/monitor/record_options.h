@@ -68,9 +68,9 @@ int ulma_record_open_switches(const struct ulma_record_options *o, pid_t pid, bo
 			      struct ulma_switches **sw);
 
 /* How long the monitor's loop sleeps after a poll that took n records
- * (n < 0: an error): briefly while records flow, then longer and longer
- * while none do (up to 2 ms; a ring takes at least 8 ms to fill at the
- * highest rate measured), so an idle program costs the monitor little.
+ * (n < 0: an error): 1 ms while records flow, then longer and longer while
+ * none do (up to 2 ms; a ring takes at least 8 ms to fill at the highest
+ * rate measured), so the loop itself costs the monitor little.
  * *idle carries the backoff between calls (start it at 0). */
 long ulma_record_nap_ns(long *idle, long n);
 
