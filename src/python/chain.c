@@ -30,6 +30,10 @@ struct chained_profiler {
 	PyObject_HEAD
 	Py_tracefunc func; /* never NULL */
 	PyObject *obj;     /* its argument, owned; may be NULL */
+	/* the builtin whose call installed it, if the program had no profiler
+	 * before: untraced, that call's return reaches nobody; cleared at the
+	 * next event */
+	const PyMethodDef *installer;
 };
 
 static void chained_dealloc(PyObject *self)
@@ -61,6 +65,7 @@ static PyObject *chained_new(Py_tracefunc func, PyObject *obj)
 		return NULL;
 	c->func = func;
 	c->obj = obj;
+	c->installer = NULL;
 	Py_XINCREF(obj);
 	return (PyObject *)c;
 }
@@ -118,23 +123,22 @@ void ulma_chain_forget_threads(void)
 	traced.len = 0;
 }
 
-/* Put `ours` in front of whatever ts has now, which becomes its chain.
- * 0, or -1 with an exception; ts is left as it was then. */
-static int put_in_front(PyThreadState *ts, Py_tracefunc ours)
+/* Put ulma's function in front of whatever ts has now, which becomes its
+ * chain (`installer` as in ulma_chain_after).  0, or -1 with an exception;
+ * ts is left as it was then. */
+static int put_in_front(PyThreadState *ts, const PyMethodDef *installer)
 {
 	Py_tracefunc func = ts->c_profilefunc;
-	PyObject *chained = NULL;
-	if (func == ours)
+	if (ulma_profile_is_ours(func))
 		return 0;
-	if (ulma_profile_is_ours(func)) { /* the other one of ours: keep its chain */
-		chained = ts->c_profileobj;
-		Py_XINCREF(chained);
-	} else if (func) {
+	PyObject *chained = NULL;
+	if (func) {
 		chained = chained_new(func, ts->c_profileobj);
 		if (!chained)
 			return -1;
+		((struct chained_profiler *)chained)->installer = installer;
 	}
-	int rc = _PyEval_SetProfile(ts, ours, chained);
+	int rc = _PyEval_SetProfile(ts, ulma_profile_event, chained);
 	Py_XDECREF(chained);
 	if (rc == 0)
 		remember(ts);
@@ -143,33 +147,40 @@ static int put_in_front(PyThreadState *ts, Py_tracefunc ours)
 
 int ulma_chain_install(PyThreadState *ts)
 {
-	return put_in_front(ts, ulma_profile_event);
+	return put_in_front(ts, NULL);
 }
 
-bool ulma_chain_note(PyThreadState *ts)
+struct ulma_chain_state ulma_chain_before(PyThreadState *ts)
 {
+	struct ulma_chain_state state = {true, ts->c_profileobj != NULL};
 	if (ulma_profile_is_ours(ts->c_profilefunc))
-		return true;
-	if (!was_traced(ts))
-		return false;
-	set_failure(ULMA_FAIL_HOOK_REPLACED); /* ulma's hook was taken off this thread behind its back */
-	return true;
+		return state;
+	state.had_profiler = ts->c_profilefunc != NULL;
+	state.traced = was_traced(ts);
+	if (state.traced) /* ulma's hook was taken off this thread behind its back */
+		set_failure(ULMA_FAIL_HOOK_REPLACED);
+	return state;
 }
 
-void ulma_chain_take_over(PyThreadState *ts, bool traced_before)
+static void take_over(PyThreadState *ts, bool was_ulmas, const PyMethodDef *installer)
 {
 	if (ulma_profile_is_ours(ts->c_profilefunc))
-		return; /* nothing new was set (the call failed before setting it) */
+		return; /* nothing was set, or ulma's hook again */
 	PyObject *et, *ev, *tb;
 	PyErr_Fetch(&et, &ev, &tb);
-	if (put_in_front(ts, traced_before ? ulma_profile_event : ulma_profile_first_event) < 0) {
+	if (put_in_front(ts, installer) < 0) {
 		/* out of memory, or an audit hook refused ulma's hook: the
 		 * program's profiler keeps the thread to itself */
 		PyErr_Clear();
-		if (traced_before)
+		if (was_ulmas)
 			set_failure(ULMA_FAIL_HOOK_REPLACED);
 	}
 	PyErr_Restore(et, ev, tb);
+}
+
+void ulma_chain_after(PyThreadState *ts, struct ulma_chain_state before, const PyMethodDef *installer)
+{
+	take_over(ts, before.traced, before.had_profiler ? NULL : installer);
 }
 
 int ulma_chain_release(PyThreadState *ts)
@@ -200,13 +211,20 @@ static bool abandons_call(int what)
 int ulma_chain_forward(PyObject *chained, PyFrameObject *frame, int what, PyObject *arg, uint32_t id)
 {
 	struct chained_profiler *c = (struct chained_profiler *)chained;
+	if (ULMA_UNLIKELY(c->installer != NULL)) {
+		const PyMethodDef *installer = c->installer;
+		c->installer = NULL;
+		if ((what == PyTrace_C_RETURN || what == PyTrace_C_EXCEPTION) && PyCFunction_Check(arg) &&
+		    ((PyCFunctionObject *)arg)->m_ml == installer)
+			return 0;
+	}
 	PyThreadState *ts = PyThreadState_Get();
 	Py_INCREF(c); /* the function may set another, dropping this chain */
 	int rc = c->func(c->obj, frame, what, arg);
 	/* CPython's trampoline unsets a Python profile function that raised;
 	 * ulma stays, the exception propagates */
 	if (ULMA_UNLIKELY(ts->c_profilefunc != ulma_profile_event))
-		ulma_chain_take_over(ts, true);
+		take_over(ts, true, NULL);
 	if (rc != 0 && abandons_call(what))
 		ulma_emit(ULMA_REC_EXIT, id); /* no return event will close what ulma entered */
 	Py_DECREF(c);

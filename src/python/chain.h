@@ -25,18 +25,13 @@
 #if PY_VERSION_HEX < 0x030C0000
 #include <frameobject.h>
 
-/* hook_profile.c: ulma's two profile functions; the argument is NULL or a
- * chained profiler.  The first records every event.  The second is
- * installed on a thread that joins tracing inside a call (a new thread in
- * threading's bootstrap, or any untraced thread that sets a profile
- * function): its first event is the return from the call that installed
- * it, whose entry nobody recorded, so it records from the next event on. */
+/* hook_profile.c: ulma's profile function; its argument is NULL or a
+ * chained profiler. */
 int ulma_profile_event(PyObject *chained, PyFrameObject *frame, int what, PyObject *arg);
-int ulma_profile_first_event(PyObject *chained, PyFrameObject *frame, int what, PyObject *arg);
 
 static inline bool ulma_profile_is_ours(Py_tracefunc func)
 {
-	return func == ulma_profile_event || func == ulma_profile_first_event;
+	return func == ulma_profile_event;
 }
 
 /* chain.c: pass one event on to the chained profiler, after ulma recorded
@@ -46,13 +41,19 @@ static inline bool ulma_profile_is_ours(Py_tracefunc func)
 int ulma_chain_forward(PyObject *chained, PyFrameObject *frame, int what, PyObject *arg, uint32_t id);
 
 /* chain.c: around a call of the program's that may set thread ts's profile
- * function.  ulma_chain_note, before it: whether ulma traces ts (and, if
- * something replaced ulma's hook there, the failure bit).
- * ulma_chain_take_over, after it: whatever ts now has is chained behind
- * ulma's function (the recording one if `traced`, else the first-event
- * one).  Neither raises; a pending exception is left as it was. */
-bool ulma_chain_note(PyThreadState *ts);
-void ulma_chain_take_over(PyThreadState *ts, bool traced);
+ * function.  ulma_chain_before, before it: what ts had (and, if something
+ * replaced ulma's hook there, the failure bit).  ulma_chain_after, after
+ * it: whatever ts now has is chained behind ulma's function.  `installer`
+ * is the definition of the builtin called: on a thread where the program
+ * had no profiler before, CPython would not have reported that call's
+ * return to the new one, so it is not passed on.  Neither raises; a
+ * pending exception is left as it was. */
+struct ulma_chain_state {
+	bool traced;       /* ulma's hook was on the thread, or had been taken off behind its back */
+	bool had_profiler; /* the program had a profile function on the thread */
+};
+struct ulma_chain_state ulma_chain_before(PyThreadState *ts);
+void ulma_chain_after(PyThreadState *ts, struct ulma_chain_state before, const PyMethodDef *installer);
 
 /* chain.c: tracing starts on ts, with whatever it has chained behind ulma's
  * function.  0, or -1 with an exception (an audit hook refused). */
@@ -85,7 +86,7 @@ int ulma_intercept_install(PyObject *thread_start);
 void ulma_intercept_remove(void);
 /* profile_intercept.c: a new thread's sys.setprofile(thread_start):
  * install the profile function the program gave threading.setprofile, if
- * any, as CPython would, then ulma's first-event hook in front of it.
+ * any, as CPython would, then ulma's hook in front of it.
  * Returns None, or NULL with the exception CPython's setprofile raised. */
 PyObject *ulma_intercept_start_thread(PyThreadState *ts);
 

@@ -45,18 +45,6 @@ int ulma_profile_event(PyObject *chained, PyFrameObject *frame, int what, PyObje
 	return 0;
 }
 
-int ulma_profile_first_event(PyObject *chained, PyFrameObject *frame, int what, PyObject *arg)
-{
-	/* the same argument stays: only the function changes, so the thread's
-	 * tracing state does not */
-	PyThreadState_Get()->c_profilefunc = ulma_profile_event;
-	if (what == PyTrace_CALL)
-		return ulma_profile_event(chained, frame, what, arg);
-	if (chained)
-		return ulma_chain_forward(chained, frame, what, arg, ULMA_ID_SKIP);
-	return 0;
-}
-
 static int event_code(const char *event)
 {
 	static const char *const names[] = {"call", "exception", "line", "return", "c_call", "c_exception", "c_return"};
@@ -92,8 +80,8 @@ static PyObject *thread_start(PyObject *self, PyObject *const *args, Py_ssize_t 
 	if (!r)
 		return NULL;
 	Py_DECREF(r);
-	if (ts->c_profilefunc == ulma_profile_first_event &&
-	    ulma_profile_first_event(ts->c_profileobj, (PyFrameObject *)args[0], what, args[2]) < 0)
+	if (ts->c_profilefunc == ulma_profile_event &&
+	    ulma_profile_event(ts->c_profileobj, (PyFrameObject *)args[0], what, args[2]) < 0)
 		return NULL;
 	Py_RETURN_NONE;
 }

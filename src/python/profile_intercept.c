@@ -88,13 +88,14 @@ static PyObject *cpython_setprofile(PyObject *func)
 
 PyObject *ulma_intercept_start_thread(PyThreadState *ts)
 {
+	struct ulma_chain_state before = ulma_chain_before(ts);
 	if (program_thread_hook) {
 		PyObject *r = cpython_setprofile(program_thread_hook);
 		if (!r)
 			return NULL;
 		Py_DECREF(r);
 	}
-	ulma_chain_take_over(ts, false);
+	ulma_chain_after(ts, before, &sys_setprofile_patch.replacement);
 	Py_RETURN_NONE;
 }
 
@@ -106,9 +107,9 @@ static PyObject *intercept_sys_setprofile(PyObject *self, PyObject *func)
 	PyThreadState *ts = PyThreadState_Get();
 	if (func == thread_start) /* a new thread, in threading's bootstrap */
 		return ulma_intercept_start_thread(ts);
-	bool traced = ulma_chain_note(ts);
+	struct ulma_chain_state before = ulma_chain_before(ts);
 	PyObject *r = original(self, func);
-	ulma_chain_take_over(ts, traced);
+	ulma_chain_after(ts, before, &sys_setprofile_patch.replacement);
 	return r;
 }
 
@@ -126,9 +127,9 @@ static PyObject *intercept_profiler_enable(PyObject *self, PyObject *args, PyObj
 	if (!ulma_tracer.active)
 		return original(self, args, kwargs);
 	PyThreadState *ts = PyThreadState_Get();
-	bool traced = ulma_chain_note(ts);
+	struct ulma_chain_state before = ulma_chain_before(ts);
 	PyObject *r = original(self, args, kwargs);
-	ulma_chain_take_over(ts, traced);
+	ulma_chain_after(ts, before, &enable_patch.replacement);
 	return r;
 }
 
@@ -138,9 +139,9 @@ static PyObject *intercept_profiler_disable(PyObject *self, PyObject *unused)
 	if (!ulma_tracer.active)
 		return original(self, unused);
 	PyThreadState *ts = PyThreadState_Get();
-	bool traced = ulma_chain_note(ts);
+	struct ulma_chain_state before = ulma_chain_before(ts);
 	PyObject *r = original(self, unused); /* unsets the thread's profile function, whichever it is */
-	ulma_chain_take_over(ts, traced);
+	ulma_chain_after(ts, before, &disable_patch.replacement);
 	return r;
 }
 
