@@ -249,13 +249,11 @@ static int install_threading(void)
 	if (hook == Py_None || hook == thread_start)
 		Py_CLEAR(hook);
 	Py_XSETREF(program_thread_hook, hook);
+	Py_XSETREF(threading_module, threading); /* from here on, ulma_intercept_remove undoes it */
 	if (PyObject_SetAttrString(threading, "_profile_hook", thread_start) < 0 ||
 	    replace_attr(threading, "setprofile", &original_threading_setprofile, &threading_setprofile_def) < 0 ||
-	    replace_attr(threading, "getprofile", &original_threading_getprofile, &threading_getprofile_def) < 0) {
-		Py_DECREF(threading);
+	    replace_attr(threading, "getprofile", &original_threading_getprofile, &threading_getprofile_def) < 0)
 		return -1;
-	}
-	Py_XSETREF(threading_module, threading);
 	return 0;
 }
 
