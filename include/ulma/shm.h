@@ -35,6 +35,7 @@ enum ulma_shm_failure {
 	ULMA_FAIL_NO_SLOT = 1u << 1,    /* more live threads than slots: their events lost */
 	ULMA_FAIL_NOMEM = 1u << 2,      /* an allocation in a slow path failed */
 	ULMA_FAIL_MONITOR_GONE = 1u << 3, /* lossless writer found the monitor dead */
+	ULMA_FAIL_HOOK_REPLACED = 1u << 4, /* something else took ulma's profile hook off a thread (3.9-3.11) */
 };
 
 enum ulma_record_kind {

@@ -91,6 +91,10 @@ static void failure_text(uint32_t f, char *buf, size_t cap)
 	if (f & ULMA_FAIL_MONITOR_GONE)
 		strncat(buf, " monitor stopped answering, lossless mode fell back to dropping;",
 			cap - strlen(buf) - 1);
+	if (f & ULMA_FAIL_HOOK_REPLACED)
+		strncat(buf, " another profiler (a C extension such as yappi) replaced ulma's hook on some thread,"
+			     " so calls made there meanwhile are missing;",
+			cap - strlen(buf) - 1);
 }
 
 void ulma_summary_thread_times(const struct ulma_summary *s, uint32_t thread, uint64_t *wall_ns,

@@ -21,6 +21,7 @@
  * to a busy program, its first few milliseconds are only partly traced.
  */
 #include "calibrate.h"
+#include "chain.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -123,12 +124,17 @@ int ulma_calibrate(PyObject *module, uint64_t *ps_per_event)
 	/* Everything this thread records meanwhile goes to the scratch ring:
 	 * compiling the loop, running it, and removing and installing the hook. */
 	struct ulma_thread_writer *saved = ulma_tls_writer;
+#if PY_VERSION_HEX < 0x030C0000
+	/* a profiler the program runs on this thread (chain.h) must not see the
+	 * rounds, traced or not */
+	PyObject *program_profiler = ulma_chain_set_aside();
+#endif
 	reset_scratch(scratch, slot, records);
 	ulma_tls_writer = scratch;
 	if (load() < 0) {
 		PyErr_Clear();
 		ulma_tls_writer = saved;
-		goto out;
+		goto put_back;
 	}
 	for (int round = 0; round < CALIB_ROUNDS; round++) {
 		/* untraced and traced in turn, so a slower or faster spell of the
@@ -148,6 +154,10 @@ int ulma_calibrate(PyObject *module, uint64_t *ps_per_event)
 			diff[pairs++] = (int64_t)t - (int64_t)u;
 	}
 	ulma_tls_writer = saved;
+put_back:
+#if PY_VERSION_HEX < 0x030C0000
+	ulma_chain_put_back(program_profiler);
+#endif
 out:
 	free(records);
 	free(scratch);

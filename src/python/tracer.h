@@ -6,7 +6,9 @@
  * ulma_emit: read the clock, write a 16-byte record into this thread's
  * ring, return.  Everything else (attaching a thread, interning a name) is
  * a slow path taken once per thread or per function.  The hook never
- * raises; failures become sticky bits in the session header.
+ * raises on its own account (on 3.9-3.11 a profile function the program
+ * chained behind it may, as untraced: chain.h); failures become sticky
+ * bits in the session header.
  *
  * All functions here run with the GIL held, except the thread-exit and
  * fork handlers, which touch only this process's own memory.
