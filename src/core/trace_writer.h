@@ -128,15 +128,13 @@ static inline void ulma_trace_cursor_word(struct ulma_trace_stream *s, struct ul
 					  uint32_t cpu, unsigned tag)
 {
 	uint64_t t = ticks < c->last ? c->last : ticks;
-	if (__builtin_expect((c->p >= c->limit) | (cpu != c->cpu) | ((t - c->last) >> 61 != 0), 0)) {
+	if (__builtin_expect((c->p >= c->limit) | (cpu != c->cpu), 0)) {
+	slow:
 		ulma_trace_cursor_put(s, c);
 		ulma_trace_begin_slow(s, &t, cpu);
 		ulma_trace_cursor_get(s, c);
-		c->limit = s->body + s->room;
 	}
-	uint64_t w = (t - c->last) << 2 | tag;
-	c->last = t;
-	c->count++;
+	uint64_t d = t - c->last, w = d << 2 | tag;
 	if (w < 0x80) {
 		c->p[0] = (uint8_t)w;
 		c->p++;
@@ -144,9 +142,13 @@ static inline void ulma_trace_cursor_word(struct ulma_trace_stream *s, struct ul
 		c->p[0] = (uint8_t)(w | 0x80);
 		c->p[1] = (uint8_t)(w >> 7);
 		c->p += 2;
-	} else {
+	} else if (d < (UINT64_C(1) << 61)) {
 		c->p += ulma_varint_put(c->p, w);
+	} else { /* too wide beside its tag: the slow path starts a chunk with an absolute time */
+		goto slow;
 	}
+	c->last = t;
+	c->count++;
 }
 
 /* Append an entry of function `id`; same_as_parent: the innermost open
