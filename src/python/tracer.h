@@ -65,8 +65,9 @@ struct ulma_thread_writer *ulma_thread_attach(void);
 struct ulma_thread_writer *ulma_thread_prepare(uint32_t tid);
 bool ulma_thread_has_writer(uint32_t tid);
 int ulma_threads_init(void);
-/* Close every writer of the current generation (tracing stops). */
-void ulma_threads_close_all(void);
+/* Close every writer of the current generation (tracing stops): each
+ * thread's frames still open end at `stopped_at`, read on CPU `cpu`. */
+void ulma_threads_close_all(uint64_t stopped_at, uint32_t cpu);
 
 static inline void ulma_emit(uint8_t kind, uint32_t id)
 {
