@@ -98,25 +98,27 @@ static PyObject *start(PyObject *module, PyObject *const *args, Py_ssize_t nargs
 	if (nargs >= 2 && mark_skipped(args[1]) < 0)
 		return NULL;
 	struct ulma_shm_header *hdr = t->session.hdr;
-	t->active = true;
 	uint32_t none = 0;
 	atomic_compare_exchange_strong(&hdr->program_pid, &none, (uint32_t)getpid());
 	atomic_fetch_add(&hdr->started, 1);
 	atomic_store(&hdr->tracing, 1);
-	if (ulma_hook_install(module) < 0) {
-		t->active = false;
+	/* Until t->active, the hook records nothing: a thread's first event
+	 * finds no writer and attaching one is refused.  So installing the hook
+	 * and measuring its cost (whose own records go to a scratch ring) stay
+	 * out of the trace, and out of the time of the frames already running. */
+	if (ulma_hook_install(module) < 0)
 		return NULL;
-	}
-	ulma_open_frames_record(caller_frames);
 	if (atomic_load(&hdr->overhead_ps) == 0) { /* the session's first process measures the hook */
 		uint64_t ps, unset = 0;
-		if (ulma_calibrate(module, &ps) < 0) {
-			t->active = false;
+		if (ulma_calibrate(module, &ps) < 0)
 			return NULL;
-		}
 		if (ps)
 			atomic_compare_exchange_strong(&hdr->overhead_ps, &unset, ps);
 	}
+	t->active = true;
+	/* last: the frames already running are entered now, so the recorded
+	 * interval opens as start() returns to its caller */
+	ulma_open_frames_record(caller_frames);
 	Py_RETURN_NONE;
 }
 

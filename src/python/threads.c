@@ -151,16 +151,6 @@ struct ulma_thread_writer *ulma_thread_prepare(uint32_t tid)
 	return w;
 }
 
-bool ulma_thread_has_writer(uint32_t tid)
-{
-	bool found = false;
-	pthread_mutex_lock(&writers_lock);
-	for (struct ulma_thread_writer *w = ulma_tracer.writers; w && !found; w = w->next)
-		found = w->tid == tid && w->generation == ulma_tracer.writer_generation;
-	pthread_mutex_unlock(&writers_lock);
-	return found;
-}
-
 struct ulma_thread_writer *ulma_thread_attach(void)
 {
 	struct ulma_tracer *t = &ulma_tracer;
