@@ -2,9 +2,12 @@
  *
  * start(fd) maps the monitor's session and installs the hook on every
  * thread; stop() removes it and closes every thread's writer so the
- * monitor can drain the last records.  Multi-phase init; the tracer state
- * is process-wide because interpreter hooks are, so the module refuses to
- * load into a second interpreter.
+ * monitor can drain the last records.  The recorded interval runs from
+ * start()'s last step (the frames already running are entered then) to
+ * stop()'s first (every thread's open frames end then), so the work of
+ * starting and stopping is in no function's time (docs/inline.md).
+ * Multi-phase init; the tracer state is process-wide because interpreter
+ * hooks are, so the module refuses to load into a second interpreter.
  */
 #include "tracer.h"
 #include "calibrate.h"
