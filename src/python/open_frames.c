@@ -213,6 +213,8 @@ void ulma_open_frames_record(bool caller_too)
 #if !defined(Py_GIL_DISABLED)
 	struct ulma_tracer *t = &ulma_tracer;
 	uint32_t most = t->session.hdr->slot_count / 2;
+	if (most == 0)
+		return;
 	struct open_thread *threads = calloc(most, sizeof(*threads));
 	if (!threads) {
 		atomic_fetch_or_explicit(&t->session.hdr->failures, ULMA_FAIL_NOMEM, memory_order_relaxed);
