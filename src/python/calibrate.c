@@ -15,10 +15,12 @@
  * The traced rounds write into a private scratch ring, so neither the
  * monitor nor the trace ever sees them.  start() calls this with the GIL
  * held, right after installing the hook, in the first process of a
- * session; it publishes the figure in the session header, and the monitor
- * subtracts it per event from self times (docs/overhead.md).  While a
- * round runs untraced, so do the process's other threads: when attaching
- * to a busy program, its first few milliseconds are only partly traced.
+ * session, before tracing is active: the process's other threads, if they
+ * run meanwhile, record nothing, and the frames already running are
+ * entered only after it (open_frames.c), so its few milliseconds are in no
+ * function's time.  start() publishes the figure in the session header,
+ * and the monitor subtracts it per event from self times
+ * (docs/overhead.md).
  */
 #include "calibrate.h"
 #include "chain.h"
