@@ -110,14 +110,16 @@ out:
 
 /* ---------- time ---------- */
 
+/* ns since the trace start: ticks times ns_per_tick in 32.32 fixed point
+ * (a 128-bit product: no rounding through a double per event). */
 static inline uint64_t to_ns(const struct ulma_walk *w, uint64_t ticks)
 {
 	if (ticks <= w->ticks0)
 		return 0;
 	if (!w->tsc)
 		return ticks - w->ticks0;
-	double ns = (double)(ticks - w->ticks0) * w->ns_per_tick + 0.5;
-	return ns < 9.2e18 ? (uint64_t)ns : UINT64_C(9200000000000000000); /* a damaged trace's times */
+	unsigned __int128 ns = ((unsigned __int128)(ticks - w->ticks0) * w->ns_per_tick_fp + (1u << 31)) >> 32;
+	return ns < UINT64_C(9200000000000000000) ? (uint64_t)ns : UINT64_C(9200000000000000000); /* a damaged trace's times */
 }
 
 int ulma_walk_parse_ns(const char *s, uint64_t *out)
@@ -291,6 +293,7 @@ static int on_meta(void *ctx, const struct ulma_trace_meta *m)
 	ulma_clock_calibrate(w->tsc, &start, w->have_end ? &end : NULL, m->tick_hz, &cal);
 	w->ticks0 = m->start_ticks;
 	w->ns_per_tick = cal.ns_per_tick;
+	w->ns_per_tick_fp = ulma_u64_from_double(cal.ns_per_tick * 4294967296.0 + 0.5);
 	w->pid = m->pid;
 	w->start_ns = m->start_ns;
 	free(w->command);
@@ -421,11 +424,11 @@ static int on_thread(void *ctx, const struct ulma_trace_thread *th)
  * taken out; never before the thread's previous time. */
 static inline uint64_t thread_ns(const struct ulma_walk *w, struct ulma_walk_thread *t, uint64_t ticks)
 {
-	uint64_t ns = to_ns(w, ticks), shift = t->shift_ps / 1000;
+	uint64_t ns = to_ns(w, ticks), shift = t->shift_fp >> 32;
 	ns = ns > shift ? ns - shift : 0;
 	if (t->seen && ns < t->last_ns)
 		ns = t->last_ns; /* events closer together than the cost */
-	t->shift_ps += w->cost_ps;
+	t->shift_fp += w->cost_fp;
 	return ns;
 }
 
@@ -472,8 +475,10 @@ static int on_events(void *ctx, uint32_t thread, const struct ulma_trace_event *
 static int on_overhead(void *ctx, uint64_t ps)
 {
 	struct ulma_walk *w = ctx;
-	if (!w->filter.no_correction)
+	if (!w->filter.no_correction) {
 		w->cost_ps = ps;
+		w->cost_fp = (uint64_t)(((unsigned __int128)ps << 32) / 1000); /* ns, 32.32 fixed point */
+	}
 	return 0;
 }
 
@@ -513,7 +518,7 @@ int ulma_walk_run(struct ulma_walk *w, FILE *f, const struct ulma_walk_sink *sin
 	w->duration_ns = end;
 	for (uint32_t i = 0; i < w->nthreads; i++) {
 		struct ulma_walk_thread *t = &w->threads[i];
-		uint64_t shift = t->shift_ps / 1000, at = end > shift ? end - shift : 0;
+		uint64_t shift = t->shift_fp >> 32, at = end > shift ? end - shift : 0;
 		if (at < t->last_ns)
 			at = t->last_ns;
 		while (t->depth)

@@ -89,7 +89,8 @@ struct ulma_walk_thread {
 	uint64_t first_ns;  /* first event */
 	uint64_t last_ns;   /* last event */
 	uint64_t lost;      /* events the recorder dropped in this thread */
-	uint64_t shift_ps;  /* the hook's cost of its events so far, taken out of its times */
+	uint64_t shift_fp;  /* the hook's cost of its events so far, taken out of its times
+			     * (ns, 32.32 fixed point) */
 	uint32_t cpu;       /* CPU of the latest event */
 	uint64_t kept;      /* frames kept */
 	/* private: the shadow stack */
@@ -134,6 +135,8 @@ struct ulma_walk {
 	bool tsc;
 	uint64_t ticks0;
 	double ns_per_tick;
+	uint64_t ns_per_tick_fp; /* the same, 32.32 fixed point */
+	uint64_t cost_fp;        /* cost_ps in ns, 32.32 fixed point */
 	bool have_end;
 	uint64_t end_ticks, end_ns;
 	const struct ulma_walk_sink *sink;
