@@ -187,9 +187,8 @@ static int queue(struct ulma_offcpu_thread *t, const struct ulma_offcpu_pending 
 	return 0;
 }
 
-static int take(void *ctx, const struct ulma_switch_record *r)
+int ulma_offcpu_take(struct ulma_offcpu *o, const struct ulma_switch_record *r)
 {
-	struct ulma_offcpu *o = ctx;
 	struct ulma_offcpu_thread *t = find(o, r->tid);
 	o->records++;
 	if (r->kind == ULMA_SWITCH_EXIT) {
@@ -203,6 +202,11 @@ static int take(void *ctx, const struct ulma_switch_record *r)
 		return -ENOMEM;
 	struct ulma_offcpu_pending p = {ulma_clock_track_ticks(&o->clock, r->ns), r->ns, r->kind, ULMA_BLOCK_NONE};
 	return queue(t, &p);
+}
+
+static int take(void *ctx, const struct ulma_switch_record *r)
+{
+	return ulma_offcpu_take(ctx, r);
 }
 
 long ulma_offcpu_read(struct ulma_offcpu *o, struct ulma_switches *sw)

@@ -83,6 +83,9 @@ void ulma_offcpu_free(struct ulma_offcpu *o);
  * heads were read.  Returns the count or -errno. */
 long ulma_offcpu_read(struct ulma_offcpu *o, struct ulma_switches *sw);
 
+/* Take one record (what ulma_offcpu_read does for each).  0 or -ENOMEM. */
+int ulma_offcpu_take(struct ulma_offcpu *o, const struct ulma_switch_record *r);
+
 /* The thread a ring has claimed (at claimed_ticks), created if no record
  * has named it yet; gil_addr/gil_len: its GIL, for telling GIL waits apart
  * (0: unknown).  A thread no record has named yet has not left its CPU, or

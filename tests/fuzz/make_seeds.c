@@ -49,14 +49,18 @@ static int write_basic(const char *path)
 	ulma_trace_exit(a, 1140, 0);
 	ulma_trace_exit(a, 1150, 1);
 	ulma_trace_enter(b, 1155, 1, 2, same_fn(2, 0));
+	ulma_trace_off(b, 1157, ULMA_OFF_BLOCKED, 5);  /* time off the CPU (version 3) */
+	ulma_trace_off(b, 1162, ULMA_OFF_RUNNABLE, 2);
 	ulma_trace_exit(b, 1165, 1);
 	ulma_trace_writer_flush(w);
 	ulma_trace_lost(a, 1170, 12);
 	ulma_trace_enter(a, 1180, 1, 3, same_fn(3, 2));
+	ulma_trace_off(a, 1185, ULMA_OFF_GIL, 4);
 	ulma_trace_exit(a, 1190, 1);
 	ulma_trace_exit(a, 1200, 0);
 	ulma_trace_exit(a, 1300, 0);
-	struct ulma_trace_end end = {1400, 778000, 13, 12, ULMA_FAIL_NO_SLOT, 0};
+	ulma_trace_off(a, 1350, ULMA_OFF_BLOCKED, 30); /* after the last event: the chunk ends with it */
+	struct ulma_trace_end end = {1400, 778000, 13, 12, ULMA_FAIL_NO_SLOT, 0, ULMA_SPLIT_SWITCHES, 12345, 0, 1};
 	return ulma_trace_writer_close(w, &end);
 }
 
@@ -127,7 +131,7 @@ static int write_wide(const char *path)
 		if (i == 120)
 			ulma_trace_writer_flush(w);
 	}
-	struct ulma_trace_end end = {now, 6, 240, 0, 0, 256};
+	struct ulma_trace_end end = {now, 6, 240, 0, 0, 256, 0, 0, 0, 0};
 	return ulma_trace_writer_close(w, &end);
 }
 
