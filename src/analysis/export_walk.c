@@ -229,21 +229,8 @@ static int push(struct ulma_walk *w, uint32_t thread, struct ulma_walk_thread *t
 		up = w->funcs[t->stack[top].func].pass ? top : t->stack[top].up;
 	}
 	t->stack[t->depth++] = (struct walk_slot){func, cpu, up, 0, ns, 0, false};
-	if (!w->keep_all)
-		return 0;
-	/* with nothing filtered out, every frame is kept: announce it now (its
-	 * parent, if any, was announced at its own entry) */
-	struct walk_slot *s = &t->stack[t->depth - 1];
-	s->opened = true;
-	s->depth = up == ULMA_WALK_NONE ? 0 : t->stack[up].depth + 1;
-	w->funcs[func].opened++;
-	w->frames++;
-	t->kept++;
-	if (!w->sink->on_open)
-		return 0;
-	struct ulma_walk_frame fr = {func, up == ULMA_WALK_NONE ? ULMA_WALK_NONE : t->stack[up].func, s->depth, cpu,
-				     ns, 0, 0};
-	return w->sink->on_open(w->sink->ctx, w, thread, &fr);
+	(void)thread;
+	return 0;
 }
 
 static int pop(struct ulma_walk *w, uint32_t thread, uint64_t ns, uint32_t cpu)
@@ -432,9 +419,74 @@ static inline uint64_t thread_ns(const struct ulma_walk *w, struct ulma_walk_thr
 	return ns;
 }
 
+/* on_events when nothing is filtered out (keep_all): every frame is kept,
+ * opened at its entry and closed at its exit, its parent the frame below
+ * it; no pattern, window or duration to test.  Most exports of a whole
+ * trace run this loop, so it is kept short. */
+static int on_events_all(struct ulma_walk *w, uint32_t thread, const struct ulma_trace_event *ev, size_t n)
+{
+	struct ulma_walk_thread *t = &w->threads[thread];
+	const struct ulma_walk_sink *sink = w->sink;
+	uint64_t events = 0;
+	int err = 0;
+	for (size_t i = 0; i < n && !err; i++) {
+		const struct ulma_trace_event *e = &ev[i];
+		if (e->kind == ULMA_EV_OFF)
+			continue; /* time off the CPU: not a frame boundary */
+		events++;
+		uint64_t ns = thread_ns(w, t, e->ticks);
+		if (__builtin_expect(!t->seen, 0)) {
+			t->seen = true;
+			t->first_ns = ns;
+		}
+		t->last_ns = ns;
+		t->cpu = e->cpu;
+		if (e->kind == ULMA_EV_ENTER) {
+			if (t->depth == t->cap &&
+			    ulma_array_grow((void **)&t->stack, &t->cap, t->depth, sizeof(*t->stack))) {
+				err = -ENOMEM;
+				break;
+			}
+			uint32_t d = t->depth++, up = d ? d - 1 : ULMA_WALK_NONE;
+			t->stack[d] = (struct walk_slot){e->func, e->cpu, up, d, ns, 0, true};
+			w->funcs[e->func].opened++;
+			t->kept++;
+			if (sink->on_open) {
+				struct ulma_walk_frame fr = {e->func, d ? t->stack[d - 1].func : ULMA_WALK_NONE, d, e->cpu, ns,
+							     0, 0};
+				err = sink->on_open(sink->ctx, w, thread, &fr);
+			}
+		} else if (e->kind == ULMA_EV_EXIT) {
+			if (t->depth == 0)
+				continue;
+			uint32_t d = --t->depth;
+			const struct walk_slot *sl = &t->stack[d];
+			uint64_t dur = ns - sl->start;
+			if (sink->on_close) {
+				struct ulma_walk_frame fr = {sl->func, d ? t->stack[d - 1].func : ULMA_WALK_NONE, d, e->cpu,
+							     sl->start, ns, dur > sl->child ? dur - sl->child : 0};
+				err = sink->on_close(sink->ctx, w, thread, &fr);
+			}
+			if (d)
+				t->stack[d - 1].child += dur;
+		} else {
+			t->lost += e->count;
+			w->lost += e->count;
+		}
+		t = &w->threads[thread];
+	}
+	w->events += events;
+	w->frames = 0;
+	for (uint32_t k = 0; k < w->nthreads; k++) /* every frame kept */
+		w->frames += w->threads[k].kept;
+	return err;
+}
+
 static int on_events(void *ctx, uint32_t thread, const struct ulma_trace_event *ev, size_t n)
 {
 	struct ulma_walk *w = ctx;
+	if (w->keep_all)
+		return on_events_all(w, thread, ev, n);
 	struct ulma_walk_thread *t = &w->threads[thread];
 	for (size_t i = 0; i < n; i++) {
 		const struct ulma_trace_event *e = &ev[i];
