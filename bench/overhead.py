@@ -3,7 +3,11 @@
 Columns: ulma (every call, builtins included, as cProfile), ulma --no-c-calls
 (Python functions only), cProfile.
 
-Usage: python bench/overhead.py [--rounds N] [--workloads fib,mergesort]
+Usage: python bench/overhead.py [--rounds N] [--workloads fib,mergesort] [--baseline ULMA]
+
+--baseline runs another build's `ulma` program (an earlier commit, installed
+in a venv of its own with this Python) in the same rotation, as one more
+column: before and after a change, measured side by side.
 
 For each workload in bench/workloads/, runs the three variants interleaved
 (untraced, ulma, cProfile, untraced, ulma, ...) N times each, so machine
@@ -45,6 +49,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--workloads", default="fib,mergesort")
+    ap.add_argument("--baseline", help="another build's ulma program, timed in the same rotation")
     args = ap.parse_args()
     ulma = ulma_binary()
     env = dict(os.environ, ULMA_PYTHON=sys.executable)
@@ -53,8 +58,9 @@ def main():
     prof = os.path.join(out, "w.prof")
     print("Python %s, %d rounds, median wall-time ratio to untraced" % (
         sys.version.split()[0], args.rounds))
-    print("%-10s %10s %10s %12s %10s %12s %10s" % ("workload", "untraced", "ulma", "ulma --no-c",
-                                                   "cProfile", "trace", "B/event"))
+    print("%-10s %10s %10s %12s %10s %12s %10s%s" % ("workload", "untraced", "ulma", "ulma --no-c",
+                                                     "cProfile", "trace", "B/event",
+                                                     " %10s" % "baseline" if args.baseline else ""))
     for name in args.workloads.split(","):
         script = os.path.join(WORKLOADS, name + ".py")
         variants = {
@@ -63,6 +69,11 @@ def main():
             "ulma-py": [ulma, "run", "--summary", "none", "--no-c-calls", "-o", trace + ".py", script],
             "cProfile": [sys.executable, "-m", "cProfile", "-o", prof, script],
         }
+        if args.baseline:
+            # with the interpreter installed beside it, which has its own extension
+            python = os.path.join(os.path.dirname(os.path.abspath(args.baseline)), "python3")
+            variants["baseline"] = [args.baseline, "run", "--python", python, "--summary", "none", "-o",
+                                    trace + ".base", script]
         times = {k: [] for k in variants}
         for _ in range(args.rounds):
             for k, cmd in variants.items():
@@ -71,11 +82,13 @@ def main():
         rep = subprocess.run([ulma, "report", trace, "--format", "json"], check=True,
                              capture_output=True, text=True, env=env)
         summary = json.loads(rep.stdout)
-        print("%-10s %9.2fs %9.2fx %11.2fx %9.2fx %10.1fMB %10.2f   (lost %d)" % (
+        print("%-10s %9.2fs %9.2fx %11.2fx %9.2fx %10.1fMB %10.2f%s   (lost %d)" % (
             name, base, statistics.median(times["ulma"]) / base,
             statistics.median(times["ulma-py"]) / base,
             statistics.median(times["cProfile"]) / base, summary["trace_bytes"] / 1e6,
-            summary["bytes_per_event"], summary["lost"]))
+            summary["bytes_per_event"],
+            " %9.2fx" % (statistics.median(times["baseline"]) / base) if args.baseline else "",
+            summary["lost"]))
         sys.stdout.flush()
 
 

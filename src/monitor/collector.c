@@ -297,6 +297,7 @@ apply_loop(struct ulma_collector *c, struct ulma_collector_slot *cs, const struc
 	uint32_t nby_id = c->nby_id;
 	const uint64_t first = *tailp;
 	uint64_t tail = first, last = cs->last_ticks;
+	uint64_t wake = (mode & APPLY_SWITCHES) ? cs->off->wake_at : UINT64_MAX; /* next work for the switches */
 	if (mode & APPLY_STREAM)
 		ulma_trace_cursor_get(st, &cur);
 /* around anything that writes to the stream other than the cursor */
@@ -313,10 +314,11 @@ apply_loop(struct ulma_collector *c, struct ulma_collector_slot *cs, const struc
 				break;
 			sampled_off(c, cs, t);
 		}
-		if ((mode & APPLY_SWITCHES) && ULMA_UNLIKELY(t >= cs->off->wake_at)) {
+		if ((mode & APPLY_SWITCHES) && ULMA_UNLIKELY(t >= wake)) {
 			CURSOR_PUT();
 			merge_off(c, cs, t, r->flags & ULMA_RECF_PROXY ? ULMA_OFFCPU_SAYS_NOTHING : ULMA_OFFCPU_RUNNING);
 			CURSOR_GET();
+			wake = cs->off->wake_at;
 		}
 		if (ULMA_LIKELY(r->kind == ULMA_REC_ENTER)) {
 			if (ULMA_LIKELY(sid < nby_id && by_id[sid])) {
@@ -362,6 +364,8 @@ apply_loop(struct ulma_collector *c, struct ulma_collector_slot *cs, const struc
 			CURSOR_PUT();
 			bool timed = apply_rare(c, cs, r, t);
 			CURSOR_GET();
+			if (mode & APPLY_SWITCHES)
+				wake = cs->off->wake_at;
 			last = cs->last_ticks; /* a STOP closed the frames */
 			th = &p->threads[thread];
 			if (!timed)
