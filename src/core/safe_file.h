@@ -1,0 +1,30 @@
+/* safe_file.h - create an output file without writing through whatever a
+ * hostile or careless hand left at its path.
+ *
+ * `open(path, O_CREAT|O_TRUNC)` follows a symlink and truncates a hard
+ * link's other names: in a shared directory, another user who plants
+ * `ulma.trace -> ~/thesis.tex` gets the victim's file overwritten.
+ * ulma_safe_create instead makes a new file under a random name in the
+ * same directory (O_CREAT|O_EXCL|O_NOFOLLOW) and renames it onto the path
+ * at once.  rename replaces the directory entry itself: a symlink or hard
+ * link there loses that name, and the file it pointed at is untouched.
+ * The file is at its final name before anything is written to it, so the
+ * writer still grows it in place and every prefix stays readable if the
+ * writer dies.
+ *
+ * An existing character device or FIFO owned by the caller or root (say
+ * `-o /dev/null`) is written into as it is, never replaced: nothing is
+ * created and nothing truncated.
+ */
+#ifndef ULMA_SAFE_FILE_H
+#define ULMA_SAFE_FILE_H
+
+#include <sys/types.h>
+
+/* Create path anew for writing (mode, less the umask, as open would).
+ * Returns a close-on-exec, write-only descriptor, or -errno: -EISDIR for a
+ * directory, -EPERM when the entry there belongs to another user in a
+ * sticky directory (it cannot be replaced, and is not written through). */
+int ulma_safe_create(const char *path, mode_t mode);
+
+#endif
