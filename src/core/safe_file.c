@@ -1,5 +1,6 @@
 /* safe_file.c - a new file at a path, through a temporary name and a
- * rename, never through a symlink or hard link left there (see safe_file.h). */
+ * rename, never through a symlink or hard link left there; and whether an
+ * output path names an input file (see safe_file.h). */
 #include "safe_file.h"
 
 #include <errno.h>
@@ -72,4 +73,14 @@ int ulma_safe_create(const char *path, mode_t mode)
 	}
 	free(temp);
 	return fd;
+}
+
+bool ulma_same_file(const char *output, const char *input)
+{
+	struct stat in, out;
+	if (stat(input, &in) != 0 || !S_ISREG(in.st_mode))
+		return false;
+	if (lstat(output, &out) == 0 && out.st_dev == in.st_dev && out.st_ino == in.st_ino)
+		return true;
+	return stat(output, &out) == 0 && out.st_dev == in.st_dev && out.st_ino == in.st_ino;
 }

@@ -19,6 +19,7 @@
 #ifndef ULMA_SAFE_FILE_H
 #define ULMA_SAFE_FILE_H
 
+#include <stdbool.h>
 #include <sys/types.h>
 
 /* Create path anew for writing (mode, less the umask, as open would).
@@ -26,5 +27,12 @@
  * directory, -EPERM when the entry there belongs to another user in a
  * sticky directory (it cannot be replaced, and is not written through). */
 int ulma_safe_create(const char *path, mode_t mode);
+
+/* Would writing output replace or overwrite the regular file `input`?  True
+ * when output exists and is that file (same device and inode), itself, by
+ * a hard link, or through symlinks; relative and absolute spellings alike.
+ * Commands check it before writing anything: a trace must not replace the
+ * script it traces, nor an export the trace it reads. */
+bool ulma_same_file(const char *output, const char *input);
 
 #endif

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "../analysis/export.h"
+#include "../core/safe_file.h"
 #include "commands.h"
 
 #define MAX_PATTERNS 64
@@ -170,6 +171,10 @@ static int write_dir(const struct ulma_export_format *fmt, FILE *in, const struc
 static int export_one(const struct ulma_export_format *fmt, const char *path, const char *output,
 		      const struct ulma_export_opts *o)
 {
+	if (strcmp(output, "-") != 0 && ulma_same_file(output, path)) {
+		ulma_die_msg("the output '%s' is the trace '%s' being read: write it elsewhere", output, path);
+		return ULMA_EXIT_USAGE;
+	}
 	FILE *in = fopen(path, "rb");
 	if (!in) {
 		ulma_die_msg("cannot open trace '%s': %s", path, strerror(errno));

@@ -72,3 +72,78 @@ def test_trace_into_a_fifo_of_ones_own(prog, run_ulma, report_json, tmp_path):
     assert stat.S_ISFIFO(os.lstat(str(fifo)).st_mode), "the FIFO was replaced"
     copy.write_bytes(data[0])
     _trace_ok(report_json, copy)
+
+
+# --- an output that is an input ------------------------------------------
+
+
+def _refused(proc, *words):
+    err = proc.stderr.decode(errors="replace")
+    assert proc.returncode == 2, (proc.returncode, err)
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("ulma: "), err
+    assert "Traceback" not in err
+    for w in words:
+        assert w in lines[0], err
+    return lines[0]
+
+
+def _script(tmp_path):
+    script = tmp_path / "prog.py"
+    script.write_text("open('marker', 'w').close()\n")
+    return script, script.read_bytes()
+
+
+@pytest.mark.parametrize("spelling", ["same", "absolute", "dot-slash", "symlink", "hard-link"])
+def test_run_refuses_a_trace_that_is_the_script(spelling, run_ulma, tmp_path):
+    script, source = _script(tmp_path)
+    output = {"same": "prog.py", "absolute": str(script), "dot-slash": "./sub/../prog.py",
+              "symlink": "link.py", "hard-link": "hard.py"}[spelling]
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "link.py").symlink_to("prog.py")
+    os.link(str(script), str(tmp_path / "hard.py"))
+    proc = run_ulma(["run", "-o", output, "prog.py"], cwd=str(tmp_path))
+    _refused(proc, "script", "-o")
+    assert script.read_bytes() == source, "the script was overwritten"
+    assert not (tmp_path / "marker").exists(), "the program ran"
+    assert sorted(os.listdir(str(tmp_path))) == ["hard.py", "link.py", "prog.py", "sub"]
+
+
+def test_run_refuses_the_script_named_through_a_symlink(run_ulma, tmp_path):
+    script, source = _script(tmp_path)
+    (tmp_path / "link.py").symlink_to("prog.py")
+    proc = run_ulma(["run", "-o", "prog.py", "link.py"], cwd=str(tmp_path))
+    _refused(proc, "script")
+    assert script.read_bytes() == source
+
+
+@pytest.fixture(scope="module")
+def small_trace(prog, run_ulma, tmp_path_factory):
+    trace = tmp_path_factory.mktemp("small") / "x.trace"
+    proc = run_ulma(["run", "--summary", "none", "-o", str(trace), prog("fib_calls.py")])
+    assert proc.returncode == 0, proc.stderr
+    return trace
+
+
+@pytest.mark.parametrize("spelling", ["same", "absolute", "symlink", "hard-link"])
+@pytest.mark.parametrize("fmt", ["pstats", "html"])
+def test_export_refuses_an_output_that_is_its_input(spelling, fmt, small_trace, run_ulma, tmp_path):
+    trace = tmp_path / "x.trace"
+    trace.write_bytes(small_trace.read_bytes())
+    (tmp_path / "link.trace").symlink_to("x.trace")
+    os.link(str(trace), str(tmp_path / "hard.trace"))
+    output = {"same": "x.trace", "absolute": str(trace), "symlink": "link.trace", "hard-link": "hard.trace"}[spelling]
+    proc = run_ulma(["export", "x.trace", "--format", fmt, "-o", output], cwd=str(tmp_path))
+    _refused(proc, "trace", output)
+    assert trace.read_bytes() == small_trace.read_bytes(), "the trace was replaced"
+    assert sorted(os.listdir(str(tmp_path))) == ["hard.trace", "link.trace", "x.trace"]
+
+
+def test_report_html_refuses_its_own_trace(small_trace, run_ulma, tmp_path):
+    trace = tmp_path / "x.trace"
+    trace.write_bytes(small_trace.read_bytes())
+    proc = run_ulma(["report", "x.trace", "--html", "./x.trace"], cwd=str(tmp_path))
+    assert proc.returncode != 0
+    assert b"being read" in proc.stderr, proc.stderr
+    assert trace.read_bytes() == small_trace.read_bytes()
+    assert os.listdir(str(tmp_path)) == ["x.trace"]

@@ -4,7 +4,8 @@
  * which must not create its target); a hard link's other name keeps its
  * bytes; an existing file is replaced by an empty one; a directory is
  * refused; a FIFO the caller made is written into, not replaced; no
- * temporary file is left behind, on success or failure. */
+ * temporary file is left behind, on success or failure.  ulma_same_file
+ * sees a file through its own name, a symlink and a hard link. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -157,6 +158,20 @@ static void test_trace_writer_through_symlink(void)
 	      "the trace is a regular file at the path");
 }
 
+static void test_same_file(void)
+{
+	put_file(at("script.py"), "print(1)");
+	CHECK(symlink("script.py", at("alias.py")) == 0, "a symlink to the script");
+	CHECK(link(at("script.py"), at("other.py")) == 0, "a hard link to the script");
+	CHECK(ulma_same_file(at("script.py"), at("script.py")), "a file is itself");
+	CHECK(ulma_same_file(at("alias.py"), at("script.py")), "through a symlink");
+	CHECK(ulma_same_file(at("script.py"), at("alias.py")), "the input named through a symlink");
+	CHECK(ulma_same_file(at("other.py"), at("script.py")), "through a hard link");
+	CHECK(!ulma_same_file(at("absent.trace"), at("script.py")), "a path not there is not the file");
+	CHECK(!ulma_same_file(at("victim"), at("script.py")), "another file is not the file");
+	CHECK(!ulma_same_file(at("fifo"), at("fifo")), "only regular files count");
+}
+
 int main(void)
 {
 	const char *tmp = getenv("TMPDIR");
@@ -172,6 +187,7 @@ int main(void)
 	test_directory_refused();
 	test_fifo_written_into();
 	test_trace_writer_through_symlink();
+	test_same_file();
 	CHECK_EQ_I64(temp_files_left(), 0, "no temporary file is left behind");
 	char cmd[4200];
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
