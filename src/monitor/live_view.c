@@ -698,15 +698,7 @@ enum ulma_live_result ulma_live_tick(struct ulma_live *lv)
 		return ULMA_LIVE_OFF;
 	bool redraw = false;
 	int k;
-	/* read keys only when the last sleep saw the terminal readable */
-	while (lv->key_ready && (k = ulma_term_key()) != ULMA_KEY_NONE) {
-		if (key(lv, k)) {
-			close_view(lv);
-			return ULMA_LIVE_CLOSED;
-		}
-		redraw = true;
-	}
-	lv->key_ready = false;
+	/* first: after Ctrl-Z and `bg` the terminal is not ours to read */
 	unsigned ev = ulma_term_events();
 	if (ev & ULMA_TERM_LOST) {
 		close_view(lv);
@@ -716,6 +708,15 @@ enum ulma_live_result ulma_live_tick(struct ulma_live *lv)
 		lv->full_redraw = true;
 		redraw = true;
 	}
+	/* read keys only when the last sleep saw the terminal readable */
+	while (lv->key_ready && (k = ulma_term_key()) != ULMA_KEY_NONE) {
+		if (key(lv, k)) {
+			close_view(lv);
+			return ULMA_LIVE_CLOSED;
+		}
+		redraw = true;
+	}
+	lv->key_ready = false;
 	uint64_t now = ulma_clock_monotonic_ns();
 	if (now >= lv->next_refresh_ns) {
 		if (!lv->paused)
@@ -736,7 +737,9 @@ void ulma_live_sleep(struct ulma_live *lv, long ns)
 		return;
 	}
 	struct pollfd p = {ulma_term_fd(), POLLIN, 0};
-	lv->key_ready = ppoll(&p, 1, &ts, NULL) != 0; /* a key, a hang-up, or a signal */
+	/* a key or a hang-up; not a signal (SIGCONT, SIGWINCH), which tick sees
+	 * through the terminal's events, without reading */
+	lv->key_ready = ppoll(&p, 1, &ts, NULL) > 0;
 }
 
 void ulma_live_close(struct ulma_live *lv)
