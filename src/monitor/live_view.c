@@ -71,7 +71,8 @@ struct ulma_live {
 	struct text line; /* the line being built */
 	char cwd[4096];
 	bool showing, closed, paused, full_redraw;
-	bool key_ready; /* the last sleep saw the terminal readable */
+	bool key_ready;   /* the last sleep saw the terminal readable */
+	bool relay_ready; /* and word from the relay */
 	enum ulma_live_sort sort;
 	bool split; /* the snapshot has on-CPU and runnable times */
 	bool gil;   /* and GIL waits, and the terminal has room for them */
@@ -597,13 +598,15 @@ int ulma_live_program_fd(const struct ulma_live *lv, int fd)
 	return ulma_term_is_same(fd) ? lv->relay.slave : -1;
 }
 
+/* Give the screen back.  The relay lets the held output through at the
+ * next tick (or at ulma_live_close), once the caller has said why the view
+ * closed: that line then never lands inside the program's output. */
 static void close_view(struct ulma_live *lv)
 {
 	if (lv->showing)
 		ulma_term_leave();
 	lv->showing = false;
 	lv->closed = true;
-	ulma_relay_release(&lv->relay);
 }
 
 void ulma_live_started(struct ulma_live *lv)
@@ -694,13 +697,21 @@ static bool key(struct ulma_live *lv, int k)
 
 enum ulma_live_result ulma_live_tick(struct ulma_live *lv)
 {
-	if (!lv || !lv->showing)
+	if (!lv)
 		return ULMA_LIVE_OFF;
+	if (!lv->showing) {
+		if (lv->closed)
+			ulma_relay_release(&lv->relay);
+		return ULMA_LIVE_OFF;
+	}
 	bool redraw = false;
 	int k;
-	/* first: after Ctrl-Z and `bg` the terminal is not ours to read */
+	/* first: after Ctrl-Z and `bg` the terminal is not ours to read; and
+	 * output the relay cannot hold must go straight to the terminal */
 	unsigned ev = ulma_term_events();
-	if (ev & ULMA_TERM_LOST) {
+	bool relay_full = lv->relay_ready && ulma_relay_full(&lv->relay);
+	lv->relay_ready = false;
+	if ((ev & ULMA_TERM_LOST) || relay_full) {
 		close_view(lv);
 		return ULMA_LIVE_CLOSED;
 	}
@@ -736,10 +747,12 @@ void ulma_live_sleep(struct ulma_live *lv, long ns)
 		nanosleep(&ts, NULL);
 		return;
 	}
-	struct pollfd p = {ulma_term_fd(), POLLIN, 0};
+	struct pollfd p[2] = {{ulma_term_fd(), POLLIN, 0}, {ulma_relay_fd(&lv->relay), POLLIN, 0}};
 	/* a key or a hang-up; not a signal (SIGCONT, SIGWINCH), which tick sees
 	 * through the terminal's events, without reading */
-	lv->key_ready = ppoll(&p, 1, &ts, NULL) > 0;
+	bool woken = ppoll(p, 2, &ts, NULL) > 0;
+	lv->key_ready = woken && p[0].revents;
+	lv->relay_ready = woken && p[1].revents;
 }
 
 void ulma_live_close(struct ulma_live *lv)

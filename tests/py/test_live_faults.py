@@ -9,10 +9,11 @@ import os
 import re
 import shlex
 import signal
+import subprocess
 
 import pytest
 
-from conftest import base_env
+from conftest import TIMEOUT, base_env
 from test_live import Pane, children, has_work, live_args, needs_tmux
 
 
@@ -66,5 +67,77 @@ def test_stop_then_bg_keeps_the_program_running(stop_with, ulma_bin, prog, tmp_p
         data, _ = report_json(trace)
         assert data["exit_status"] == 0
         assert any(f["name"] == "work" and f["calls"] > 0 for f in data["functions"])
+    finally:
+        p.close()
+
+
+# --- a full $TMPDIR --------------------------------------------------------
+
+LINES = 30000
+LINE = re.compile(r"^LINE (\d{6}) x{58}$")
+
+
+@pytest.fixture(params=["room-for-64k", "full"])
+def tiny_tmpdir(request, tmp_path):
+    """A tmpfs of 64 KiB as $TMPDIR, with room for some held output or none.
+    Mounting needs root (CAP_SYS_ADMIN); elsewhere the test is skipped."""
+    mnt = tmp_path / "tiny"
+    mnt.mkdir()
+    proc = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mnt)],
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    if proc.returncode != 0:
+        pytest.skip("cannot mount a small tmpfs here: %s" % proc.stdout.decode(errors="replace").strip())
+    try:
+        if request.param == "full":
+            fd = os.open(str(mnt / "filler"), os.O_WRONLY | os.O_CREAT, 0o600)
+            try:
+                while os.write(fd, b"\0" * 4096) > 0:
+                    pass
+            except OSError:
+                pass
+            os.close(fd)
+        yield str(mnt)
+    finally:
+        subprocess.run(["umount", "-l", str(mnt)])
+
+
+class TallPane(Pane):
+    """A pane whose scrollback holds every line of a chatty program."""
+
+    def __init__(self, tmp_path, args, env_extra, width=100, height=30):
+        self.sock = "/tmp/ulma-live-%d-%x.sock" % (os.getpid(), id(self))
+        conf = tmp_path / "tmux.conf"
+        conf.write_text("set -g history-limit %d\n" % (LINES + 1000))
+        env = base_env()
+        exports = " ".join("%s=%s" % (k, shlex.quote(v)) for k, v in
+                           [(k, env[k]) for k in ("ULMA_PYTHON", "PATH") if k in env] + list(env_extra.items()))
+        cmd = "cd %s && env %s PYTHONDONTWRITEBYTECODE=1 %s; echo ULMA-EXIT=$?; sleep %d" % (
+            shlex.quote(str(tmp_path)), exports, " ".join(shlex.quote(a) for a in args), TIMEOUT)
+        subprocess.run(["tmux", "-S", self.sock, "-f", str(conf), "new-session", "-d", "-x", str(width),
+                        "-y", str(height), "sh -c %s" % shlex.quote(cmd)], check=True, timeout=30)
+
+    def everything(self):
+        return self.tmux("capture-pane", "-p", "-J", "-S", "-")
+
+
+@needs_tmux
+def test_full_tmpdir_loses_no_output(tiny_tmpdir, ulma_bin, prog, tmp_path, report_json):
+    """The relay holds the program's output in $TMPDIR while the view is
+    open.  When that file system is full, the output is not dropped: the
+    view closes, a line says why, and every line comes out, in order."""
+    trace = str(tmp_path / "t.trace")
+    p = TallPane(tmp_path, [ulma_bin, "run", "--no-c-calls", "-o", trace, prog("print_lines.py"), str(LINES)],
+                 {"TMPDIR": tiny_tmpdir})
+    try:
+        code, _ = p.wait_exit()
+        text = p.everything()
+        assert code == 0, text[-3000:]
+        numbers = [int(m.group(1)) for m in (LINE.match(line) for line in text.splitlines()) if m]
+        assert numbers == list(range(1, LINES + 1)), "lines lost, cut or out of order: %d of %d whole" % (
+            len(numbers), LINES)
+        assert "cannot hold the program's output in $TMPDIR (No space left on device)" in text, text[:3000]
+        assert text.find("LINE %06d" % LINES) < text.find("LINES-DONE") < text.find("ULMA-EXIT=")
+        data, _ = report_json(trace)
+        assert data["exit_status"] == 0
     finally:
         p.close()
