@@ -2,10 +2,10 @@
  * the text and JSON summaries and the HTML report, rebuilt from a trace.
  *
  * Each input is a trace; every complete chunk's CRC-32C is recomputed first
- * so that mutations reach the decoders.  The input's length picks the form:
- * text, json, text with --no-correction, or --html to stdout.  The command
- * runs as the program runs it, on the trace through a memfd's /proc path,
- * with stdout on /dev/null.  Besides the sanitizers and libFuzzer's
+ * so that mutations reach the decoders.  Each input is reported in every
+ * form: text, json, text with --no-correction, and --html to stdout.  The
+ * command runs as the program runs it, on the trace through a memfd's
+ * /proc path, with stdout on /dev/null.  Besides the sanitizers and libFuzzer's
  * timeout (a report that never finishes), the harness aborts when the
  * command exits with anything but 0 or 1, or with 1 and no message.
  *
@@ -88,20 +88,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		{"report", trace_path, "--no-correction", NULL},
 		{"report", trace_path, "--html", "-", NULL},
 	};
-	char **argv = args[size % 4];
-	int argc = 0;
-	while (argv[argc + 1])
-		argc++;
-	messages = 0;
-	int status = ulma_cmd_report(argc, argv + 1);
-	fflush(stdout);
-	if (status != 0 && status != 1) {
-		fprintf(stderr, "fuzz_report: %s %s exited %d\n", argv[1], argv[2] ? argv[2] : "", status);
-		abort();
-	}
-	if (status == 1 && messages == 0) {
-		fprintf(stderr, "fuzz_report: exit status 1 without a message\n");
-		abort();
+	for (size_t form = 0; form < sizeof(args) / sizeof(args[0]); form++) {
+		char **argv = args[form];
+		int argc = 0;
+		while (argv[argc + 1])
+			argc++;
+		messages = 0;
+		int status = ulma_cmd_report(argc, argv + 1);
+		fflush(stdout);
+		if (status != 0 && status != 1) {
+			fprintf(stderr, "fuzz_report: report %s exited %d\n", argv[2] ? argv[2] : "", status);
+			abort();
+		}
+		if (status == 1 && messages == 0) {
+			fprintf(stderr, "fuzz_report: report %s: exit status 1 without a message\n", argv[2] ? argv[2] : "");
+			abort();
+		}
 	}
 	return 0;
 }
