@@ -75,6 +75,13 @@ int ulma_safe_create(const char *path, mode_t mode)
 	return fd;
 }
 
+void ulma_safe_discard(const char *path)
+{
+	struct stat st;
+	if (lstat(path, &st) == 0 && S_ISREG(st.st_mode))
+		unlink(path);
+}
+
 bool ulma_same_file(const char *output, const char *input)
 {
 	struct stat in, out;

@@ -28,6 +28,11 @@
  * sticky directory (it cannot be replaced, and is not written through). */
 int ulma_safe_create(const char *path, mode_t mode);
 
+/* Remove what ulma_safe_create made at path, when a command gives up before
+ * its output is worth keeping: a regular file only.  A device or FIFO that
+ * was written into (`-o /dev/null`) is not ours to remove. */
+void ulma_safe_discard(const char *path);
+
 /* Would writing output replace or overwrite the regular file `input`?  True
  * when output exists and is that file (same device and inode), itself, by
  * a hard link, or through symlinks; relative and absolute spellings alike.

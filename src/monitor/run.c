@@ -452,7 +452,7 @@ int ulma_cmd_run(int argc, char **argv)
 	if (pid < 0) {
 		ulma_live_close(live);
 		ulma_trace_writer_abandon(writer);
-		unlink(o.rec.output);
+		ulma_safe_discard(o.rec.output);
 		return 1;
 	}
 
@@ -497,7 +497,7 @@ int ulma_cmd_run(int argc, char **argv)
 			     "with --python or ULMA_PYTHON",
 			     python);
 		ulma_trace_writer_abandon(writer);
-		unlink(o.rec.output);
+		ulma_safe_discard(o.rec.output);
 		ulma_collector_free(&col);
 		ulma_session_unmap(&session);
 		return 1;

@@ -2,13 +2,14 @@
 
 The trace is created anew at its path: a symlink or hard link planted there
 is replaced, and the file it pointed at keeps its bytes (src/core/safe_file.h).
-A device or FIFO of one's own is written into, not replaced.  An output
+A device or FIFO of one's own is written into, not replaced, nor removed
+when the run gives up.  An output
 that is the script being run, or the trace being read, is refused before
 anything is written, however it is spelled (relative, absolute, through a
 symlink or a hard link)."""
 import os
 import stat
-import subprocess
+import sys
 import threading
 
 import pytest
@@ -72,6 +73,29 @@ def test_trace_into_a_fifo_of_ones_own(prog, run_ulma, report_json, tmp_path):
     assert stat.S_ISFIFO(os.lstat(str(fifo)).st_mode), "the FIFO was replaced"
     copy.write_bytes(data[0])
     _trace_ok(report_json, copy)
+
+
+@pytest.mark.parametrize("python", ["missing", "without-ulma"])
+def test_a_device_written_into_survives_a_run_that_never_starts(python, prog, run_ulma, tmp_path):
+    """`-o /dev/null` with an interpreter that cannot run the program: the
+    trace is given up, and a file ulma made would be removed, but the device
+    it wrote into stays.  (A device node of the test's own: a copy of
+    /dev/null's, made with mknod, where that is permitted.)"""
+    null = tmp_path / "null"
+    try:
+        os.mknod(str(null), stat.S_IFCHR | 0o666, os.makedev(1, 3))
+    except OSError as exc:
+        pytest.skip("cannot make a device node here: %s" % exc)
+    if python == "missing":
+        interpreter = "/nonexistent/python3"
+    else:
+        interpreter = str(tmp_path / "python-without-site")
+        with open(interpreter, "w") as f:
+            f.write('#!/bin/sh\nexec "%s" -S "$@"\n' % sys.executable)
+        os.chmod(interpreter, 0o755)
+    proc = run_ulma(["run", "--python", interpreter, "-o", str(null), prog("make_marker.py"), str(tmp_path / "m")])
+    assert proc.returncode == 1, proc.stderr
+    assert stat.S_ISCHR(os.lstat(str(null)).st_mode), "the device was removed"
 
 
 # --- an output that is an input ------------------------------------------

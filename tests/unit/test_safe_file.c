@@ -4,7 +4,8 @@
  * which must not create its target); a hard link's other name keeps its
  * bytes; an existing file is replaced by an empty one; a directory is
  * refused; a FIFO the caller made is written into, not replaced; no
- * temporary file is left behind, on success or failure.  ulma_same_file
+ * temporary file is left behind, on success or failure.  Discarding
+ * removes a file it made, never the FIFO.  ulma_same_file
  * sees a file through its own name, a symlink and a hard link. */
 #include <dirent.h>
 #include <errno.h>
@@ -158,6 +159,18 @@ static void test_trace_writer_through_symlink(void)
 	      "the trace is a regular file at the path");
 }
 
+static void test_discard(void)
+{
+	int fd = ulma_safe_create(at("given-up.trace"), 0644);
+	if (fd >= 0)
+		close(fd);
+	ulma_safe_discard(at("given-up.trace"));
+	CHECK(access(at("given-up.trace"), F_OK) != 0, "a file it made is discarded");
+	ulma_safe_discard(at("fifo"));
+	struct stat st;
+	CHECK(lstat(at("fifo"), &st) == 0 && S_ISFIFO(st.st_mode), "a FIFO written into is not removed");
+}
+
 static void test_same_file(void)
 {
 	put_file(at("script.py"), "print(1)");
@@ -187,6 +200,7 @@ int main(void)
 	test_directory_refused();
 	test_fifo_written_into();
 	test_trace_writer_through_symlink();
+	test_discard();
 	test_same_file();
 	CHECK_EQ_I64(temp_files_left(), 0, "no temporary file is left behind");
 	char cmd[4200];
