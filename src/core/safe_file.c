@@ -35,21 +35,28 @@ static uint64_t random_u64(void)
 	return ((uint64_t)ts.tv_nsec * 0x9e3779b97f4a7c15u) ^ ((uint64_t)getpid() << 32) ^ ++counter;
 }
 
+int ulma_open_special(const char *path)
+{
+	struct stat st;
+	if (lstat(path, &st) != 0 || !is_writable_special(&st))
+		return -ENOENT;
+	int fd = open(path, O_WRONLY | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) == 0 && is_writable_special(&st))
+		return fd;
+	close(fd); /* replaced since the lstat: the caller makes a file after all */
+	return -ENOENT;
+}
+
 int ulma_safe_create(const char *path, mode_t mode)
 {
 	struct stat st;
-	if (lstat(path, &st) == 0) {
-		if (S_ISDIR(st.st_mode))
-			return -EISDIR;
-		if (is_writable_special(&st)) {
-			int fd = open(path, O_WRONLY | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC);
-			if (fd < 0)
-				return -errno;
-			if (fstat(fd, &st) == 0 && is_writable_special(&st))
-				return fd;
-			close(fd); /* replaced since the lstat: make a file of our own after all */
-		}
-	}
+	if (lstat(path, &st) == 0 && S_ISDIR(st.st_mode))
+		return -EISDIR;
+	int special = ulma_open_special(path);
+	if (special != -ENOENT)
+		return special;
 	/* beside the path, so that the rename stays in one file system; a short
 	 * name of its own, so that a long final name still fits */
 	const char *slash = strrchr(path, '/');

@@ -28,6 +28,14 @@
  * sticky directory (it cannot be replaced, and is not written through). */
 int ulma_safe_create(const char *path, mode_t mode);
 
+/* Open path for writing if it is a device or FIFO of the caller's or
+ * root's (never through a symlink), as ulma_safe_create does: commands
+ * that write a complete file and rename it into place must write into
+ * such a path instead, or the rename would replace `/dev/null` with a
+ * file.  Returns the descriptor, -ENOENT when path is no such thing (make
+ * a file), or -errno. */
+int ulma_open_special(const char *path);
+
 /* Remove what ulma_safe_create made at path, when a command gives up before
  * its output is worth keeping: a regular file only.  A device or FIFO that
  * was written into (`-o /dev/null`) is not ours to remove. */

@@ -17,6 +17,27 @@ import pytest
 PRECIOUS = b"precious: not a trace\n"
 
 
+class FifoReader:
+    """Reads a FIFO to its end in a thread.  bytes() waits for that; if
+    nobody ever wrote to the FIFO, it unblocks the reader and returns b""."""
+
+    def __init__(self, path):
+        self.path, self.data = str(path), [b""]
+        self.thread = threading.Thread(target=self._read, daemon=True)
+        self.thread.start()
+
+    def _read(self):
+        with open(self.path, "rb") as f:
+            self.data[0] = f.read()
+
+    def bytes(self):
+        self.thread.join(10)
+        if self.thread.is_alive():  # still waiting for a writer to open it: be that writer
+            os.close(os.open(self.path, os.O_WRONLY | os.O_NONBLOCK))
+            self.thread.join(10)
+        return self.data[0]
+
+
 def _trace_ok(report_json, path):
     data, _ = report_json(str(path))
     assert data["exit_status"] == 0
@@ -64,14 +85,12 @@ def test_trace_into_a_fifo_of_ones_own(prog, run_ulma, report_json, tmp_path):
     """As `-o /dev/null` does: the special file is written into, not replaced."""
     fifo, copy = tmp_path / "fifo", tmp_path / "copy.trace"
     os.mkfifo(str(fifo))
-    data = []
-    reader = threading.Thread(target=lambda: data.append(open(str(fifo), "rb").read()))
-    reader.start()
+    reader = FifoReader(fifo)
     proc = run_ulma(["run", "--summary", "none", "-o", str(fifo), prog("make_marker.py"), str(tmp_path / "m")])
-    reader.join(60)
+    data = reader.bytes()
     assert proc.returncode == 0, proc.stderr
     assert stat.S_ISFIFO(os.lstat(str(fifo)).st_mode), "the FIFO was replaced"
-    copy.write_bytes(data[0])
+    copy.write_bytes(data)
     _trace_ok(report_json, copy)
 
 
@@ -81,11 +100,7 @@ def test_a_device_written_into_survives_a_run_that_never_starts(python, prog, ru
     trace is given up, and a file ulma made would be removed, but the device
     it wrote into stays.  (A device node of the test's own: a copy of
     /dev/null's, made with mknod, where that is permitted.)"""
-    null = tmp_path / "null"
-    try:
-        os.mknod(str(null), stat.S_IFCHR | 0o666, os.makedev(1, 3))
-    except OSError as exc:
-        pytest.skip("cannot make a device node here: %s" % exc)
+    null = _device(tmp_path)
     if python == "missing":
         interpreter = "/nonexistent/python3"
     else:
@@ -96,6 +111,38 @@ def test_a_device_written_into_survives_a_run_that_never_starts(python, prog, ru
     proc = run_ulma(["run", "--python", interpreter, "-o", str(null), prog("make_marker.py"), str(tmp_path / "m")])
     assert proc.returncode == 1, proc.stderr
     assert stat.S_ISCHR(os.lstat(str(null)).st_mode), "the device was removed"
+
+
+def _device(tmp_path):
+    null = tmp_path / "null"
+    try:
+        os.mknod(str(null), stat.S_IFCHR | 0o666, os.makedev(1, 3))
+    except OSError as exc:
+        pytest.skip("cannot make a device node here: %s" % exc)
+    return null
+
+
+@pytest.mark.parametrize("fmt", ["pstats", "folded", "html"])
+def test_export_into_a_device_writes_into_it(fmt, small_trace, run_ulma, tmp_path):
+    """`ulma export ... -o /dev/null` wrote a temporary file and renamed it
+    over the device (as root: /dev/null became a regular file).  A device
+    or FIFO is written into, as for `-o -`."""
+    null = _device(tmp_path)
+    proc = run_ulma(["export", str(small_trace), "--format", fmt, "-o", str(null)])
+    assert proc.returncode == 0, proc.stderr
+    assert stat.S_ISCHR(os.lstat(str(null)).st_mode), "the device was replaced"
+    assert sorted(os.listdir(str(tmp_path))) == ["null"]
+
+
+def test_export_into_a_fifo(small_trace, run_ulma, tmp_path):
+    fifo = tmp_path / "fifo"
+    os.mkfifo(str(fifo))
+    reader = FifoReader(fifo)
+    proc = run_ulma(["export", str(small_trace), "--format", "folded", "-o", str(fifo)])
+    data = reader.bytes()
+    assert proc.returncode == 0, proc.stderr
+    assert stat.S_ISFIFO(os.lstat(str(fifo)).st_mode), "the FIFO was replaced"
+    assert b"fib (" in data
 
 
 # --- an output that is an input ------------------------------------------
