@@ -15,10 +15,11 @@
 
 #include <assert.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #define ULMA_SHM_MAGIC UINT64_C(0x314d48534d4c5500) /* "\0ULMSHM1" */
-#define ULMA_SHM_VERSION 2u
+#define ULMA_SHM_VERSION 3u
 #define ULMA_CACHELINE 64
 
 /* Header flags, fixed at session creation. */
@@ -34,6 +35,7 @@ enum ulma_shm_failure {
 	ULMA_FAIL_NO_SLOT = 1u << 1,    /* more live threads than slots: their events lost */
 	ULMA_FAIL_NOMEM = 1u << 2,      /* an allocation in a slow path failed */
 	ULMA_FAIL_MONITOR_GONE = 1u << 3, /* lossless writer found the monitor dead */
+	ULMA_FAIL_HOOK_REPLACED = 1u << 4, /* something else took ulma's profile hook off a thread (3.9-3.11) */
 };
 
 enum ulma_record_kind {
@@ -43,13 +45,19 @@ enum ulma_record_kind {
 	ULMA_REC_STOP = 4,  /* tracing stopped for this thread: its open frames end at this time */
 };
 
+/* Record flags. */
+enum ulma_record_flag {
+	ULMA_RECF_PROXY = 1u << 0, /* written by another thread on this one's behalf (its frames
+				    * open at a start, its STOP): says nothing of where it runs */
+};
+
 /* One event in a ring: 16 bytes, written by the hook, read by the monitor. */
 struct ulma_record {
 	uint64_t time; /* TSC ticks or ns, per ULMA_SHM_CLOCK_TSC */
 	uint32_t id;
 	uint16_t cpu;  /* CPU the event was taken on, from rdtscp or getcpu */
 	uint8_t kind;  /* enum ulma_record_kind */
-	uint8_t reserved;
+	uint8_t flags; /* enum ulma_record_flag */
 };
 static_assert(sizeof(struct ulma_record) == 16, "ring record is 16 bytes");
 
@@ -71,7 +79,9 @@ struct ulma_shm_slot {
 	uint64_t gil_addr; /* the thread's interpreter lock: a futex wait on an */
 	uint32_t gil_len;  /* address in [gil_addr, gil_addr + gil_len) waits for */
 	uint32_t reserved2; /* the GIL (0, 0: unknown).  Set before ACTIVE. */
-	uint8_t pad0[ULMA_CACHELINE - 40];
+	uint64_t claimed_at; /* session clock when claimed: older records in the ring
+			      * are a previous owner's (set before ACTIVE) */
+	uint8_t pad0[ULMA_CACHELINE - 48];
 	_Atomic uint64_t head; /* records published by the writer (only grows) */
 	uint8_t pad1[ULMA_CACHELINE - 8];
 	_Atomic uint64_t tail; /* records consumed by the monitor (only grows) */
@@ -109,14 +119,28 @@ struct ulma_shm_header {
 	_Atomic uint64_t started;       /* count of start() calls on the session */
 	_Atomic uint64_t overhead_ps;   /* the hook's cost per event in ps, measured by the
 					 * first process to start (0: not yet) */
+	_Atomic uint32_t slots_used;    /* one past the highest slot ever claimed */
 };
 static_assert(sizeof(struct ulma_shm_header) <= 4096, "header fits in one page");
 static_assert(ATOMIC_LLONG_LOCK_FREE == 2, "64-bit atomics must be lock-free for shared memory");
 
+/* What a definition names.  The C kinds differ in what their name's owner
+ * is (docs/trace-format.md, "Definitions"); the pstats export names each
+ * as cProfile does.  Traces written before kinds 3-5 existed have every C
+ * function as ULMA_DEF_C.  Test for C through ulma_def_is_c. */
 enum ulma_def_kind {
-	ULMA_DEF_PY = 1, /* Python code object */
-	ULMA_DEF_C = 2,  /* builtin or other C function */
+	ULMA_DEF_PY = 1,            /* Python code object: qualified name (bare before 3.11) */
+	ULMA_DEF_C = 2,             /* a module's C function: "module.function" */
+	ULMA_DEF_C_METHOD = 3,      /* a method of a type's instances: "Type.method", the type defining it */
+	ULMA_DEF_C_CLASSMETHOD = 4, /* a method of a class itself (classmethod, staticmethod, a type's
+				     * __new__): "Class.method", the class defining it */
+	ULMA_DEF_C_UNBOUND = 5,     /* a C function bound to no object: "module.function" or "function" */
 };
+
+static inline bool ulma_def_is_c(unsigned kind)
+{
+	return kind >= ULMA_DEF_C && kind <= ULMA_DEF_C_UNBOUND;
+}
 
 #define ULMA_DEF_MAGIC 0x46454455u /* "UDEF" */
 

@@ -1,6 +1,6 @@
-/* trace_format.h - the on-disk trace (.ulma) format, version 2.
+/* trace_format.h - the on-disk trace (.ulma) format, version 3.
  *
- * A trace (version 2) is a 16-byte file header followed by chunks.  Each chunk is a
+ * A trace is a 16-byte file header followed by chunks.  Each chunk is a
  * 12-byte header (type, payload length, CRC-32C of the payload) and its
  * payload.  Chunks are self-delimiting, so every prefix of a trace that ends
  * on a chunk boundary is a valid trace; a reader stops cleanly at a cut.
@@ -13,7 +13,8 @@
 #include <stdint.h>
 
 #define ULMA_TRACE_MAGIC "ULMATRC\x01"
-#define ULMA_TRACE_VERSION 2u     /* 2: SCHED chunks say how many values a sample has */
+#define ULMA_TRACE_VERSION 3u     /* 3: off-CPU intervals in the event stream, END's monitor figures;
+				   * 2: SCHED chunks say how many values a sample has */
 #define ULMA_TRACE_MIN_VERSION 1u /* the oldest version this ulma reads */
 #define ULMA_TRACE_FILE_HEADER 16u
 #define ULMA_TRACE_CHUNK_HEADER 12u
@@ -46,6 +47,23 @@ enum ulma_event_tag {
 enum ulma_ext_kind {
 	ULMA_EXT_CPU = 0,  /* varint cpu: later events of this thread ran there */
 	ULMA_EXT_LOST = 1, /* varint count: records dropped here; stacks were resynchronised */
+	ULMA_EXT_OFF = 2,  /* varint ulma_off_state, varint ns: the thread left its CPU at this
+			    * event's time and was off it that long (version 3) */
+};
+
+/* Why a thread was off its CPU (ULMA_EXT_OFF), from the scheduler's switch records. */
+enum ulma_off_state {
+	ULMA_OFF_BLOCKED = 0,  /* switched out while not runnable: sleep, I/O, a lock */
+	ULMA_OFF_RUNNABLE = 1, /* preempted: runnable, waiting in a run queue for a CPU */
+	ULMA_OFF_GIL = 2,      /* blocked, waiting for the GIL */
+	ULMA_OFF_STATES = 3,
+};
+
+/* How a trace splits time into on-CPU, runnable and blocked (END's split field). */
+enum ulma_split_method {
+	ULMA_SPLIT_NONE = 0,      /* not at all */
+	ULMA_SPLIT_SCHEDSTAT = 1, /* sampled /proc schedstat: SCHED chunks, interpolated */
+	ULMA_SPLIT_SWITCHES = 2,  /* the scheduler's context-switch records: ULMA_EXT_OFF events */
 };
 
 enum ulma_meta_flag {

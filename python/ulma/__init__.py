@@ -59,12 +59,13 @@ class profile:
     `stop()` do the same without a with-statement.  docs/inline.md.
 
     output: the trace file; summary: "text", "json" or "none"; lossless:
-    wait instead of dropping events; c_calls: record builtins too; follow:
+    when a ring is full, wait for room (the default) rather than drop
+    events; c_calls: record builtins too; follow:
     let started processes join; correction: subtract the hook's own cost
     from the summary's times; limit: rows of the text summary.
     """
 
-    def __init__(self, output="ulma.trace", summary="text", lossless=False, c_calls=True, follow=True,
+    def __init__(self, output="ulma.trace", summary="text", lossless=True, c_calls=True, follow=True,
                  correction=True, limit=25):
         if summary not in ("text", "json", "none"):
             raise ValueError("ulma.profile: summary must be 'text', 'json' or 'none', not %r" % (summary,))
@@ -93,7 +94,7 @@ class profile:
             raise RuntimeError("ulma: cannot find the ulma program of this installation")
         argv = [binary, "__host", str(os.getpid()), "-o", self.output, "--summary", self.summary,
                 "--limit", str(self.limit)]
-        argv += ["--lossless"] if self.lossless else []
+        argv += [] if self.lossless else ["--may-drop"]
         argv += [] if self.c_calls else ["--no-c-calls"]
         argv += [] if self.correction else ["--no-correction"]
         monitor = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, start_new_session=True)

@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../core/array.h"
+
 void ulma_callgraph_init(struct ulma_callgraph *g)
 {
 	memset(g, 0, sizeof(*g));
@@ -13,7 +15,8 @@ void ulma_callgraph_init(struct ulma_callgraph *g)
 void ulma_callgraph_free(struct ulma_callgraph *g)
 {
 	for (uint32_t i = 0; i < g->nthreads; i++) {
-		ulma_idmap_free(&g->threads[i].active);
+		free(g->threads[i].fn_active);
+		free(g->threads[i].edge_active);
 		free(g->threads[i].edges);
 	}
 	free(g->threads);
@@ -57,8 +60,16 @@ static int ensure_thread(struct ulma_callgraph *g, uint32_t thread)
 static int edge_of(struct ulma_callgraph *g, uint32_t caller, uint32_t callee, uint32_t *out)
 {
 	uint64_t k = ((uint64_t)caller << 32 | callee) + 1;
-	if (ulma_idmap_get(&g->edge_ids, k, out))
+	uint32_t slot = (uint32_t)((k * UINT64_C(0x9E3779B97F4A7C15)) >> 52) & (ULMA_CG_EDGE_CACHE - 1);
+	if (g->edge_cache_key[slot] == k) {
+		*out = g->edge_cache_id[slot];
 		return 0;
+	}
+	if (ulma_idmap_get(&g->edge_ids, k, out)) {
+		g->edge_cache_key[slot] = k;
+		g->edge_cache_id[slot] = *out;
+		return 0;
+	}
 	if (g->nedges == g->cap_edges) {
 		uint32_t ncap = g->cap_edges ? g->cap_edges * 2 : 256;
 		struct ulma_cg_edge *e = realloc(g->edges, (size_t)ncap * sizeof(*e));
@@ -82,22 +93,35 @@ static int edge_of(struct ulma_callgraph *g, uint32_t caller, uint32_t callee, u
 	return 0;
 }
 
-/* Add delta (+1 or -1) to an open-frame count; return the new count. */
-static int level(struct ulma_idmap *m, uint64_t key, int delta, uint32_t *now)
+static inline uint32_t key_of(const struct ulma_callgraph *g, const struct ulma_walk *w, uint32_t func)
 {
-	uint32_t v = 0;
-	ulma_idmap_get(m, key, &v);
-	v = delta > 0 ? v + 1 : v ? v - 1 : 0;
-	*now = v;
-	return ulma_idmap_put(m, key, v);
+	return g->keys ? g->keys[func] : w->funcs[func].key;
+}
+
+/* One more open frame at counts[index], growing the array; the new count. */
+static inline int level_up(uint32_t **counts, uint32_t *n, uint32_t index, uint32_t *now)
+{
+	if (index >= *n && ulma_array_grow((void **)counts, n, index, sizeof(**counts)))
+		return -ENOMEM;
+	*now = ++(*counts)[index];
+	return 0;
+}
+
+/* One fewer (never below 0); the new count. */
+static uint32_t level_down(uint32_t *counts, uint32_t n, uint32_t index)
+{
+	if (index >= n || counts[index] == 0)
+		return 0;
+	return --counts[index];
 }
 
 int ulma_callgraph_open(struct ulma_callgraph *g, const struct ulma_walk *w, uint32_t thread,
 			const struct ulma_walk_frame *f)
 {
-	uint32_t k = w->funcs[f->func].key, e = ULMA_WALK_NONE, now;
+	uint32_t k = key_of(g, w, f->func), e = ULMA_WALK_NONE, now;
 	int err;
-	if ((err = ensure_funcs(g, w->nfuncs)) || (err = ensure_thread(g, thread)))
+	if ((w->nfuncs > g->nfuncs && (err = ensure_funcs(g, w->nfuncs))) ||
+	    (thread >= g->nthreads && (err = ensure_thread(g, thread))))
 		return err;
 	struct ulma_cg_thread *t = &g->threads[thread];
 	if (t->depth == t->cap) {
@@ -108,12 +132,12 @@ int ulma_callgraph_open(struct ulma_callgraph *g, const struct ulma_walk *w, uin
 		t->edges = s;
 		t->cap = ncap;
 	}
-	if ((err = level(&t->active, (uint64_t)k + 1, 1, &now)))
+	if ((err = level_up(&t->fn_active, &t->nfn_active, k, &now)))
 		return err;
 	if (f->parent != ULMA_WALK_NONE) {
-		if ((err = edge_of(g, w->funcs[f->parent].key, k, &e)))
+		if ((err = edge_of(g, key_of(g, w, f->parent), k, &e)))
 			return err;
-		if ((err = level(&t->active, (uint64_t)(e + 1) << 32, 1, &now)))
+		if ((err = level_up(&t->edge_active, &t->nedge_active, e, &now)))
 			return err;
 	}
 	t->edges[t->depth++] = e;
@@ -126,11 +150,9 @@ int ulma_callgraph_close(struct ulma_callgraph *g, const struct ulma_walk *w, ui
 	if (thread >= g->nthreads || g->threads[thread].depth == 0)
 		return -EINVAL; /* a close without its open: the walker's contract broken */
 	struct ulma_cg_thread *t = &g->threads[thread];
-	uint32_t k = w->funcs[f->func].key, e = t->edges[--t->depth], fn_level, pair_level;
+	uint32_t k = key_of(g, w, f->func), e = t->edges[--t->depth];
 	uint64_t dur = f->end_ns - f->start_ns;
-	int err = level(&t->active, (uint64_t)k + 1, -1, &fn_level);
-	if (err)
-		return err;
+	uint32_t fn_level = level_down(t->fn_active, t->nfn_active, k);
 	struct ulma_cg_func *fn = &g->funcs[k];
 	fn->calls++;
 	fn->self_ns += f->self_ns;
@@ -143,8 +165,7 @@ int ulma_callgraph_close(struct ulma_callgraph *g, const struct ulma_walk *w, ui
 		fn->root_ns += dur;
 		return 0;
 	}
-	if ((err = level(&t->active, (uint64_t)(e + 1) << 32, -1, &pair_level)))
-		return err;
+	uint32_t pair_level = level_down(t->edge_active, t->nedge_active, e);
 	struct ulma_cg_edge *ed = &g->edges[e];
 	ed->calls++;
 	ed->self_ns += f->self_ns;

@@ -1,7 +1,8 @@
 /* callgraph.h - per-function and per-call-edge totals of a walked trace,
  * with cProfile's semantics, for the pstats and callgrind exporters.
  *
- * Fed by the frames of export_walk.h (functions merged on their key), it
+ * Fed by the frames of export_walk.h (functions merged on their key, or on
+ * keys of the caller's choosing), it
  * counts for each function its calls, the calls made while it was already
  * active on the same thread (recursive calls), its self time, and its total
  * time counted at the outermost frame only.  For each edge caller -> callee
@@ -47,19 +48,31 @@ struct ulma_cg_edge {
 };
 
 struct ulma_cg_thread {
-	struct ulma_idmap active; /* (key + 1) or (edge + 1) << 32 -> open frames */
-	uint32_t *edges;          /* edge of each open kept frame, or ULMA_WALK_NONE */
+	uint32_t *fn_active;   /* open frames per function key */
+	uint32_t nfn_active;
+	uint32_t *edge_active; /* open frames per edge */
+	uint32_t nedge_active;
+	uint32_t *edges;       /* edge of each open kept frame, or ULMA_WALK_NONE */
 	uint32_t depth;
 	uint32_t cap;
 };
 
+#define ULMA_CG_EDGE_CACHE 4096 /* recent (caller, callee) -> edge, before the hash */
+
 struct ulma_callgraph {
+	/* Optional, set by the caller: the key each function's figures go
+	 * under (indexed by function, a function index itself), replacing the
+	 * walker's w->funcs[].key -- the pstats export merges functions cProfile
+	 * would name alike.  It must cover every function a frame names. */
+	const uint32_t *keys;
 	struct ulma_cg_func *funcs; /* by function key */
 	uint32_t nfuncs;
 	struct ulma_cg_edge *edges;
 	uint32_t nedges;
 	uint32_t cap_edges;
 	struct ulma_idmap edge_ids; /* caller << 32 | callee, + 1 -> edge */
+	uint64_t edge_cache_key[ULMA_CG_EDGE_CACHE];
+	uint32_t edge_cache_id[ULMA_CG_EDGE_CACHE];
 	struct ulma_cg_thread *threads;
 	uint32_t nthreads;
 };

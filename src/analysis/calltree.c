@@ -29,9 +29,16 @@ void ulma_calltree_free(struct ulma_calltree *t)
 
 static int child_of(struct ulma_calltree *t, uint32_t parent, uint32_t key, uint32_t *out)
 {
-	uint64_t k = ((uint64_t)parent << 32 | key) + 1;
-	if (ulma_idmap_get(&t->children, k, out))
+	uint32_t guess = t->nodes[parent].recent;
+	if (guess && t->nodes[guess].key == key) { /* a loop calls the same function again and again */
+		*out = guess;
 		return 0;
+	}
+	uint64_t k = ((uint64_t)parent << 32 | key) + 1;
+	if (ulma_idmap_get(&t->children, k, out)) {
+		t->nodes[parent].recent = *out;
+		return 0;
+	}
 	if (t->nnodes == UINT32_MAX)
 		return -ENOMEM;
 	if (t->nnodes == t->cap) {
@@ -50,6 +57,7 @@ static int child_of(struct ulma_calltree *t, uint32_t parent, uint32_t key, uint
 	t->nodes[id] = (struct ulma_ct_node){.key = key, .parent = parent, .next_sibling = p->first_child,
 					     .depth = p->depth + 1};
 	p->first_child = id;
+	p->recent = id;
 	t->nnodes++;
 	*out = id;
 	return 0;

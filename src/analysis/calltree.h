@@ -23,6 +23,7 @@ struct ulma_ct_node {
 	uint32_t first_child; /* node index, 0 if none (the root is nobody's child) */
 	uint32_t next_sibling;
 	uint32_t depth;       /* 1 for the outermost frames */
+	uint32_t recent;      /* the child found last, a guess before the hash (0: none) */
 	uint64_t calls;
 	uint64_t self_ns;
 	uint64_t total_ns;    /* time of the frames at this node */

@@ -203,7 +203,9 @@ static int write_callgrind(FILE *out, const struct ulma_walk *w, const struct ul
 	for (uint32_t k = 0; k < w->nfuncs && k < g->nfuncs; k++)
 		if (w->funcs[k].key == k)
 			total += g->funcs[k].self_ns;
-	ulma_sbuf_puts(&b, "# callgrind format\nversion: 1\ncreator: ulma export\ncmd: ");
+	char note[ULMA_WALK_NOTE_MAX];
+	ulma_walk_times_note(w, note, sizeof(note));
+	ulma_sbuf_printf(&b, "# callgrind format\nversion: 1\ncreator: ulma export\ndesc: Times: %s\ncmd: ", note);
 	put_clean(&b, w->command && *w->command ? w->command : "?");
 	ulma_sbuf_printf(&b, "\npositions: line\nevents: ns\nsummary: %llu\n", (unsigned long long)total);
 	if (!err)

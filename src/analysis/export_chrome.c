@@ -63,7 +63,7 @@ static int on_func(void *ctx, const struct ulma_walk *w, uint32_t func)
 	struct ulma_sbuf s = {0};
 	ulma_sbuf_puts(&s, "\"name\":");
 	ulma_sbuf_json(&s, f->name);
-	if (f->kind == ULMA_DEF_C) {
+	if (ulma_def_is_c(f->kind)) {
 		ulma_sbuf_puts(&s, ",\"cat\":\"c\"");
 	} else {
 		struct ulma_sbuf loc = {0};
@@ -160,6 +160,10 @@ int ulma_export_chrome(FILE *in, const struct ulma_export_opts *o, FILE *out, co
 	if (!err) {
 		ulma_sbuf_puts(&c.b, "\n],\"otherData\":{\"producer\":\"ulma export\",\"command\":");
 		ulma_sbuf_json(&c.b, w.command ? w.command : "");
+		char note[ULMA_WALK_NOTE_MAX];
+		ulma_walk_times_note(&w, note, sizeof(note));
+		ulma_sbuf_puts(&c.b, ",\"times\":");
+		ulma_sbuf_json(&c.b, note);
 		ulma_sbuf_printf(&c.b, ",\"complete\":%s,\"duration_ns\":%llu,\"lost_events\":%llu}}\n",
 				 w.complete ? "true" : "false", (unsigned long long)w.duration_ns,
 				 (unsigned long long)w.lost);

@@ -268,6 +268,10 @@ static int write_metadata(const struct ctf *c, const struct ulma_walk *w)
 	ulma_sbuf_puts(&b, metadata_types);
 	ulma_sbuf_puts(&b, "env {\n\ttracer_name = \"ulma\";\n\tdomain = \"python\";\n\tcommand = \"");
 	put_tsdl_string(&b, w->command ? w->command : "");
+	char note[ULMA_WALK_NOTE_MAX];
+	ulma_walk_times_note(w, note, sizeof(note));
+	ulma_sbuf_puts(&b, "\";\n\ttimes = \"");
+	put_tsdl_string(&b, note);
 	ulma_sbuf_printf(&b, "\";\n\tcomplete = %d;\n};\n\n", w->complete ? 1 : 0);
 	ulma_sbuf_printf(&b,
 			 "clock {\n\tname = \"monotonic\";\n"

@@ -61,7 +61,7 @@ static char **make_labels(const struct ulma_walk *w)
 			continue;
 		struct ulma_sbuf b = {0};
 		put_frame_text(&b, *f->name ? f->name : "?");
-		if (f->kind != ULMA_DEF_C) {
+		if (!ulma_def_is_c(f->kind)) {
 			ulma_sbuf_puts(&b, " (");
 			put_frame_text(&b, f->file);
 			ulma_sbuf_printf(&b, ":%u)", f->line);

@@ -125,8 +125,12 @@ static int write_data(FILE *out, const struct ulma_walk *w, struct html *h)
 	int err = index && order && newid ? 0 : -ENOMEM;
 	uint32_t nrows = 0, nkept = 0;
 
+	char note[ULMA_WALK_NOTE_MAX];
+	ulma_walk_times_note(w, note, sizeof(note));
 	ulma_sbuf_puts(&b, "{\"title\":");
 	ulma_sbuf_json(&b, w->command && *w->command ? w->command : "ulma trace");
+	ulma_sbuf_puts(&b, ",\"times\":");
+	ulma_sbuf_json(&b, note);
 	ulma_sbuf_printf(&b,
 			 ",\"duration_ns\":%llu,\"events\":%llu,\"lost\":%llu,\"complete\":%s,\"min_span_ns\":%llu,\n"
 			 "\"funcs\":[",
@@ -143,7 +147,7 @@ static int write_data(FILE *out, const struct ulma_walk *w, struct html *h)
 		ulma_sbuf_json(&b, f->name);
 		ulma_sbuf_put(&b, ",", 1);
 		ulma_sbuf_json(&b, f->file);
-		ulma_sbuf_printf(&b, ",%u,\"%s\",%llu,%llu,%llu]", f->line, f->kind == ULMA_DEF_C ? "c" : "py",
+		ulma_sbuf_printf(&b, ",%u,\"%s\",%llu,%llu,%llu]", f->line, ulma_def_is_c(f->kind) ? "c" : "py",
 				 (unsigned long long)cf->calls, (unsigned long long)cf->self_ns,
 				 (unsigned long long)cf->total_ns);
 		if (b.len > 65536)

@@ -77,7 +77,7 @@ const char ulma_html_tail[] =
 	"$(\"facts\").textContent = F.length + \" functions, \" + D.events + \" events\" +\n"
 	"  (D.lost ? \" (\" + D.lost + \" lost)\" : \"\") + \", \" + ns(D.duration_ns) + \" traced\" +\n"
 	"  (D.complete ? \"\" : \" (trace cut short)\") + \", \" + D.threads.length +\n"
-	"  (D.threads.length === 1 ? \" thread\" : \" threads\");\n"
+	"  (D.threads.length === 1 ? \" thread\" : \" threads\") + \"; \" + D.times;\n"
 	"document.title = \"ulma: \" + D.title;\n"
 	"var tip = $(\"tip\");\n"
 	"function showTip(ev, text) {\n"

@@ -6,8 +6,15 @@
  * caller's key to (nc, cc, tt, ct) -- the same four figures for that edge,
  * in the order cProfile's snapshot_stats builds them.  nc counts calls, cc
  * the primitive (non-recursive) ones, tt is self time and ct cumulative
- * time, in seconds.  C functions get cProfile's style of key:
- * ('~', 0, '<built-in method NAME>').
+ * time, in seconds.
+ *
+ * Keys are cProfile's, so that pstats merges a function's rows from ulma
+ * and from cProfile: a Python function is (file, line, co_name), and a C
+ * function ('~', 0, label) with the label cProfile's normalizeUserObj
+ * (Modules/_lsprof.c, the same in 3.9-3.13) gives its kind of callable
+ * (pstats_name).  Functions with the same key are one function here, as
+ * pstats would merge them: their frames are counted under one key, so
+ * recursion between them is recursion.
  *
  * The marshal subset written here (Python/marshal.c): '{' dict ended by
  * '0', ')' small tuple, 'i' int32, 'l' long in 15-bit digits, 'g' binary
@@ -16,6 +23,7 @@
  * at a time.
  */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "callgraph.h"
@@ -81,25 +89,119 @@ static void m_tuple(struct ulma_sbuf *b, uint8_t n)
 	ulma_sbuf_put(b, h, 2);
 }
 
-/* The (file, line, name) key of function f. */
-static void m_key(struct ulma_sbuf *b, const struct ulma_walk_func *f)
+/* The name in cProfile's key of function f.  ulma's names are
+ * "owner.method" for C functions and qualified names for Python ones, so
+ * the method (co_name) is what follows the last dot. */
+static void pstats_name(struct ulma_sbuf *b, const struct ulma_walk_func *f)
+{
+	const char *dot = strrchr(f->name, '.');
+	const char *method = dot ? dot + 1 : f->name;
+	switch (f->kind) {
+	case ULMA_DEF_C:
+		ulma_sbuf_printf(b, "<built-in method %s>", f->name);
+		break;
+	case ULMA_DEF_C_METHOD:
+		if (dot)
+			ulma_sbuf_printf(b, "<method '%s' of '%.*s' objects>", method, (int)(dot - f->name), f->name);
+		else
+			ulma_sbuf_printf(b, "<built-in method %s>", method);
+		break;
+	case ULMA_DEF_C_CLASSMETHOD:
+		ulma_sbuf_printf(b, "<built-in method %s>", method);
+		break;
+	case ULMA_DEF_C_UNBOUND:
+		ulma_sbuf_printf(b, "<%s>", strncmp(f->name, "builtins.", 9) == 0 ? f->name + 9 : f->name);
+		break;
+	default:
+		ulma_sbuf_puts(b, method);
+		break;
+	}
+}
+
+/* Functions merged on their pstats key: the callgraph's keys.  names[k]
+ * is the pstats name of function k where k is the first with its key. */
+struct pstats_keys {
+	struct ulma_callgraph g;
+	uint32_t *keys;
+	char **names;
+	uint32_t cap;
+	struct ulma_idmap first; /* hash of file, line and pstats name -> first function */
+};
+
+static uint64_t key_hash(const char *file, uint32_t line, const char *name)
+{
+	uint64_t h = UINT64_C(0xcbf29ce484222325);
+	h = (h ^ line) * UINT64_C(0x100000001b3);
+	for (const char *p = file; *p; p++)
+		h = (h ^ (unsigned char)*p) * UINT64_C(0x100000001b3);
+	h = (h ^ 0xff) * UINT64_C(0x100000001b3);
+	for (const char *p = name; *p; p++)
+		h = (h ^ (unsigned char)*p) * UINT64_C(0x100000001b3);
+	return h ? h : 1;
+}
+
+static int on_func(void *ctx, const struct ulma_walk *w, uint32_t func)
+{
+	struct pstats_keys *pk = ctx;
+	const struct ulma_walk_func *f = &w->funcs[func];
+	if (func >= pk->cap) {
+		uint32_t ncap = pk->cap ? pk->cap : 64;
+		while (ncap <= func)
+			ncap *= 2;
+		uint32_t *keys = realloc(pk->keys, (size_t)ncap * sizeof(*keys));
+		if (keys) {
+			pk->keys = keys;
+			pk->g.keys = keys;
+		}
+		char **names = realloc(pk->names, (size_t)ncap * sizeof(*names));
+		if (names)
+			pk->names = names;
+		if (!keys || !names)
+			return -ENOMEM;
+		memset(pk->names + pk->cap, 0, (size_t)(ncap - pk->cap) * sizeof(*names));
+		pk->cap = ncap;
+	}
+	struct ulma_sbuf name = {0};
+	pstats_name(&name, f);
+	if (name.nomem) {
+		ulma_sbuf_free(&name);
+		return -ENOMEM;
+	}
+	const char *n = name.p ? name.p : "";
+	/* probe past hash collisions: different keys never share a slot */
+	for (uint64_t h = key_hash(f->file, f->line, n);; h = h + 1 ? h + 1 : 1) {
+		uint32_t first;
+		if (!ulma_idmap_get(&pk->first, h, &first)) {
+			pk->keys[func] = func;
+			pk->names[func] = name.p ? name.p : strdup("");
+			return pk->names[func] ? ulma_idmap_put(&pk->first, h, func) : -ENOMEM;
+		}
+		const struct ulma_walk_func *o = &w->funcs[first];
+		if (o->line == f->line && strcmp(o->file, f->file) == 0 && strcmp(pk->names[first], n) == 0) {
+			pk->keys[func] = first;
+			ulma_sbuf_free(&name);
+			return 0;
+		}
+	}
+}
+
+static int on_open(void *ctx, const struct ulma_walk *w, uint32_t thread, const struct ulma_walk_frame *f)
+{
+	return ulma_callgraph_open(&((struct pstats_keys *)ctx)->g, w, thread, f);
+}
+
+static int on_close(void *ctx, const struct ulma_walk *w, uint32_t thread, const struct ulma_walk_frame *f)
+{
+	return ulma_callgraph_close(&((struct pstats_keys *)ctx)->g, w, thread, f);
+}
+
+/* The (file, line, name) key of function k, the first with its key. */
+static void m_key(struct ulma_sbuf *b, const struct ulma_walk *w, const struct pstats_keys *pk, uint32_t k)
 {
 	m_tuple(b, 3);
-	if (f->kind == ULMA_DEF_C) {
-		m_str(b, "~");
-		m_int(b, 0);
-		struct ulma_sbuf label = {0};
-		ulma_sbuf_printf(&label, "<built-in method %s>", f->name);
-		if (label.nomem)
-			b->nomem = true;
-		else
-			m_str(b, label.p);
-		ulma_sbuf_free(&label);
-	} else {
-		m_str(b, f->file);
-		m_int(b, f->line);
-		m_str(b, f->name);
-	}
+	m_str(b, w->funcs[k].file);
+	m_int(b, w->funcs[k].line);
+	m_str(b, pk->names[k]);
 }
 
 static double seconds(uint64_t ns)
@@ -107,16 +209,17 @@ static double seconds(uint64_t ns)
 	return (double)ns / 1e9;
 }
 
-static int write_stats(FILE *out, const struct ulma_walk *w, const struct ulma_callgraph *g)
+static int write_stats(FILE *out, const struct ulma_walk *w, const struct pstats_keys *pk)
 {
+	const struct ulma_callgraph *g = &pk->g;
 	struct ulma_sbuf b = {0};
 	int err = 0;
 	ulma_sbuf_put(&b, "{", 1);
-	for (uint32_t k = 0; k < w->nfuncs && k < g->nfuncs && !err; k++) {
+	for (uint32_t k = 0; k < pk->cap && k < g->nfuncs && !err; k++) {
 		const struct ulma_cg_func *cf = &g->funcs[k];
-		if (w->funcs[k].key != k || cf->calls == 0)
+		if (!pk->names[k] || cf->calls == 0)
 			continue;
-		m_key(&b, &w->funcs[k]);
+		m_key(&b, w, pk, k);
 		m_tuple(&b, 5);
 		m_int(&b, cf->calls - cf->reccalls);
 		m_int(&b, cf->calls);
@@ -125,7 +228,7 @@ static int write_stats(FILE *out, const struct ulma_walk *w, const struct ulma_c
 		ulma_sbuf_put(&b, "{", 1);
 		for (uint32_t e = cf->first_in; e != ULMA_WALK_NONE; e = g->edges[e].next_in) {
 			const struct ulma_cg_edge *ed = &g->edges[e];
-			m_key(&b, &w->funcs[ed->caller]);
+			m_key(&b, w, pk, ed->caller);
 			m_tuple(&b, 4);
 			m_int(&b, ed->calls);
 			m_int(&b, ed->calls - ed->reccalls);
@@ -146,5 +249,19 @@ int ulma_export_pstats(FILE *in, const struct ulma_export_opts *o, FILE *out, co
 		       struct ulma_export_result *res)
 {
 	(void)dir;
-	return ulma_callgraph_export(in, o, out, res, write_stats);
+	struct pstats_keys pk = {0};
+	struct ulma_walk w;
+	ulma_callgraph_init(&pk.g);
+	const struct ulma_walk_sink sink = {&pk, on_func, NULL, on_open, on_close};
+	int err = ulma_export_walk(in, o, &w, &sink, res);
+	if (!err)
+		err = write_stats(out, &w, &pk);
+	for (uint32_t k = 0; k < pk.cap; k++)
+		free(pk.names[k]);
+	free(pk.names);
+	free(pk.keys);
+	ulma_idmap_free(&pk.first);
+	ulma_callgraph_free(&pk.g);
+	ulma_walk_free(&w);
+	return err;
 }

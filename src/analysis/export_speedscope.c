@@ -185,12 +185,17 @@ static int write_file(struct speedscope *s, const struct ulma_walk *w, FILE *out
 	int err = 0;
 	ulma_sbuf_puts(&b, "{\"$schema\":\"https://www.speedscope.app/file-format-schema.json\",\n\"name\":");
 	ulma_sbuf_json(&b, w->command && *w->command ? w->command : "ulma trace");
-	ulma_sbuf_puts(&b, ",\"exporter\":\"ulma export\",\"activeProfileIndex\":0,\n\"shared\":{\"frames\":[");
+	char note[ULMA_WALK_NOTE_MAX], exporter[ULMA_WALK_NOTE_MAX + 16];
+	ulma_walk_times_note(w, note, sizeof(note));
+	snprintf(exporter, sizeof(exporter), "ulma export: %s", note);
+	ulma_sbuf_puts(&b, ",\"exporter\":");
+	ulma_sbuf_json(&b, exporter);
+	ulma_sbuf_puts(&b, ",\"activeProfileIndex\":0,\n\"shared\":{\"frames\":[");
 	for (uint32_t i = 0; i < s->nframes && !err; i++) {
 		const struct ulma_walk_func *f = &w->funcs[s->frame_key[i]];
 		ulma_sbuf_puts(&b, i ? ",\n{\"name\":" : "\n{\"name\":");
 		ulma_sbuf_json(&b, f->name);
-		if (f->kind != ULMA_DEF_C) {
+		if (!ulma_def_is_c(f->kind)) {
 			ulma_sbuf_puts(&b, ",\"file\":");
 			ulma_sbuf_json(&b, f->file);
 			ulma_sbuf_printf(&b, ",\"line\":%u", f->line);

@@ -110,14 +110,16 @@ out:
 
 /* ---------- time ---------- */
 
+/* ns since the trace start: ticks times ns_per_tick in 32.32 fixed point
+ * (a 128-bit product: no rounding through a double per event). */
 static inline uint64_t to_ns(const struct ulma_walk *w, uint64_t ticks)
 {
 	if (ticks <= w->ticks0)
 		return 0;
 	if (!w->tsc)
 		return ticks - w->ticks0;
-	double ns = (double)(ticks - w->ticks0) * w->ns_per_tick + 0.5;
-	return ns < 9.2e18 ? (uint64_t)ns : UINT64_C(9200000000000000000); /* a damaged trace's times */
+	unsigned __int128 ns = ((unsigned __int128)(ticks - w->ticks0) * w->ns_per_tick_fp + (1u << 31)) >> 32;
+	return ns < UINT64_C(9200000000000000000) ? (uint64_t)ns : UINT64_C(9200000000000000000); /* a damaged trace's times */
 }
 
 int ulma_walk_parse_ns(const char *s, uint64_t *out)
@@ -216,7 +218,8 @@ static int open_chain(struct ulma_walk *w, uint32_t thread, uint32_t i)
 	return err;
 }
 
-static int push(struct ulma_walk *w, struct ulma_walk_thread *t, uint32_t func, uint64_t ns, uint32_t cpu)
+static int push(struct ulma_walk *w, uint32_t thread, struct ulma_walk_thread *t, uint32_t func, uint64_t ns,
+		uint32_t cpu)
 {
 	if (t->depth == t->cap && ulma_array_grow((void **)&t->stack, &t->cap, t->depth, sizeof(*t->stack)))
 		return -ENOMEM;
@@ -226,6 +229,7 @@ static int push(struct ulma_walk *w, struct ulma_walk_thread *t, uint32_t func, 
 		up = w->funcs[t->stack[top].func].pass ? top : t->stack[top].up;
 	}
 	t->stack[t->depth++] = (struct walk_slot){func, cpu, up, 0, ns, 0, false};
+	(void)thread;
 	return 0;
 }
 
@@ -276,6 +280,7 @@ static int on_meta(void *ctx, const struct ulma_trace_meta *m)
 	ulma_clock_calibrate(w->tsc, &start, w->have_end ? &end : NULL, m->tick_hz, &cal);
 	w->ticks0 = m->start_ticks;
 	w->ns_per_tick = cal.ns_per_tick;
+	w->ns_per_tick_fp = ulma_u64_from_double(cal.ns_per_tick * 4294967296.0 + 0.5);
 	w->pid = m->pid;
 	w->start_ns = m->start_ns;
 	free(w->command);
@@ -365,6 +370,17 @@ void ulma_walk_thread_label(const struct ulma_walk *w, const struct ulma_walk_th
 		snprintf(out, cap, "%s", tail);
 }
 
+void ulma_walk_times_note(const struct ulma_walk *w, char *out, size_t cap)
+{
+	if (w->cost_ps)
+		snprintf(out, cap, "times less the hook's measured cost of %.1f ns per event, as in ulma's summary "
+			 "(--no-correction for times as measured)", (double)w->cost_ps / 1000.0);
+	else if (w->filter.no_correction)
+		snprintf(out, cap, "times as measured, the hook's cost included (--no-correction)");
+	else
+		snprintf(out, cap, "times as measured: the trace holds no measured cost of the hook");
+}
+
 static int on_process(void *ctx, const struct ulma_trace_process *p)
 {
 	struct ulma_walk *w = ctx;
@@ -391,32 +407,131 @@ static int on_thread(void *ctx, const struct ulma_trace_thread *th)
 	return 0;
 }
 
-static int on_event(void *ctx, const struct ulma_trace_event *e)
+/* A thread's time of an event, the hook's cost of its earlier events
+ * taken out; never before the thread's previous time. */
+static inline uint64_t thread_ns(const struct ulma_walk *w, struct ulma_walk_thread *t, uint64_t ticks)
+{
+	uint64_t ns = to_ns(w, ticks), shift = t->shift_fp >> 32;
+	ns = ns > shift ? ns - shift : 0;
+	if (t->seen && ns < t->last_ns)
+		ns = t->last_ns; /* events closer together than the cost */
+	t->shift_fp += w->cost_fp;
+	return ns;
+}
+
+/* on_events when nothing is filtered out (keep_all): every frame is kept,
+ * opened at its entry and closed at its exit, its parent the frame below
+ * it; no pattern, window or duration to test.  Most exports of a whole
+ * trace run this loop, so it is kept short. */
+static int on_events_all(struct ulma_walk *w, uint32_t thread, const struct ulma_trace_event *ev, size_t n)
+{
+	struct ulma_walk_thread *t = &w->threads[thread];
+	const struct ulma_walk_sink *sink = w->sink;
+	uint64_t events = 0;
+	int err = 0;
+	for (size_t i = 0; i < n && !err; i++) {
+		const struct ulma_trace_event *e = &ev[i];
+		if (e->kind == ULMA_EV_OFF)
+			continue; /* time off the CPU: not a frame boundary */
+		events++;
+		uint64_t ns = thread_ns(w, t, e->ticks);
+		if (__builtin_expect(!t->seen, 0)) {
+			t->seen = true;
+			t->first_ns = ns;
+		}
+		t->last_ns = ns;
+		t->cpu = e->cpu;
+		if (e->kind == ULMA_EV_ENTER) {
+			if (t->depth == t->cap &&
+			    ulma_array_grow((void **)&t->stack, &t->cap, t->depth, sizeof(*t->stack))) {
+				err = -ENOMEM;
+				break;
+			}
+			uint32_t d = t->depth++, up = d ? d - 1 : ULMA_WALK_NONE;
+			t->stack[d] = (struct walk_slot){e->func, e->cpu, up, d, ns, 0, true};
+			w->funcs[e->func].opened++;
+			t->kept++;
+			if (sink->on_open) {
+				struct ulma_walk_frame fr = {e->func, d ? t->stack[d - 1].func : ULMA_WALK_NONE, d, e->cpu, ns,
+							     0, 0};
+				err = sink->on_open(sink->ctx, w, thread, &fr);
+			}
+		} else if (e->kind == ULMA_EV_EXIT) {
+			if (t->depth == 0)
+				continue;
+			uint32_t d = --t->depth;
+			const struct walk_slot *sl = &t->stack[d];
+			uint64_t dur = ns - sl->start;
+			if (sink->on_close) {
+				struct ulma_walk_frame fr = {sl->func, d ? t->stack[d - 1].func : ULMA_WALK_NONE, d, e->cpu,
+							     sl->start, ns, dur > sl->child ? dur - sl->child : 0};
+				err = sink->on_close(sink->ctx, w, thread, &fr);
+			}
+			if (d)
+				t->stack[d - 1].child += dur;
+		} else {
+			t->lost += e->count;
+			w->lost += e->count;
+		}
+		t = &w->threads[thread];
+	}
+	w->events += events;
+	w->frames = 0;
+	for (uint32_t k = 0; k < w->nthreads; k++) /* every frame kept */
+		w->frames += w->threads[k].kept;
+	return err;
+}
+
+static int on_events(void *ctx, uint32_t thread, const struct ulma_trace_event *ev, size_t n)
 {
 	struct ulma_walk *w = ctx;
-	struct ulma_walk_thread *t = &w->threads[e->thread];
-	w->events++;
-	if (e->kind == ULMA_EV_LOST)
-		w->lost += e->count;
-	if (!t->pass)
-		return 0;
-	uint64_t ns = to_ns(w, e->ticks);
-	if (!t->seen) {
-		t->seen = true;
-		t->first_ns = ns;
-	}
-	if (ns > t->last_ns)
+	if (w->keep_all)
+		return on_events_all(w, thread, ev, n);
+	struct ulma_walk_thread *t = &w->threads[thread];
+	for (size_t i = 0; i < n; i++) {
+		const struct ulma_trace_event *e = &ev[i];
+		if (e->kind == ULMA_EV_OFF)
+			continue; /* time off the CPU: not a frame boundary */
+		w->events++;
+		if (e->kind == ULMA_EV_LOST)
+			w->lost += e->count;
+		if (!t->pass)
+			continue;
+		uint64_t ns = thread_ns(w, t, e->ticks);
+		if (!t->seen) {
+			t->seen = true;
+			t->first_ns = ns;
+		}
 		t->last_ns = ns;
-	t->cpu = e->cpu;
-	switch (e->kind) {
-	case ULMA_EV_ENTER:
-		return push(w, t, e->func, ns, e->cpu);
-	case ULMA_EV_EXIT:
-		return t->depth ? pop(w, e->thread, ns, e->cpu) : 0;
-	default:
-		t->lost += e->count;
-		return 0;
+		t->cpu = e->cpu;
+		int err = 0;
+		switch (e->kind) {
+		case ULMA_EV_ENTER:
+			err = push(w, thread, t, e->func, ns, e->cpu);
+			t = &w->threads[thread];
+			break;
+		case ULMA_EV_EXIT:
+			err = t->depth ? pop(w, thread, ns, e->cpu) : 0;
+			t = &w->threads[thread];
+			break;
+		default:
+			t->lost += e->count;
+			break;
+		}
+		if (err)
+			return err;
 	}
+	return 0;
+}
+
+static int on_overhead(void *ctx, uint64_t ps)
+{
+	struct ulma_walk *w = ctx;
+	if (!w->filter.no_correction) {
+		w->cost_ps = ps;
+		w->cost_fp = (uint64_t)(((unsigned __int128)ps << 32) / 1000); /* ns, 32.32 fixed point */
+	}
+	return 0;
 }
 
 static int on_end(void *ctx, const struct ulma_trace_end *e)
@@ -431,10 +546,19 @@ static int on_end(void *ctx, const struct ulma_trace_end *e)
 int ulma_walk_run(struct ulma_walk *w, FILE *f, const struct ulma_walk_sink *sink, struct ulma_trace_status *st)
 {
 	static const struct ulma_walk_sink none = {0};
+	const struct ulma_walk_filter *flt = &w->filter;
 	w->sink = sink ? sink : &none;
+	w->keep_all = flt->tid == ULMA_WALK_ALL && flt->pid == ULMA_WALK_ALL && flt->from_ns == 0 &&
+		      flt->to_ns == UINT64_MAX && flt->min_duration_ns == 0 && flt->ninclude == 0 && flt->nexclude == 0;
 	scan_end(w, f);
-	struct ulma_trace_visitor v = {.ctx = w, .on_meta = on_meta, .on_func = on_func, .on_thread = on_thread,
-				       .on_event = on_event, .on_end = on_end, .on_process = on_process};
+	struct ulma_trace_visitor v = {.ctx = w,
+				       .on_meta = on_meta,
+				       .on_func = on_func,
+				       .on_thread = on_thread,
+				       .on_events = on_events,
+				       .on_end = on_end,
+				       .on_process = on_process,
+				       .on_overhead = on_overhead};
 	int err = ulma_trace_read(f, &v, st);
 	if (err)
 		return err;
@@ -446,7 +570,9 @@ int ulma_walk_run(struct ulma_walk *w, FILE *f, const struct ulma_walk_sink *sin
 	w->duration_ns = end;
 	for (uint32_t i = 0; i < w->nthreads; i++) {
 		struct ulma_walk_thread *t = &w->threads[i];
-		uint64_t at = end > t->last_ns ? end : t->last_ns;
+		uint64_t shift = t->shift_fp >> 32, at = end > shift ? end - shift : 0;
+		if (at < t->last_ns)
+			at = t->last_ns;
 		while (t->depth)
 			if ((err = pop(w, i, at, t->cpu)))
 				return err;

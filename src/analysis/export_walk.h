@@ -10,6 +10,12 @@
  * descendants hang from that ancestor.  A frame straddling the window is
  * clipped to it.
  *
+ * Times are corrected as the summary's are (overhead.h): each thread's
+ * clock loses the hook's measured cost at each of its events, so a frame
+ * loses the cost of the events inside it and of its exit, and its self
+ * time the cost of its exit and its children's entries, exactly the
+ * summary's rule (filter.no_correction keeps them raw; cost_ps says which).
+ *
  * Frames are announced lazily: whether a frame is kept is known only when
  * it closes (its duration), so its open callback comes when it or a
  * descendant is first known to be kept.  Per thread, opens and closes still
@@ -46,6 +52,7 @@ struct ulma_walk_filter {
 	size_t ninclude;
 	const char *const *exclude;
 	size_t nexclude;
+	bool no_correction;       /* times as measured, the hook's cost included */
 };
 
 /* The default filter: everything. */
@@ -82,6 +89,8 @@ struct ulma_walk_thread {
 	uint64_t first_ns;  /* first event */
 	uint64_t last_ns;   /* last event */
 	uint64_t lost;      /* events the recorder dropped in this thread */
+	uint64_t shift_fp;  /* the hook's cost of its events so far, taken out of its times
+			     * (ns, 32.32 fixed point) */
 	uint32_t cpu;       /* CPU of the latest event */
 	uint64_t kept;      /* frames kept */
 	/* private: the shadow stack */
@@ -120,10 +129,14 @@ struct ulma_walk {
 	uint64_t events;      /* events decoded */
 	uint64_t frames;      /* frames kept */
 	uint64_t lost;        /* events the recorder dropped (markers in the streams read) */
+	uint64_t cost_ps;     /* the hook's cost per event taken out of the times (0: none) */
 	/* private */
+	bool keep_all; /* no filter: frames are announced as they open */
 	bool tsc;
 	uint64_t ticks0;
 	double ns_per_tick;
+	uint64_t ns_per_tick_fp; /* the same, 32.32 fixed point */
+	uint64_t cost_fp;        /* cost_ps in ns, 32.32 fixed point */
 	bool have_end;
 	uint64_t end_ticks, end_ns;
 	const struct ulma_walk_sink *sink;
@@ -144,6 +157,11 @@ const char *ulma_walk_process_name(const struct ulma_walk *w, uint32_t pid);
  * Cut to `cap` bytes, NUL included. */
 #define ULMA_WALK_LABEL_MAX 320
 void ulma_walk_thread_label(const struct ulma_walk *w, const struct ulma_walk_thread *t, char *out, size_t cap);
+
+/* One line saying which times the output holds: the hook's cost taken out
+ * (and how much per event), or as measured. */
+#define ULMA_WALK_NOTE_MAX 160
+void ulma_walk_times_note(const struct ulma_walk *w, char *out, size_t cap);
 
 /* Decode f (from its current position; seekable files get the exact END
  * calibration) and feed sink.  st receives the reader's status: on -EPROTO

@@ -1,4 +1,5 @@
-/* profile.c - shadow stacks and per-function totals (see profile.h). */
+/* profile.c - shadow stacks and per-function totals (see profile.h); the
+ * per-event paths are inline in profile.h, the rare ones are here. */
 #include "profile.h"
 
 #include "../core/array.h"
@@ -65,116 +66,60 @@ int ulma_profile_add_thread(struct ulma_profile *p, uint32_t index, uint64_t ser
 	return 0;
 }
 
-static void touch(struct ulma_profile *p, struct ulma_thread_row *t, uint64_t ticks)
+int ulma_profile_grow(struct ulma_thread_row *t, uint32_t func)
 {
-	if (!t->seen) {
-		t->seen = 1;
-		t->first_ticks = ticks;
-	}
-	if (ticks > t->last_ticks)
-		t->last_ticks = ticks;
-	if (p->events == 0 || ticks < p->first_ticks)
-		p->first_ticks = ticks;
-	if (ticks > p->last_ticks)
-		p->last_ticks = ticks;
-	t->events++;
-	p->events++;
-}
-
-int ulma_profile_enter(struct ulma_profile *p, uint32_t thread, uint32_t func, uint64_t ticks)
-{
-	struct ulma_thread_row *t = &p->threads[thread];
-	struct ulma_sched_clocks at = {t->last_cpu, t->last_wait, t->last_gil};
-	return ulma_profile_enter_at(p, thread, func, ticks, &at);
-}
-
-int ulma_profile_enter_at(struct ulma_profile *p, uint32_t thread, uint32_t func, uint64_t ticks,
-			  const struct ulma_sched_clocks *at)
-{
-	struct ulma_thread_row *t = &p->threads[thread];
 	if (t->depth == t->cap && ulma_array_grow((void **)&t->stack, &t->cap, t->depth, sizeof(*t->stack)))
 		return -ENOMEM;
 	if (func >= t->nactive && ulma_array_grow((void **)&t->active, &t->nactive, func, sizeof(*t->active)))
 		return -ENOMEM;
-	touch(p, t, ticks);
-	t->last_cpu = at->cpu_ns;
-	t->last_wait = at->wait_ns;
-	t->last_gil = at->gil_ns;
-	t->stack[t->depth++] = (struct ulma_frame){.func = func,
-						   .start = ticks,
-						   .cpu0 = at->cpu_ns,
-						   .wait0 = at->wait_ns,
-						   .gil0 = at->gil_ns};
-	t->active[func]++;
-	p->funcs[func].calls++;
 	return 0;
 }
 
-static uint64_t sub0(uint64_t a, uint64_t b)
+static uint64_t grown(uint64_t now, uint64_t then)
 {
-	return a > b ? a - b : 0;
+	return now > then ? now - then : 0;
 }
 
-static void pop(struct ulma_profile *p, struct ulma_thread_row *t, uint64_t ticks,
-		const struct ulma_sched_clocks *at)
+void ulma_profile_total_off(struct ulma_func_row *r, const struct ulma_thread_row *t, const struct ulma_frame *f)
 {
-	struct ulma_frame *f = &t->stack[--t->depth];
-	uint64_t elapsed = sub0(ticks, f->start), self = sub0(elapsed, f->child);
-	uint64_t ecpu = sub0(at->cpu_ns, f->cpu0), scpu = sub0(ecpu, f->child_cpu);
-	uint64_t ewait = sub0(at->wait_ns, f->wait0), swait = sub0(ewait, f->child_wait);
-	uint64_t egil = sub0(at->gil_ns, f->gil0), sgil = sub0(egil, f->child_gil);
-	struct ulma_func_row *row = &p->funcs[f->func];
-	row->self_ticks += self;
-	row->self_cpu_ns += scpu;
-	row->self_wait_ns += swait;
-	row->self_gil_ns += sgil;
-	row->self_events += 1 + f->child_calls;
-	t->self_ticks += self;
-	t->cpu_ns += scpu;
-	t->wait_ns += swait;
-	t->gil_ns += sgil;
-	if (--t->active[f->func] == 0) {
-		row->total_ticks += elapsed;
-		row->total_cpu_ns += ecpu;
-		row->total_wait_ns += ewait;
-		row->total_gil_ns += egil;
-		row->total_events += 1 + 2 * f->descendants;
-	}
-	if (t->depth) {
-		struct ulma_frame *parent = &t->stack[t->depth - 1];
-		parent->child += elapsed;
-		parent->child_cpu += ecpu;
-		parent->child_wait += ewait;
-		parent->child_gil += egil;
-		parent->child_calls++;
-		parent->descendants += 1 + f->descendants;
-	}
+	r->total_blocked_ns += grown(t->now.blocked_ns, f->at.blocked_ns);
+	r->total_runnable_ns += grown(t->now.runnable_ns, f->at.runnable_ns);
+	r->total_gil_ns += grown(t->now.gil_ns, f->at.gil_ns);
+	r->total_voluntary += grown(t->now.voluntary, f->at.voluntary);
+	r->total_involuntary += grown(t->now.involuntary, f->at.involuntary);
 }
 
-void ulma_profile_exit(struct ulma_profile *p, uint32_t thread, uint64_t ticks)
+void ulma_profile_off(struct ulma_profile *p, uint32_t thread, uint64_t blocked_ns, uint64_t runnable_ns,
+		      uint64_t gil_ns, uint32_t voluntary, uint32_t involuntary)
 {
 	struct ulma_thread_row *t = &p->threads[thread];
-	struct ulma_sched_clocks at = {t->last_cpu, t->last_wait, t->last_gil};
-	ulma_profile_exit_at(p, thread, ticks, &at);
-}
-
-void ulma_profile_exit_at(struct ulma_profile *p, uint32_t thread, uint64_t ticks,
-			  const struct ulma_sched_clocks *at)
-{
-	struct ulma_thread_row *t = &p->threads[thread];
+	t->now.offs++;
+	t->now.blocked_ns += blocked_ns;
+	t->now.runnable_ns += runnable_ns;
+	t->now.gil_ns += gil_ns;
+	t->now.voluntary += voluntary;
+	t->now.involuntary += involuntary;
+	if (gil_ns)
+		p->has_gil = 1;
 	if (t->depth == 0)
-		return;
-	touch(p, t, ticks);
-	t->last_cpu = at->cpu_ns;
-	t->last_wait = at->wait_ns;
-	t->last_gil = at->gil_ns;
-	pop(p, t, ticks, at);
+		return; /* between frames: the thread's, no function's */
+	struct ulma_func_row *r = &p->funcs[t->stack[t->depth - 1].func];
+	r->self_blocked_ns += blocked_ns;
+	r->self_runnable_ns += runnable_ns;
+	r->self_gil_ns += gil_ns;
+	r->voluntary += voluntary;
+	r->involuntary += involuntary;
+	t->self_blocked_ns += blocked_ns;
+	t->self_runnable_ns += runnable_ns;
+	t->self_gil_ns += gil_ns;
 }
 
 void ulma_profile_lost(struct ulma_profile *p, uint32_t thread, uint64_t ticks, uint64_t count)
 {
 	struct ulma_thread_row *t = &p->threads[thread];
-	touch(p, t, ticks);
+	ulma_profile_charge(p, t, ticks);
+	if (t->depth) /* the charge counted an event that was not one */
+		p->funcs[t->stack[t->depth - 1].func].self_events--;
 	t->lost += count;
 	p->lost += count;
 }
@@ -182,7 +127,8 @@ void ulma_profile_lost(struct ulma_profile *p, uint32_t thread, uint64_t ticks, 
 void ulma_profile_sample(struct ulma_profile *p, uint32_t thread, uint64_t cpu_ns, int gil_known)
 {
 	struct ulma_thread_row *t = &p->threads[thread];
-	p->has_sched = 1;
+	if (p->split == ULMA_PROFILE_SPLIT_NONE)
+		p->split = ULMA_PROFILE_SPLIT_SCHEDSTAT;
 	if (gil_known)
 		p->has_gil = 1;
 	if (!t->sampled) {
@@ -200,12 +146,34 @@ void ulma_profile_finish(struct ulma_profile *p, uint64_t ticks)
 		if (!t->depth)
 			continue;
 		uint64_t end = ticks > t->last_ticks ? ticks : t->last_ticks;
-		struct ulma_sched_clocks last = {t->last_cpu, t->last_wait, t->last_gil};
+		ulma_profile_charge(p, t, end);
+		p->funcs[t->stack[t->depth - 1].func].self_events--; /* no event: the frames end with the session */
 		while (t->depth)
-			pop(p, t, end, &last);
-		t->last_ticks = end;
-		if (end > p->last_ticks)
-			p->last_ticks = end;
+			ulma_profile_pop(p, t);
+	}
+}
+
+uint64_t ulma_profile_events(const struct ulma_profile *p)
+{
+	uint64_t n = 0;
+	for (uint32_t i = 0; i < p->nthreads; i++)
+		n += p->threads[i].events;
+	return n;
+}
+
+void ulma_profile_span(const struct ulma_profile *p, uint64_t *first, uint64_t *last)
+{
+	int any = 0;
+	*first = *last = 0;
+	for (uint32_t i = 0; i < p->nthreads; i++) {
+		const struct ulma_thread_row *t = &p->threads[i];
+		if (!t->seen)
+			continue;
+		if (!any || t->first_ticks < *first)
+			*first = t->first_ticks;
+		if (t->last_ticks > *last)
+			*last = t->last_ticks;
+		any = 1;
 	}
 }
 

@@ -8,74 +8,112 @@
  * frame per thread, `self` excludes callees.  Frames still open at the end
  * are closed at the time given to ulma_profile_finish.
  *
- * Where the caller knows each event's cumulative CPU and run-queue time
- * (from a schedline), the *_at variants also split self and total time
- * into on-CPU and runnable ns; blocked is the rest of the wall time, of
- * which the GIL clock gives the part spent waiting for the GIL.
+ * The model is built for one pass at a hundred million events a second:
+ * - Every event charges the time since the thread's previous event to the
+ *   frame on top of its stack (before the event), with one event for the
+ *   hook's cost (overhead.h).  So self time needs no bookkeeping of
+ *   children; only a function's outermost frame computes its total.
+ * - Time off the CPU arrives as intervals (ulma_profile_off): blocked,
+ *   runnable (preempted), and of the blocked the part spent waiting for the
+ *   GIL.  A thread emits no events while it is off its CPU, so each
+ *   interval lies between two events and belongs to the frame on top: its
+ *   self time.  Each thread keeps cumulative off-CPU clocks, which a frame
+ *   snapshots at entry; its total off-CPU time is their growth.  On-CPU
+ *   time is the rest of the wall time.  With the scheduler's switch
+ *   records the intervals are exact; sampled schedstat (schedline.h) gives
+ *   interpolated increments instead.
  *
- * Times are in session ticks; convert at output.  Single-threaded.
+ * Times are session ticks; off-CPU clocks are ns.  Single-threaded.
  * Functions returning int give 0 or -ENOMEM.
  */
 #ifndef ULMA_PROFILE_H
 #define ULMA_PROFILE_H
 
+#include <errno.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
+#include "../core/ring.h" /* ULMA_LIKELY */
 #include "pid_names.h"
-#include "schedline.h"
 
 struct ulma_func_row {
-	char *name;  /* owned by the profile, NUL-terminated */
+	/* hot: touched by every event */
+	uint64_t calls;
+	uint64_t self_ticks;
+	uint64_t self_events;  /* events charged to the self time: each frame's exit and its
+				* children's entries (the hook's cost, overhead.h) */
+	uint64_t total_ticks;
+	uint64_t total_events; /* events inside the total time, and each outermost frame's exit */
+	/* off the CPU, of the self time (ns) */
+	uint64_t self_blocked_ns;  /* blocked: sleep, I/O, locks, the GIL */
+	uint64_t self_runnable_ns; /* runnable, waiting for a CPU */
+	uint64_t self_gil_ns;      /* of the blocked time, waiting for the GIL */
+	uint64_t total_blocked_ns; /* the same for total time */
+	uint64_t total_runnable_ns;
+	uint64_t total_gil_ns;
+	/* context switches while the function was on top (self) or on the stack (total) */
+	uint64_t voluntary;
+	uint64_t involuntary;
+	uint64_t total_voluntary;
+	uint64_t total_involuntary;
+	/* cold */
+	char *name; /* owned by the profile, NUL-terminated */
 	char *file;
 	uint32_t line;
 	uint8_t kind; /* enum ulma_def_kind */
-	uint64_t calls;
-	uint64_t total_ticks;
-	uint64_t self_ticks;
-	uint64_t self_cpu_ns;   /* on a CPU, of the self time */
-	uint64_t self_wait_ns;  /* runnable, waiting for a CPU, of the self time */
-	uint64_t self_gil_ns;   /* blocked waiting for the GIL, of the self time */
-	uint64_t total_cpu_ns;  /* the same for total time */
-	uint64_t total_wait_ns;
-	uint64_t total_gil_ns;
-	uint64_t self_events;  /* events charged to the self time: each frame's exit and its
-				* children's entries (the hook's cost, overhead.h) */
-	uint64_t total_events; /* events inside the total time, and each outermost frame's exit */
+};
+
+/* A thread's cumulative time off its CPU; a frame keeps a copy from its
+ * entry.  (Not written per event: copying it never waits on a store.) */
+struct ulma_thread_clocks {
+	uint64_t offs;   /* ulma_profile_off calls: unchanged means no time off the CPU */
+	uint64_t blocked_ns;
+	uint64_t runnable_ns;
+	uint64_t gil_ns;
+	uint64_t voluntary;
+	uint64_t involuntary;
 };
 
 struct ulma_frame {
 	uint32_t func;
+	uint32_t reserved;
 	uint64_t start;
-	uint64_t child; /* ticks spent in callees */
-	uint64_t cpu0, wait0;           /* cumulative cpu and wait ns at entry */
-	uint64_t child_cpu, child_wait; /* of which spent in callees */
-	uint64_t gil0, child_gil;       /* the same for the GIL clock */
-	uint64_t child_calls;           /* frames entered directly inside */
-	uint64_t descendants;           /* frames entered inside, at any depth */
+	uint64_t events0;             /* the thread's events just after the entry */
+	struct ulma_thread_clocks at; /* its clocks at the entry */
 };
 
 struct ulma_thread_row {
-	uint64_t serial;
-	uint32_t pid;
-	uint32_t tid;
-	uint64_t first_ticks; /* first event */
-	uint64_t last_ticks;  /* last event, or the close time of open frames */
-	uint64_t events;
-	uint64_t lost;
-	uint64_t self_ticks;  /* sum of self time of this thread's frames */
-	uint64_t cpu_ns;      /* sum of self on-CPU ns of its frames */
-	uint64_t wait_ns;     /* sum of self runnable ns */
-	uint64_t gil_ns;      /* sum of self GIL-wait ns */
-	uint64_t last_cpu, last_wait, last_gil; /* cumulative values at the last event */
-	uint64_t sample_cpu0, sample_cpu1; /* cpu ns at its first and latest schedstat sample */
-	int sampled;
-	int seen;             /* any event yet */
 	struct ulma_frame *stack;
 	uint32_t depth;
 	uint32_t cap;
 	uint32_t *active; /* open frames per function, for recursion-safe totals */
 	uint32_t nactive;
+	int seen;             /* any event yet */
+	uint64_t last_ticks;  /* last event, or the close time of open frames */
+	uint64_t events;      /* enters and exits */
+	struct ulma_thread_clocks now;
+	uint64_t first_ticks; /* first event */
+	uint64_t serial;
+	uint32_t pid;
+	uint32_t tid;
+	uint64_t lost;
+	uint64_t self_ticks;       /* sum of self time of this thread's frames */
+	uint64_t self_blocked_ns;  /* of which off the CPU (the rest was on it) */
+	uint64_t self_runnable_ns;
+	uint64_t self_gil_ns;
+	uint64_t sample_cpu0, sample_cpu1; /* schedstat: cpu ns at its first and latest sample */
+	int sampled;
+	/* live only: off its CPU right now as far as known (1 blocked, 2
+	 * runnable; 0 on it), since off_since; the interval is not charged yet */
+	int off_now;
+	uint64_t off_since;
+};
+
+enum ulma_profile_split {
+	ULMA_PROFILE_SPLIT_NONE = 0,      /* no off-CPU information */
+	ULMA_PROFILE_SPLIT_SCHEDSTAT = 1, /* interpolated between schedstat samples */
+	ULMA_PROFILE_SPLIT_SWITCHES = 2,  /* exact, from context-switch records */
 };
 
 struct ulma_profile {
@@ -85,12 +123,9 @@ struct ulma_profile {
 	struct ulma_thread_row *threads;
 	uint32_t nthreads;
 	uint32_t cap_threads;
-	uint64_t events;
 	uint64_t lost;
-	uint64_t first_ticks;
-	uint64_t last_ticks;
-	int has_sched; /* events carried CPU and wait times */
-	int has_gil;   /* and some thread's GIL waits were told apart */
+	int split;   /* enum ulma_profile_split */
+	int has_gil; /* some thread's GIL waits were told apart */
 	struct ulma_pid_names names; /* what to call each process, where known */
 };
 
@@ -104,14 +139,79 @@ int ulma_profile_add_func(struct ulma_profile *p, uint32_t index, uint8_t kind, 
 int ulma_profile_add_thread(struct ulma_profile *p, uint32_t index, uint64_t serial, uint32_t pid,
 			    uint32_t tid);
 
-/* Events; thread and func must have been added. */
-int ulma_profile_enter(struct ulma_profile *p, uint32_t thread, uint32_t func, uint64_t ticks);
-void ulma_profile_exit(struct ulma_profile *p, uint32_t thread, uint64_t ticks);
-/* The same, with the thread's cumulative clocks at the event. */
-int ulma_profile_enter_at(struct ulma_profile *p, uint32_t thread, uint32_t func, uint64_t ticks,
-			  const struct ulma_sched_clocks *at);
-void ulma_profile_exit_at(struct ulma_profile *p, uint32_t thread, uint64_t ticks,
-			  const struct ulma_sched_clocks *at);
+/* Slow path of ulma_profile_enter: room for one more frame of `func`. */
+int ulma_profile_grow(struct ulma_thread_row *t, uint32_t func);
+
+/* Charge the time since the thread's last event to its top frame. */
+static inline void ulma_profile_charge(struct ulma_profile *p, struct ulma_thread_row *t, uint64_t ticks)
+{
+	if (ULMA_UNLIKELY(!t->seen)) {
+		t->seen = 1;
+		t->first_ticks = t->last_ticks = ticks;
+	}
+	uint64_t d = ticks > t->last_ticks ? ticks - t->last_ticks : 0;
+	if (ULMA_LIKELY(t->depth)) {
+		struct ulma_func_row *r = &p->funcs[t->stack[t->depth - 1].func];
+		r->self_ticks += d;
+		r->self_events++;
+		t->self_ticks += d;
+	}
+	t->last_ticks += d;
+}
+
+/* Events; thread and func must have been added, and a thread's events
+ * come in time order (an earlier time counts as its previous one). */
+static inline int ulma_profile_enter(struct ulma_profile *p, uint32_t thread, uint32_t func, uint64_t ticks)
+{
+	struct ulma_thread_row *t = &p->threads[thread];
+	if (ULMA_UNLIKELY(t->depth == t->cap || func >= t->nactive) && ulma_profile_grow(t, func))
+		return -ENOMEM;
+	ulma_profile_charge(p, t, ticks);
+	struct ulma_frame *f = &t->stack[t->depth++];
+	f->func = func;
+	f->start = t->last_ticks;
+	f->events0 = ++t->events;
+	f->at = t->now;
+	t->active[func]++;
+	p->funcs[func].calls++;
+	return 0;
+}
+
+/* Slow path of ulma_profile_pop: the off-CPU part of a total. */
+void ulma_profile_total_off(struct ulma_func_row *r, const struct ulma_thread_row *t, const struct ulma_frame *f);
+
+/* Remove the top frame, ending at the thread's last event; an outermost
+ * frame of its function adds its total. */
+static inline void ulma_profile_pop(struct ulma_profile *p, struct ulma_thread_row *t)
+{
+	const struct ulma_frame *f = &t->stack[--t->depth];
+	if (ULMA_LIKELY(--t->active[f->func] != 0))
+		return; /* a recursive frame: its total counts at the outermost one */
+	struct ulma_func_row *r = &p->funcs[f->func];
+	r->total_ticks += t->last_ticks - f->start;
+	r->total_events += t->events - f->events0;
+	if (ULMA_UNLIKELY(t->now.offs != f->at.offs))
+		ulma_profile_total_off(r, t, f);
+}
+
+/* Leave the innermost open frame (ignored if there is none). */
+static inline void ulma_profile_exit(struct ulma_profile *p, uint32_t thread, uint64_t ticks)
+{
+	struct ulma_thread_row *t = &p->threads[thread];
+	if (ULMA_UNLIKELY(t->depth == 0))
+		return;
+	ulma_profile_charge(p, t, ticks);
+	t->events++;
+	ulma_profile_pop(p, t);
+}
+
+/* Time off the CPU, between the thread's last event and its next: ns
+ * blocked (of which gil_ns waiting for the GIL) and ns runnable, and the
+ * context switches it took (voluntary: it blocked; involuntary: it was
+ * preempted).  Charged to the frame on top. */
+void ulma_profile_off(struct ulma_profile *p, uint32_t thread, uint64_t blocked_ns, uint64_t runnable_ns,
+		      uint64_t gil_ns, uint32_t voluntary, uint32_t involuntary);
+
 void ulma_profile_lost(struct ulma_profile *p, uint32_t thread, uint64_t ticks, uint64_t count);
 
 /* Note a schedstat sample of a thread: its CPU time between its first and
@@ -122,6 +222,13 @@ void ulma_profile_sample(struct ulma_profile *p, uint32_t thread, uint64_t cpu_n
 /* Close every open frame at `ticks` (or at its thread's last event if
  * that is later). */
 void ulma_profile_finish(struct ulma_profile *p, uint64_t ticks);
+
+/* Events recorded (enters and exits) over all threads. */
+uint64_t ulma_profile_events(const struct ulma_profile *p);
+
+/* The earliest first event and the latest last event of any thread
+ * (both 0 without events). */
+void ulma_profile_span(const struct ulma_profile *p, uint64_t *first, uint64_t *last);
 
 /* Function indices sorted by key[function] descending, then by calls
  * descending, then by index; caller frees.  NULL if out of memory. */

@@ -65,6 +65,40 @@ void ulma_schedline_at(struct ulma_schedline *l, uint64_t ticks, struct ulma_sch
 	at->gil_ns = a->gil_ns + ulma_u64_from_double(l->gil_per_tick * into + 0.5);
 }
 
+static uint64_t growth(uint64_t now, uint64_t then)
+{
+	return now > then ? now - then : 0;
+}
+
+bool ulma_schedline_off(struct ulma_schedline *l, uint64_t ticks, double ns_per_tick, struct ulma_schedline_off *out)
+{
+	*out = (struct ulma_schedline_off){0, 0, 0};
+	if (ulma_schedline_empty(l))
+		return false;
+	struct ulma_sched_clocks at;
+	ulma_schedline_at(l, ticks, &at);
+	if (!l->queried) {
+		l->queried = true;
+		l->first_ticks = ticks;
+		l->first_at = l->prev = at;
+		return false;
+	}
+	/* blocked time since the first query, whole: rounding once, not per event */
+	uint64_t wall = ticks > l->first_ticks
+				? ulma_u64_from_double((double)(ticks - l->first_ticks) * ns_per_tick + 0.5)
+				: 0;
+	uint64_t busy = growth(at.cpu_ns, l->first_at.cpu_ns) + growth(at.wait_ns, l->first_at.wait_ns);
+	uint64_t blocked = growth(wall, busy);
+	if (blocked < l->prev_blocked_ns)
+		blocked = l->prev_blocked_ns;
+	out->blocked_ns = blocked - l->prev_blocked_ns;
+	out->runnable_ns = growth(at.wait_ns, l->prev.wait_ns);
+	out->gil_ns = growth(at.gil_ns, l->prev.gil_ns); /* may run ahead of blocked: outputs clamp */
+	l->prev_blocked_ns = blocked;
+	l->prev = at;
+	return out->blocked_ns || out->runnable_ns || out->gil_ns;
+}
+
 void ulma_schedline_free(struct ulma_schedline *l)
 {
 	free(l->s);

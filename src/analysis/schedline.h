@@ -36,6 +36,19 @@ struct ulma_schedline {
 	/* rates of the interval [s[first], s[first + 1]], valid while rated */
 	double cpu_per_tick, wait_per_tick, gil_per_tick;
 	bool rated;
+	/* the clocks at the previous ulma_schedline_off query */
+	bool queried;
+	uint64_t first_ticks;           /* of the first query */
+	struct ulma_sched_clocks first_at; /* the clocks then */
+	struct ulma_sched_clocks prev;  /* at the previous query */
+	uint64_t prev_blocked_ns;       /* blocked since the first query, as of the previous */
+};
+
+/* Off-CPU time between two moments of a thread. */
+struct ulma_schedline_off {
+	uint64_t blocked_ns;  /* neither on a CPU nor runnable (includes the GIL's) */
+	uint64_t runnable_ns; /* waiting in a run queue */
+	uint64_t gil_ns;      /* of the blocked time, waiting for the GIL */
 };
 
 /* Append a sample.  Samples older than the newest are ignored (times and
@@ -55,6 +68,13 @@ static inline uint64_t ulma_schedline_last_ticks(const struct ulma_schedline *l)
 
 /* The cumulative clocks at `ticks`; drops samples no later query needs. */
 void ulma_schedline_at(struct ulma_schedline *l, uint64_t ticks, struct ulma_sched_clocks *at);
+
+/* The thread's off-CPU time from the previous query to `ticks` (nothing at
+ * the first query, or without samples): the wall time (ticks at
+ * ns_per_tick) not spent on a CPU, of which runnable and GIL time come
+ * from their clocks.  Returns true if any of it is non-zero.  Queries come
+ * in nondecreasing time, like ulma_schedline_at, which this calls. */
+bool ulma_schedline_off(struct ulma_schedline *l, uint64_t ticks, double ns_per_tick, struct ulma_schedline_off *out);
 
 void ulma_schedline_free(struct ulma_schedline *l);
 

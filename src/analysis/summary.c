@@ -21,21 +21,29 @@ static double ns_per_event(const struct ulma_summary *s)
 	return s->no_correction ? 0.0 : (double)s->overhead_ps / 1000.0;
 }
 
+/* The on-CPU part of wall_ns, the rest being off a CPU. */
+static uint64_t on_cpu(uint64_t wall_ns, uint64_t blocked_ns, uint64_t runnable_ns)
+{
+	uint64_t off = blocked_ns + runnable_ns;
+	return wall_ns > off ? wall_ns - off : 0;
+}
+
 /* f's self and total time, corrected unless asked not to, and split. */
 static void times_of(const struct ulma_summary *s, const struct ulma_func_row *f, struct ulma_time_split *self,
 		     struct ulma_time_split *total)
 {
 	double b = ns_per_event(s);
-	uint64_t raw_total = to_ns(s, f->total_ticks);
-	ulma_overhead_split(to_ns(s, f->self_ticks), f->self_cpu_ns, f->self_wait_ns, f->self_gil_ns,
-			    ulma_overhead_cost(f->self_events, b), self);
+	uint64_t raw_total = to_ns(s, f->total_ticks), raw_self = to_ns(s, f->self_ticks);
+	ulma_overhead_split(raw_self, on_cpu(raw_self, f->self_blocked_ns, f->self_runnable_ns), f->self_runnable_ns,
+			    f->self_gil_ns, ulma_overhead_cost(f->self_events, b), self);
 	uint64_t total_cost = ulma_overhead_cost(f->total_events, b);
 	/* callees clamped at zero gave back less than was charged: a total
 	 * never goes below its self time */
 	uint64_t room = raw_total > self->wall_ns ? raw_total - self->wall_ns : 0;
 	if (total_cost > room)
 		total_cost = room;
-	ulma_overhead_split(raw_total, f->total_cpu_ns, f->total_wait_ns, f->total_gil_ns, total_cost, total);
+	ulma_overhead_split(raw_total, on_cpu(raw_total, f->total_blocked_ns, f->total_runnable_ns),
+			    f->total_runnable_ns, f->total_gil_ns, total_cost, total);
 }
 
 static const char *or_unknown(const char *s)
@@ -83,6 +91,10 @@ static void failure_text(uint32_t f, char *buf, size_t cap)
 	if (f & ULMA_FAIL_MONITOR_GONE)
 		strncat(buf, " monitor stopped answering, lossless mode fell back to dropping;",
 			cap - strlen(buf) - 1);
+	if (f & ULMA_FAIL_HOOK_REPLACED)
+		strncat(buf, " another profiler (a C extension such as yappi) replaced ulma's hook on some thread,"
+			     " so calls made there meanwhile are missing;",
+			cap - strlen(buf) - 1);
 }
 
 void ulma_summary_thread_times(const struct ulma_summary *s, uint32_t thread, uint64_t *wall_ns,
@@ -105,9 +117,39 @@ static uint32_t count_processes(const struct ulma_profile *p)
 	return n;
 }
 
-static uint64_t thread_cpu(const struct ulma_thread_row *t)
+/* A thread's on-CPU ns: between its schedstat samples, or over its events less its time off a CPU. */
+static uint64_t thread_cpu(const struct ulma_summary *s, const struct ulma_thread_row *t)
 {
-	return t->sampled ? t->sample_cpu1 - t->sample_cpu0 : t->cpu_ns;
+	if (t->sampled)
+		return t->sample_cpu1 - t->sample_cpu0;
+	uint64_t wall = t->seen ? to_ns(s, t->last_ticks - t->first_ticks) : 0;
+	return on_cpu(wall, t->now.blocked_ns, t->now.runnable_ns);
+}
+
+/* The on-CPU part of a thread's self time. */
+static uint64_t thread_self_cpu(const struct ulma_summary *s, const struct ulma_thread_row *t)
+{
+	return on_cpu(to_ns(s, t->self_ticks), t->self_blocked_ns, t->self_runnable_ns);
+}
+
+uint64_t ulma_summary_program_cpu_ns(const struct ulma_summary *s)
+{
+	uint64_t cpu = 0;
+	for (uint32_t i = 0; i < s->profile->nthreads; i++)
+		cpu += thread_cpu(s, &s->profile->threads[i]);
+	return cpu;
+}
+
+const char *ulma_summary_split_method(const struct ulma_summary *s)
+{
+	switch (s->profile->split) {
+	case ULMA_PROFILE_SPLIT_SWITCHES:
+		return "switches";
+	case ULMA_PROFILE_SPLIT_SCHEDSTAT:
+		return "schedstat";
+	default:
+		return "none";
+	}
 }
 
 /* At most `max` bytes of s, control characters shown as '?': function
@@ -143,7 +185,7 @@ static void print_processes(FILE *out, const struct ulma_summary *s)
 			events += t->events;
 			lost += t->lost;
 			self += t->self_ticks;
-			cpu += thread_cpu(t);
+			cpu += thread_cpu(s, t);
 		}
 		const char *name = ulma_pid_names_get(&p->names, pid);
 		fprintf(out, "%10u %8u %12llu %10llu %12.3f %12.3f  ", pid, threads, (unsigned long long)events,
@@ -190,7 +232,7 @@ int ulma_summary_text(FILE *out, const struct ulma_summary *s, uint32_t limit)
 	char pbuf[48], bbuf[32], fbuf[512];
 	if (!order)
 		return -ENOMEM;
-	bool split = p->has_sched, gil = p->has_gil;
+	bool split = p->split != ULMA_PROFILE_SPLIT_NONE, gil = p->has_gil;
 	if (split)
 		fprintf(out, "\n%12s %12s %12s %11s %5s %5s %5s%s  %-36s %s\n", "calls", "total ms", "self ms",
 			"us/call", "cpu%", "run%", "blk%", gil ? "  gil%" : "", "function", "file:line");
@@ -243,20 +285,30 @@ int ulma_summary_text(FILE *out, const struct ulma_summary *s, uint32_t limit)
 		print_lanes(out, s);
 	if (split)
 		fprintf(out, "parallelism: %.2f threads on a CPU on average (cpu%% on a CPU, run%% waiting for one, "
-			     "blk%% blocked%s)\n",
-			ulma_summary_parallelism(s), gil ? ", gil% of it waiting for the GIL" : "");
-	uint64_t all = p->events + p->lost;
-	fprintf(out, "events: %llu captured, %llu lost (%.2f%%)\n", (unsigned long long)p->events,
+			     "blk%% blocked%s; %s)\n",
+			ulma_summary_parallelism(s), gil ? ", gil% of it waiting for the GIL" : "",
+			p->split == ULMA_PROFILE_SPLIT_SWITCHES ? "from the scheduler's switch records"
+								 : "sampled from schedstat");
+	uint64_t events = ulma_profile_events(p), all = events + p->lost;
+	fprintf(out, "events: %llu captured, %llu lost (%.2f%%)\n", (unsigned long long)events,
 		(unsigned long long)p->lost, all ? 100.0 * (double)p->lost / (double)all : 0.0);
+	if (s->monitor_cpu_ns) {
+		uint64_t program = ulma_summary_program_cpu_ns(s);
+		fprintf(out, "monitor: %.3f s of CPU", (double)s->monitor_cpu_ns / 1e9);
+		if (program)
+			fprintf(out, ", %.0f%% of the program's %.3f s", 100.0 * (double)s->monitor_cpu_ns / (double)program,
+				(double)program / 1e9);
+		fputc('\n', out);
+	}
 	if (s->overhead_ps)
 		fprintf(out, "overhead: the hook costs about %.0f ns per event, %.3f s over this run; %s\n",
-			(double)s->overhead_ps / 1e3, (double)s->overhead_ps * (double)p->events / 1e12,
+			(double)s->overhead_ps / 1e3, (double)s->overhead_ps * (double)events / 1e12,
 			s->no_correction ? "not subtracted (--no-correction)"
 					 : "subtracted from the times above (--no-correction shows them raw)");
 	if (s->trace_bytes) {
 		human_bytes(s->trace_bytes, bbuf, sizeof(bbuf));
 		fprintf(out, "trace:  %s, %s, %.2f bytes/event%s\n", s->trace_path ? s->trace_path : "-", bbuf,
-			p->events ? (double)s->trace_bytes / (double)p->events : 0.0,
+			events ? (double)s->trace_bytes / (double)events : 0.0,
 			s->complete ? "" : " (incomplete: cut short before its end record)");
 	}
 	if (s->failures) {
@@ -308,18 +360,30 @@ static void json_string(FILE *out, const char *s)
 
 double ulma_summary_parallelism(const struct ulma_summary *s)
 {
-	uint64_t cpu = 0;
-	for (uint32_t i = 0; i < s->profile->nthreads; i++) {
-		const struct ulma_thread_row *t = &s->profile->threads[i];
-		cpu += thread_cpu(t);
-	}
+	uint64_t cpu = ulma_summary_program_cpu_ns(s);
 	return s->duration_ns ? (double)cpu / (double)s->duration_ns : 0.0;
+}
+
+/* The JSON report's c_kind of a C function (docs/json.md). */
+static const char *c_kind_name(uint8_t kind)
+{
+	switch (kind) {
+	case ULMA_DEF_C_METHOD:
+		return "method";
+	case ULMA_DEF_C_CLASSMETHOD:
+		return "classmethod";
+	case ULMA_DEF_C_UNBOUND:
+		return "unbound";
+	default:
+		return "function";
+	}
 }
 
 int ulma_summary_json(FILE *out, const struct ulma_summary *s)
 {
 	const struct ulma_profile *p = s->profile;
 	uint32_t *order = sorted_by_shown_self(s);
+	uint64_t events = ulma_profile_events(p);
 	char fbuf[512];
 	if (!order)
 		return -ENOMEM;
@@ -339,16 +403,24 @@ int ulma_summary_json(FILE *out, const struct ulma_summary *s)
 		fprintf(out,
 			", \"line\": %u, \"kind\": \"%s\", \"calls\": %llu, \"total_ns\": %llu, \"self_ns\": %llu, "
 			"\"raw_total_ns\": %llu, \"raw_self_ns\": %llu",
-			f->line, f->kind == ULMA_DEF_C ? "c" : "python", (unsigned long long)f->calls,
+			f->line, ulma_def_is_c(f->kind) ? "c" : "python", (unsigned long long)f->calls,
 			(unsigned long long)total.wall_ns, (unsigned long long)self.wall_ns,
 			(unsigned long long)to_ns(s, f->total_ticks), (unsigned long long)to_ns(s, f->self_ticks));
-		if (p->has_sched)
+		if (ulma_def_is_c(f->kind))
+			fprintf(out, ", \"c_kind\": \"%s\"", c_kind_name(f->kind));
+		if (p->split != ULMA_PROFILE_SPLIT_NONE)
 			fprintf(out,
 				", \"on_cpu_ns\": %llu, \"runnable_ns\": %llu, \"blocked_ns\": %llu, "
 				"\"total_on_cpu_ns\": %llu, \"total_runnable_ns\": %llu, \"total_blocked_ns\": %llu",
 				(unsigned long long)self.on_cpu_ns, (unsigned long long)self.runnable_ns,
 				(unsigned long long)self.blocked_ns, (unsigned long long)total.on_cpu_ns,
 				(unsigned long long)total.runnable_ns, (unsigned long long)total.blocked_ns);
+		if (p->split == ULMA_PROFILE_SPLIT_SWITCHES)
+			fprintf(out,
+				", \"voluntary_switches\": %llu, \"involuntary_switches\": %llu, "
+				"\"total_voluntary_switches\": %llu, \"total_involuntary_switches\": %llu",
+				(unsigned long long)f->voluntary, (unsigned long long)f->involuntary,
+				(unsigned long long)f->total_voluntary, (unsigned long long)f->total_involuntary);
 		if (p->has_gil)
 			fprintf(out, ", \"gil_ns\": %llu, \"total_gil_ns\": %llu", (unsigned long long)self.gil_ns,
 				(unsigned long long)total.gil_ns);
@@ -366,10 +438,13 @@ int ulma_summary_json(FILE *out, const struct ulma_summary *s)
 			"\"cpu_ns\": %llu",
 			i ? "," : "", (unsigned long long)t->serial, t->pid, t->tid, (unsigned long long)t->events,
 			(unsigned long long)t->lost, (unsigned long long)wall, (unsigned long long)self,
-			(unsigned long long)t->cpu_ns, (unsigned long long)t->wait_ns,
-			(unsigned long long)thread_cpu(t));
+			(unsigned long long)thread_self_cpu(s, t), (unsigned long long)t->self_runnable_ns,
+			(unsigned long long)thread_cpu(s, t));
+		if (p->split == ULMA_PROFILE_SPLIT_SWITCHES)
+			fprintf(out, ", \"voluntary_switches\": %llu, \"involuntary_switches\": %llu",
+				(unsigned long long)t->now.voluntary, (unsigned long long)t->now.involuntary);
 		if (p->has_gil)
-			fprintf(out, ", \"gil_ns\": %llu", (unsigned long long)t->gil_ns);
+			fprintf(out, ", \"gil_ns\": %llu", (unsigned long long)t->self_gil_ns);
 		const char *command = ulma_pid_names_get(&p->names, t->pid);
 		if (command) {
 			fputs(", \"command\": ", out);
@@ -386,17 +461,20 @@ int ulma_summary_json(FILE *out, const struct ulma_summary *s)
 	fprintf(out,
 		"\"events\": %llu, \"lost\": %llu, \"threads\": %u, \"processes\": %u, \"duration_ns\": %llu, "
 		"\"trace_bytes\": %llu, \"bytes_per_event\": %.3f, \"complete\": %s, \"exit_status\": %d, "
-		"\"time_split\": %s, \"gil_split\": %s, \"parallelism\": %.3f, \"overhead_ns_per_event\": %.3f, "
+		"\"time_split\": %s, \"split_method\": \"%s\", \"gil_split\": %s, \"parallelism\": %.3f, "
+		"\"monitor_cpu_ns\": %llu, \"switches_lost\": %llu, \"overhead_ns_per_event\": %.3f, "
 		"\"overhead_ns\": %.0f, \"corrected\": %s, \"warnings\": ",
-		(unsigned long long)p->events, (unsigned long long)p->lost, p->nthreads, count_processes(p),
+		(unsigned long long)events, (unsigned long long)p->lost, p->nthreads, count_processes(p),
 		(unsigned long long)s->duration_ns, (unsigned long long)s->trace_bytes,
-		p->events ? (double)s->trace_bytes / (double)p->events : 0.0, s->complete ? "true" : "false",
+		events ? (double)s->trace_bytes / (double)events : 0.0, s->complete ? "true" : "false",
 		s->exit_status < 0 ? -1
 		: WIFEXITED(s->exit_status) ? WEXITSTATUS(s->exit_status)
 		: WIFSIGNALED(s->exit_status) ? 128 + WTERMSIG(s->exit_status)
 					       : -1,
-		p->has_sched ? "true" : "false", p->has_gil ? "true" : "false", ulma_summary_parallelism(s),
-		(double)s->overhead_ps / 1e3, (double)s->overhead_ps * (double)p->events / 1e3,
+		p->split != ULMA_PROFILE_SPLIT_NONE ? "true" : "false", ulma_summary_split_method(s),
+		p->has_gil ? "true" : "false", ulma_summary_parallelism(s), (unsigned long long)s->monitor_cpu_ns,
+		(unsigned long long)s->switches_lost, (double)s->overhead_ps / 1e3,
+		(double)s->overhead_ps * (double)events / 1e3,
 		ns_per_event(s) > 0 ? "true" : "false");
 	json_string(out, fbuf[0] ? fbuf + 1 : "");
 	fputs("}\n", out);

@@ -26,6 +26,8 @@ struct ulma_summary {
 	const char *const *lanes; /* per thread: its CPU lane (lane.h), or NULL */
 	uint64_t overhead_ps;  /* the hook's measured cost per event (ps), 0 if unknown */
 	bool no_correction;    /* show raw times: do not subtract that cost (overhead.h) */
+	uint64_t monitor_cpu_ns; /* the monitor's own CPU time, 0 if unknown */
+	uint64_t switches_lost;  /* context-switch records the kernel dropped */
 };
 
 /* Top `limit` functions by self time, then totals.  Returns 0 or -EIO. */
@@ -35,9 +37,16 @@ int ulma_summary_text(FILE *out, const struct ulma_summary *s, uint32_t limit);
 int ulma_summary_json(FILE *out, const struct ulma_summary *s);
 
 /* Time-averaged number of the program's threads on a CPU: their CPU time
- * between their first and last schedstat samples (which lost events do
- * not affect) over the session's wall time. */
+ * (between their first and last schedstat samples, which lost events do
+ * not affect, or from their first to their last event less their time off
+ * a CPU) over the session's wall time. */
 double ulma_summary_parallelism(const struct ulma_summary *s);
+
+/* CPU time of the program's threads over the session, in ns. */
+uint64_t ulma_summary_program_cpu_ns(const struct ulma_summary *s);
+
+/* "switches", "schedstat" or "none": how time was split (docs/time-split.md). */
+const char *ulma_summary_split_method(const struct ulma_summary *s);
 
 /* Sum over threads of (last - first) event time, and of self time, in ns:
  * for the time-conservation check. */

@@ -71,3 +71,68 @@ void ulma_clock_calibrate(bool use_tsc, const struct ulma_clock_pair *start,
 	else
 		out->ns_per_tick = fallback_hz ? 1e9 / (double)fallback_hz : 1.0;
 }
+
+void ulma_clock_track_init(struct ulma_clock_track *t, bool use_tsc, const struct ulma_clock_pair *start,
+			   uint64_t hz)
+{
+	memset(t, 0, sizeof(*t));
+	t->use_tsc = use_tsc;
+	t->start = *start;
+	t->pair[0] = *start;
+	t->npairs = 1;
+	t->next = 1;
+	t->ticks_per_ns = use_tsc && hz ? (double)hz / 1e9 : 1.0;
+}
+
+void ulma_clock_track_update(struct ulma_clock_track *t)
+{
+	struct ulma_clock_pair p;
+	if (!t->use_tsc)
+		return;
+	const struct ulma_clock_pair *last = &t->pair[(t->next + ULMA_CLOCK_TRACK_PAIRS - 1) % ULMA_CLOCK_TRACK_PAIRS];
+	uint64_t now = ulma_clock_monotonic_ns();
+	if (now < last->ns + ULMA_CLOCK_TRACK_EVERY_NS)
+		return; /* the pair in hand is recent enough */
+	ulma_clock_sample(true, &p);
+	t->pair[t->next] = p;
+	t->next = (t->next + 1) % ULMA_CLOCK_TRACK_PAIRS;
+	if (t->npairs < ULMA_CLOCK_TRACK_PAIRS)
+		t->npairs++;
+	/* the longer the span, the better the rate: after 10 ms, use it */
+	if (p.ns > t->start.ns + 10000000 && p.ticks > t->start.ticks)
+		t->ticks_per_ns = (double)(p.ticks - t->start.ticks) / (double)(p.ns - t->start.ns);
+}
+
+static const struct ulma_clock_pair *nearest(const struct ulma_clock_track *t, uint64_t v, bool by_ns)
+{
+	const struct ulma_clock_pair *best = &t->pair[0];
+	uint64_t best_d = UINT64_MAX;
+	for (unsigned i = 0; i < t->npairs; i++) {
+		uint64_t x = by_ns ? t->pair[i].ns : t->pair[i].ticks;
+		uint64_t d = x > v ? x - v : v - x;
+		if (d < best_d) {
+			best_d = d;
+			best = &t->pair[i];
+		}
+	}
+	return best;
+}
+
+uint64_t ulma_clock_track_ticks(const struct ulma_clock_track *t, uint64_t ns)
+{
+	if (!t->use_tsc)
+		return ns;
+	const struct ulma_clock_pair *p = nearest(t, ns, true);
+	double d = ((double)ns - (double)p->ns) * t->ticks_per_ns;
+	double ticks = (double)p->ticks + d;
+	return ulma_u64_from_double(ticks + 0.5);
+}
+
+uint64_t ulma_clock_track_ns(const struct ulma_clock_track *t, uint64_t ticks)
+{
+	if (!t->use_tsc)
+		return ticks;
+	const struct ulma_clock_pair *p = nearest(t, ticks, false);
+	double d = ((double)ticks - (double)p->ticks) / t->ticks_per_ns;
+	return ulma_u64_from_double((double)p->ns + d + 0.5);
+}

@@ -105,6 +105,29 @@ void ulma_clock_calibrate(bool use_tsc, const struct ulma_clock_pair *start,
 			  const struct ulma_clock_pair *end, uint64_t fallback_hz,
 			  struct ulma_clock_calibration *out);
 
+/* Times from other CLOCK_MONOTONIC sources (the kernel's switch records)
+ * in session ticks, and back: the map keeps recent (ticks, ns) pairs and
+ * converts through the pair nearest in time, at the rate measured since
+ * the start, so the error stays in tens of ns however the two clocks
+ * drift apart (NTP slews CLOCK_MONOTONIC, never the TSC). */
+#define ULMA_CLOCK_TRACK_PAIRS 16
+#define ULMA_CLOCK_TRACK_EVERY_NS 2000000u /* a new pair at most this often */
+struct ulma_clock_track {
+	bool use_tsc;
+	struct ulma_clock_pair start;
+	struct ulma_clock_pair pair[ULMA_CLOCK_TRACK_PAIRS];
+	unsigned npairs, next;
+	double ticks_per_ns;
+};
+
+void ulma_clock_track_init(struct ulma_clock_track *t, bool use_tsc, const struct ulma_clock_pair *start,
+			   uint64_t hz);
+/* Take a fresh pair if the last is ULMA_CLOCK_TRACK_EVERY_NS old (a
+ * microsecond's work; call as often as convenient). */
+void ulma_clock_track_update(struct ulma_clock_track *t);
+uint64_t ulma_clock_track_ticks(const struct ulma_clock_track *t, uint64_t ns);
+uint64_t ulma_clock_track_ns(const struct ulma_clock_track *t, uint64_t ticks);
+
 /* A double as u64, saturating: converting an out-of-range double is
  * undefined behaviour, and a damaged trace can hold any tick value. */
 static inline uint64_t ulma_u64_from_double(double x)

@@ -78,13 +78,21 @@ bool ulma_ring_make_room(struct ulma_ring_writer *w)
 		r->id = w->lost > UINT32_MAX ? UINT32_MAX : (uint32_t)w->lost;
 		r->cpu = (uint16_t)cpu;
 		r->kind = ULMA_REC_LOST;
-		r->reserved = 0;
+		r->flags = 0;
 		w->head++;
 		w->lost -= r->id;
 	}
 	/* a huge loss is reported in several markers; keep taking the slow path */
 	w->limit = w->lost ? 0 : tail + w->mask + 1;
 	return true;
+}
+
+void ulma_ring_write_proxy(struct ulma_ring_writer *w, uint64_t time, uint32_t id, uint32_t cpu, uint8_t kind)
+{
+	uint64_t head = w->head;
+	ulma_ring_write(w, time, id, cpu, kind);
+	if (w->head != head) /* written (the LOST marker, if any, went before) */
+		w->records[(w->head - 1) & w->mask].flags = ULMA_RECF_PROXY;
 }
 
 void ulma_ring_writer_flush(struct ulma_ring_writer *w)

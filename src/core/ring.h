@@ -63,12 +63,16 @@ static inline void ulma_ring_write(struct ulma_ring_writer *w, uint64_t time, ui
 	r->id = id;
 	r->cpu = (uint16_t)cpu;
 	r->kind = kind;
-	r->reserved = 0;
+	r->flags = 0;
 	w->head++;
 	if (ULMA_UNLIKELY((w->head & (ULMA_RING_BATCH - 1)) == 0))
 		/* release: the batch's bytes are visible before the consumer sees head */
 		atomic_store_explicit(&w->slot->head, w->head, memory_order_release);
 }
+
+/* Append a record for another thread (ULMA_RECF_PROXY): its frames open
+ * when tracing starts, its STOP.  Out of the hot path. */
+void ulma_ring_write_proxy(struct ulma_ring_writer *w, uint64_t time, uint32_t id, uint32_t cpu, uint8_t kind);
 
 /* Publish records written since the last batch boundary. */
 static inline void ulma_ring_publish(struct ulma_ring_writer *w)

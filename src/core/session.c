@@ -1,7 +1,10 @@
 /* session.c - shared-memory session layout and its slow paths (see session.h). */
 #include "session.h"
 
+#include "clock.h"
+
 #include <errno.h>
+#include <fcntl.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -23,7 +26,7 @@ static uint32_t pow2_at_least(uint32_t v)
 
 void ulma_session_config_default(struct ulma_session_config *cfg)
 {
-	cfg->slot_count = 128;
+	cfg->slot_count = 1024;
 	cfg->ring_records = 1u << 18;
 	cfg->defs_size = 16u << 20;
 	cfg->lossless = false;
@@ -171,6 +174,13 @@ int ulma_session_claim_slot(struct ulma_session *s, uint32_t pid, uint32_t tid,
 		slot->serial = atomic_fetch_add_explicit(&h->next_serial, 1, memory_order_relaxed);
 		slot->gil_addr = s->gil_addr;
 		slot->gil_len = s->gil_len;
+		uint32_t cpu;
+		slot->claimed_at = ulma_clock_now((h->flags & ULMA_SHM_CLOCK_TSC) != 0, &cpu);
+		uint32_t used = atomic_load_explicit(&h->slots_used, memory_order_relaxed);
+		while (used < i + 1 && !atomic_compare_exchange_weak_explicit(&h->slots_used, &used, i + 1,
+									       memory_order_relaxed,
+									       memory_order_relaxed))
+			;
 		ulma_ring_writer_init(w, h, slot, ulma_session_ring(s, i), h->ring_records,
 				      (h->flags & ULMA_SHM_CLOCK_TSC) != 0);
 		/* release: identity is visible before the monitor sees ACTIVE */
@@ -207,8 +217,16 @@ int ulma_session_next_def_after_hole(const struct ulma_session *s, uint64_t hole
 void ulma_session_recycle_slot(struct ulma_session *s, uint32_t i)
 {
 	struct ulma_shm_slot *slot = &s->slots[i];
-	/* a zeroed ring lets a salvage after a crash tell new records from old */
-	memset(ulma_session_ring(s, i), 0, (size_t)s->hdr->ring_records * sizeof(struct ulma_record));
+	/* give back the pages the ring touched: memory follows the threads
+	 * alive, not the threads ever started.  Old records need no clearing:
+	 * they predate the next owner's claimed_at. */
+	uint64_t used = atomic_load_explicit(&slot->head, memory_order_relaxed);
+	uint64_t bytes = (used < s->hdr->ring_records ? used : s->hdr->ring_records) * sizeof(struct ulma_record);
+	if (s->fd >= 0 && bytes) {
+		uint64_t off = (uint64_t)((uint8_t *)ulma_session_ring(s, i) - (uint8_t *)s->hdr);
+		(void)fallocate(s->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)off,
+				(off_t)align_up(bytes, ULMA_PAGE));
+	}
 	atomic_store_explicit(&slot->head, 0, memory_order_relaxed);
 	atomic_store_explicit(&slot->tail, 0, memory_order_relaxed);
 	slot->pid = slot->tid = 0;

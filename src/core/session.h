@@ -27,7 +27,7 @@ struct ulma_session_config {
 	bool c_calls; /* record calls of builtins and other C functions */
 };
 
-/* Defaults: 128 slots of 256 Ki records (4 MiB) and 16 MiB of definitions.
+/* Defaults: 1024 slots of 256 Ki records (4 MiB) and 16 MiB of definitions.
  * The memfd is sparse; only pages a thread touches cost memory. */
 void ulma_session_config_default(struct ulma_session_config *cfg);
 

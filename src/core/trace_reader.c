@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "crc32c.h"
+#include "array.h"
 #include "idmap.h"
 #include "ulma/shm.h"
 #include "ulma/trace_format.h"
@@ -15,6 +16,7 @@
 
 #define MAX_DEPTH (1u << 20)
 #define MAX_THREADS (1u << 20)
+#define DENSE_FUNC_IDS (1u << 22) /* file ids below this resolve through an array */
 
 struct thread_state {
 	uint32_t *stack; /* dense function indices of open frames */
@@ -31,6 +33,8 @@ struct reader {
 	const struct ulma_trace_visitor *v;
 	struct ulma_trace_status *st;
 	struct ulma_idmap func_ids;   /* file id -> dense index */
+	uint32_t *func_by_id;         /* the same for small ids: index + 1, 0 = undefined */
+	uint32_t nfunc_by_id;
 	uint32_t nfuncs;
 	struct ulma_idmap file_ids;   /* file id -> index into files */
 	struct file_entry *files;
@@ -152,6 +156,12 @@ static int parse_defs(struct reader *r, const uint8_t *p, const uint8_t *end)
 					       (unsigned long long)id, (unsigned long long)file_id);
 			if ((err = ulma_idmap_put(&r->func_ids, id, r->nfuncs)))
 				return err;
+			if (id < DENSE_FUNC_IDS) {
+				if (ulma_array_grow((void **)&r->func_by_id, &r->nfunc_by_id, (uint32_t)id,
+						    sizeof(*r->func_by_id)))
+					return -ENOMEM;
+				r->func_by_id[id] = r->nfuncs + 1;
+			}
 			struct ulma_trace_func f = {
 				.index = r->nfuncs++,
 				.id = (uint32_t)id,
@@ -194,21 +204,58 @@ static int parse_thread(struct reader *r, const uint8_t *p, const uint8_t *end)
 	return r->v->on_thread ? r->v->on_thread(r->v->ctx, &info) : 0;
 }
 
-static int push(struct reader *r, struct thread_state *t, uint32_t func)
+static int grow_stack(struct reader *r, struct thread_state *t)
 {
-	if (t->depth == t->cap) {
-		if (t->cap >= MAX_DEPTH)
-			return corrupt(r, "call stack deeper than %u frames", MAX_DEPTH);
-		uint32_t cap = t->cap ? t->cap * 2 : 64;
-		uint32_t *s = realloc(t->stack, cap * sizeof(*s));
-		if (!s)
-			return -ENOMEM;
-		t->stack = s;
-		t->cap = cap;
-	}
-	t->stack[t->depth++] = func;
+	if (t->cap >= MAX_DEPTH)
+		return corrupt(r, "call stack deeper than %u frames", MAX_DEPTH);
+	uint32_t cap = t->cap ? t->cap * 2 : 64;
+	uint32_t *s = realloc(t->stack, cap * sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	t->stack = s;
+	t->cap = cap;
 	return 0;
 }
+
+/* The dense index of file function id x, or UINT32_MAX if undefined. */
+static uint32_t func_index(const struct reader *r, uint64_t x)
+{
+	uint32_t idx;
+	if (x < r->nfunc_by_id)
+		return r->func_by_id[x] ? r->func_by_id[x] - 1 : UINT32_MAX;
+	if (x == 0 || x > UINT32_MAX || !ulma_idmap_get(&r->func_ids, x, &idx))
+		return UINT32_MAX;
+	return idx;
+}
+
+/* Hand a batch of decoded events to the visitor. */
+static int deliver(struct reader *r, uint32_t tidx, const struct ulma_trace_event *ev, size_t n)
+{
+	if (r->v->on_events)
+		return n ? r->v->on_events(r->v->ctx, tidx, ev, n) : 0;
+	if (r->v->on_event)
+		for (size_t i = 0; i < n; i++) {
+			int err = r->v->on_event(r->v->ctx, &ev[i]);
+			if (err)
+				return err;
+		}
+	return 0;
+}
+
+/* A varint whose first byte or two are the common case; the general
+ * decoder (and its bounds checks) otherwise. */
+#define GET_VARINT(p, end, out, fail)                                                              \
+	do {                                                                                       \
+		if ((p) + 2 <= (end) && (p)[0] < 0x80) {                                           \
+			(out) = (p)[0];                                                            \
+			(p)++;                                                                     \
+		} else if ((p) + 2 <= (end) && (p)[1] < 0x80) {                                    \
+			(out) = (uint64_t)((p)[0] & 0x7f) | (uint64_t)(p)[1] << 7;                 \
+			(p) += 2;                                                                  \
+		} else if (ulma_varint_get(&(p), (end), &(out))) {                                 \
+			goto fail;                                                                 \
+		}                                                                                  \
+	} while (0)
 
 static int parse_events(struct reader *r, const uint8_t *p, const uint8_t *end)
 {
@@ -222,68 +269,96 @@ static int parse_events(struct reader *r, const uint8_t *p, const uint8_t *end)
 	if (serial == UINT64_MAX || !ulma_idmap_get(&r->thread_ids, serial + 1, &tidx))
 		return corrupt(r, "events for undeclared thread %llu", (unsigned long long)serial);
 	struct thread_state *t = &r->threads[tidx];
-	struct ulma_trace_event ev = {.thread = tidx, .cpu = (uint32_t)cpu};
-	int (*on_event)(void *, const struct ulma_trace_event *) = r->v->on_event;
-	for (uint64_t i = 0; i < count;) {
-		NEED_VARINT(r, p, end, word, "event");
+	struct ulma_trace_event batch[ULMA_TRACE_BATCH];
+	size_t n = 0;
+	uint64_t i = 0, last_ticks = r->st->last_ticks;
+	const char *what = "event";
+	while (p < end) {
+		if (n == ULMA_TRACE_BATCH) {
+			if ((err = deliver(r, tidx, batch, n)))
+				return err;
+			n = 0;
+		}
+		struct ulma_trace_event *ev = &batch[n];
+		what = "event";
+		GET_VARINT(p, end, word, truncated);
 		uint64_t delta = word >> 2;
 		if (ticks + delta < ticks)
 			return corrupt(r, "event time overflows");
 		ticks += delta;
-		ev.count = 0;
+		ev->ticks = ticks;
+		ev->cpu = (uint32_t)cpu;
+		ev->thread = tidx;
+		ev->count = 0;
 		switch (word & 3) {
 		case ULMA_TAG_EXIT:
 			if (t->depth == 0)
 				return corrupt(r, "exit with no open frame in thread %llu",
 					       (unsigned long long)serial);
-			ev.kind = ULMA_EV_EXIT;
-			ev.func = t->stack[--t->depth];
+			ev->kind = ULMA_EV_EXIT;
+			ev->func = t->stack[--t->depth];
 			break;
 		case ULMA_TAG_ENTER:
-			NEED_VARINT(r, p, end, x, "function id");
-			if (x == 0 || x > UINT32_MAX || !ulma_idmap_get(&r->func_ids, x, &func))
+			what = "function id";
+			GET_VARINT(p, end, x, truncated);
+			if ((func = func_index(r, x)) == UINT32_MAX)
 				return corrupt(r, "event uses undefined function %llu", (unsigned long long)x);
-			if ((err = push(r, t, func)))
-				return err;
-			ev.kind = ULMA_EV_ENTER;
-			ev.func = func;
-			break;
+			goto push;
 		case ULMA_TAG_ENTER_SAME:
 			if (t->depth == 0)
 				return corrupt(r, "recursive entry with no open frame");
 			func = t->stack[t->depth - 1];
-			if ((err = push(r, t, func)))
+		push:
+			if (t->depth == t->cap && (err = grow_stack(r, t)))
 				return err;
-			ev.kind = ULMA_EV_ENTER;
-			ev.func = func;
+			t->stack[t->depth++] = func;
+			ev->kind = ULMA_EV_ENTER;
+			ev->func = func;
 			break;
 		default:
-			NEED_VARINT(r, p, end, x, "extension kind");
+			what = "extension";
+			GET_VARINT(p, end, x, truncated);
 			if (x == ULMA_EXT_CPU) {
-				NEED_VARINT(r, p, end, cpu, "cpu");
-				ev.cpu = (uint32_t)cpu;
+				what = "cpu";
+				GET_VARINT(p, end, cpu, truncated);
 				if (delta)
 					return corrupt(r, "cpu change carries a time");
-				continue; /* not an event of its own: i does not advance */
+				continue; /* not an event of its own */
+			}
+			if (x == ULMA_EXT_OFF && r->version >= 3) {
+				uint64_t state;
+				what = "off-CPU interval";
+				GET_VARINT(p, end, state, truncated);
+				GET_VARINT(p, end, ev->count, truncated);
+				if (state >= ULMA_OFF_STATES)
+					return corrupt(r, "unknown off-CPU state %llu", (unsigned long long)state);
+				ev->kind = ULMA_EV_OFF;
+				ev->off = (uint8_t)state;
+				ev->func = 0;
+				n++; /* delivered, but not counted as an event */
+				continue;
 			}
 			if (x != ULMA_EXT_LOST)
 				return corrupt(r, "unknown event extension %llu", (unsigned long long)x);
-			NEED_VARINT(r, p, end, ev.count, "lost count");
-			ev.kind = ULMA_EV_LOST;
-			ev.func = 0;
+			what = "lost count";
+			GET_VARINT(p, end, ev->count, truncated);
+			ev->kind = ULMA_EV_LOST;
+			ev->func = 0;
 			break;
 		}
-		ev.ticks = ticks;
+		if (ticks > last_ticks)
+			last_ticks = ticks;
 		i++;
-		r->st->events++;
-		if (ticks > r->st->last_ticks)
-			r->st->last_ticks = ticks;
-		if (on_event && (err = on_event(r->v->ctx, &ev)))
-			return err;
+		n++;
 	}
-	if (p != end)
-		return corrupt(r, "events chunk has %td bytes after its last event", end - p);
-	return 0;
+	if (i != count)
+		return corrupt(r, "events chunk holds %llu events where its header says %llu", (unsigned long long)i,
+			       (unsigned long long)count);
+	r->st->events += i;
+	r->st->last_ticks = last_ticks;
+	return deliver(r, tidx, batch, n);
+truncated:
+	return corrupt(r, "truncated %s in chunk at offset %llu", what, (unsigned long long)r->st->bytes);
 }
 
 /* Version 1 has three values per sample and no count of them; version 2
@@ -322,11 +397,14 @@ static int parse_sched(struct reader *r, const uint8_t *p, const uint8_t *end)
 
 static int parse_end(struct reader *r, const uint8_t *p, const uint8_t *end)
 {
-	uint64_t v[6];
-	const char *what[6] = {"end ticks", "end ns", "event total", "lost total", "failures", "exit status"};
-	for (int i = 0; i < 6; i++)
+	uint64_t v[10] = {0};
+	const char *what[10] = {"end ticks",   "end ns",       "event total",      "lost total",    "failures",
+				"exit status", "split method", "monitor cpu time", "lost switches", "gil split"};
+	int known = r->version >= 3 ? 10 : 6;
+	for (int i = 0; i < known; i++)
 		NEED_VARINT(r, p, end, v[i], what[i]);
-	struct ulma_trace_end e = {v[0], v[1], v[2], v[3], (uint32_t)v[4], (int32_t)(uint32_t)v[5]};
+	struct ulma_trace_end e = {v[0], v[1], v[2], v[3], (uint32_t)v[4], (int32_t)(uint32_t)v[5],
+				   (uint32_t)v[6], v[7], v[8], (uint32_t)v[9]};
 	r->st->complete = true;
 	return r->v->on_end ? r->v->on_end(r->v->ctx, &e) : 0;
 }
@@ -365,7 +443,9 @@ static int parse_chunk(struct reader *r, uint32_t type, const uint8_t *p, const 
 		return parse_sched(r, p, end);
 	case ULMA_CHUNK_OVERHEAD:
 		NEED_VARINT(r, p, end, r->st->overhead_ps, "overhead per event");
-		return p == end ? 0 : corrupt(r, "overhead chunk has %td bytes too many", end - p);
+		if (p != end)
+			return corrupt(r, "overhead chunk has %td bytes too many", end - p);
+		return r->v->on_overhead ? r->v->on_overhead(r->v->ctx, r->st->overhead_ps) : 0;
 	case ULMA_CHUNK_PROCESS:
 		return parse_process(r, p, end);
 	default:
@@ -382,6 +462,7 @@ static void reader_free(struct reader *r)
 		free(r->threads[i].stack);
 	free(r->threads);
 	ulma_idmap_free(&r->func_ids);
+	free(r->func_by_id);
 	ulma_idmap_free(&r->file_ids);
 	ulma_idmap_free(&r->thread_ids);
 }
@@ -405,6 +486,7 @@ int ulma_trace_read(FILE *f, const struct ulma_trace_visitor *v, struct ulma_tra
 		return corrupt(&r, "unsupported trace version %u (this ulma reads %u to %u)", r.version,
 			       ULMA_TRACE_MIN_VERSION, ULMA_TRACE_VERSION);
 	st->bytes = sizeof(fh);
+	st->version = r.version;
 	for (;;) {
 		uint8_t ch[ULMA_TRACE_CHUNK_HEADER];
 		size_t got = fread(ch, 1, sizeof(ch), f);

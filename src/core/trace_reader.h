@@ -23,6 +23,8 @@ enum ulma_event_kind {
 	ULMA_EV_ENTER = 1,
 	ULMA_EV_EXIT = 2,
 	ULMA_EV_LOST = 3,
+	ULMA_EV_OFF = 4, /* the thread was off its CPU from `ticks` for `count` ns (version 3);
+			  * not counted as an event */
 };
 
 /* Strings are valid only during the callback. */
@@ -52,13 +54,16 @@ struct ulma_trace_process {
 };
 
 struct ulma_trace_event {
-	uint32_t thread; /* dense thread index */
+	uint64_t ticks;  /* absolute session ticks */
+	uint64_t count;  /* LOST: records dropped; OFF: ns off the CPU */
 	uint32_t func;   /* dense function index: entered, or left for EXIT */
 	uint32_t cpu;
+	uint32_t thread; /* dense thread index */
 	uint8_t kind;    /* enum ulma_event_kind */
-	uint64_t ticks;  /* absolute session ticks */
-	uint64_t count;  /* LOST only */
+	uint8_t off;     /* OFF: enum ulma_off_state */
 };
+
+#define ULMA_TRACE_BATCH 1024 /* events per on_events call, at most */
 
 /* Each callback may be NULL.  A non-zero return stops reading; it is
  * returned by ulma_trace_read. */
@@ -73,7 +78,13 @@ struct ulma_trace_visitor {
 	int (*on_sched)(void *ctx, uint32_t thread, const struct ulma_trace_sched *sample);
 	/* what to call a process (a later one replaces an earlier) */
 	int (*on_process)(void *ctx, const struct ulma_trace_process *process);
+	/* on_event's events a batch at a time (one thread's, in order); when
+	 * set, on_event is not called */
+	int (*on_events)(void *ctx, uint32_t thread, const struct ulma_trace_event *events, size_t n);
+	/* the hook's cost per event (ps), as the program measured it (OVERHEAD) */
+	int (*on_overhead)(void *ctx, uint64_t ps_per_event);
 };
+
 
 struct ulma_trace_status {
 	bool complete;   /* an END chunk was read */
@@ -81,6 +92,7 @@ struct ulma_trace_status {
 	uint64_t events; /* events decoded */
 	uint64_t last_ticks; /* latest event time seen */
 	uint64_t overhead_ps; /* the hook's cost per event (ps), 0 if not measured */
+	uint32_t version;     /* of the trace format */
 	char error[256]; /* set when the return value is negative */
 };
 

@@ -21,20 +21,6 @@ struct buf {
 	size_t cap;
 };
 
-struct ulma_trace_stream {
-	struct ulma_trace_writer *owner;
-	uint64_t serial;
-	uint64_t last_ticks; /* time of the previous event in this chunk */
-	uint64_t count;      /* events in the current chunk */
-	uint32_t first_cpu;
-	uint32_t cpu;        /* cpu the decoder currently assumes */
-	struct buf body;
-	struct buf sched;    /* pending schedstat samples, delta encoded */
-	uint64_t nsched;
-	unsigned sched_fields;  /* values per pending sample: 3, or 4 with the GIL clock */
-	uint64_t sched_last[4]; /* previous sample: ticks, cpu, wait, gil */
-};
-
 struct ulma_trace_writer {
 	int fd;
 	int error; /* first -errno, sticky */
@@ -148,8 +134,8 @@ static int flush_sched(struct ulma_trace_stream *s)
 	n += ulma_varint_put(prefix + n, s->serial);
 	n += ulma_varint_put(prefix + n, s->sched_fields);
 	n += ulma_varint_put(prefix + n, s->nsched);
-	int err = write_chunk(w, ULMA_CHUNK_SCHED, prefix, n, s->sched.data, s->sched.len);
-	s->sched.len = 0;
+	int err = write_chunk(w, ULMA_CHUNK_SCHED, prefix, n, s->sched, s->sched_len);
+	s->sched_len = 0;
 	s->nsched = 0;
 	memset(s->sched_last, 0, sizeof(s->sched_last));
 	return err;
@@ -168,13 +154,13 @@ static int flush_stream(struct ulma_trace_stream *s)
 		return err;
 	if ((err = flush_sched(s)))
 		return err;
-	if (s->count == 0)
+	if (s->len == 0)
 		return w->error;
 	n += ulma_varint_put(prefix + n, s->serial);
 	n += ulma_varint_put(prefix + n, s->count);
 	n += ulma_varint_put(prefix + n, s->first_cpu);
-	err = write_chunk(w, ULMA_CHUNK_EVENTS, prefix, n, s->body.data, s->body.len);
-	s->body.len = 0;
+	err = write_chunk(w, ULMA_CHUNK_EVENTS, prefix, n, s->body, s->len);
+	s->len = 0;
 	s->count = 0;
 	return err;
 }
@@ -272,6 +258,12 @@ int ulma_trace_stream_open(struct ulma_trace_writer *w, uint64_t serial, uint32_
 		return w->error = -ENOMEM;
 	s->owner = w;
 	s->serial = serial;
+	s->cap = STREAM_FLUSH_BYTES + 2 * ULMA_TRACE_EVENT_MAX;
+	s->room = STREAM_FLUSH_BYTES;
+	if (!(s->body = malloc(s->cap))) {
+		free(s);
+		return w->error = -ENOMEM;
+	}
 	w->streams[w->nstreams++] = s;
 	int err = flush_defs(w);
 	if (err)
@@ -286,71 +278,56 @@ int ulma_trace_stream_open(struct ulma_trace_writer *w, uint64_t serial, uint32_
 	return 0;
 }
 
-/* Start the event word; returns false if the buffer could not grow. */
-static bool begin_event(struct ulma_trace_stream *s, uint64_t *ticks, uint32_t cpu)
+void ulma_trace_begin_slow(struct ulma_trace_stream *s, uint64_t *ticks, uint32_t cpu)
 {
-	struct ulma_trace_writer *w = s->owner;
-	/* a delta must fit in 62 bits beside its tag: past that, start a chunk,
-	 * whose first event carries an absolute time */
-	if (s->count && *ticks > s->last_ticks && *ticks - s->last_ticks >= (UINT64_C(1) << 62))
+	/* a full buffer, or a delta too wide for 61 bits beside its tag: start
+	 * a chunk, whose first event carries an absolute time */
+	if (s->len >= s->room || (s->len && *ticks > s->last_ticks && *ticks - s->last_ticks >= (UINT64_C(1) << 61)))
 		flush_stream(s);
-	if (!buf_reserve(w, &s->body, 5 * ULMA_VARINT_MAX))
-		return false;
-	if (s->count == 0) {
-		buf_varint(&s->body, *ticks);
+	if (s->owner->error) { /* writing has failed: keep appending into a buffer never written */
+		s->len = 0;
+		s->count = 0;
+	}
+	if (s->len == 0) {
+		s->count = 0;
+		s->len = ulma_varint_put(s->body, *ticks);
 		s->last_ticks = *ticks;
 		s->first_cpu = s->cpu = cpu;
 	}
 	if (*ticks < s->last_ticks)
 		*ticks = s->last_ticks;
 	if (cpu != s->cpu) {
-		buf_varint(&s->body, ULMA_TAG_EXT);
-		buf_varint(&s->body, ULMA_EXT_CPU);
-		buf_varint(&s->body, cpu);
+		s->len += ulma_varint_put(s->body + s->len, ULMA_TAG_EXT);
+		s->len += ulma_varint_put(s->body + s->len, ULMA_EXT_CPU);
+		s->len += ulma_varint_put(s->body + s->len, cpu);
 		s->cpu = cpu;
 	}
-	return true;
 }
 
-static void end_event(struct ulma_trace_stream *s, uint64_t ticks)
+/* An extension record's word at ticks; counted as an event or not. */
+static void ext_word(struct ulma_trace_stream *s, uint64_t ticks, bool event)
 {
-	s->last_ticks = ticks;
-	s->count++;
-	if (s->body.len >= STREAM_FLUSH_BYTES)
-		flush_stream(s);
-}
-
-void ulma_trace_enter(struct ulma_trace_stream *s, uint64_t ticks, uint32_t cpu, uint32_t id,
-		      uint32_t parent_id)
-{
-	if (!begin_event(s, &ticks, cpu))
-		return;
-	uint64_t delta = (ticks - s->last_ticks) << 2;
-	if (id == parent_id && id != 0) {
-		buf_varint(&s->body, delta | ULMA_TAG_ENTER_SAME);
-	} else {
-		buf_varint(&s->body, delta | ULMA_TAG_ENTER);
-		buf_varint(&s->body, id);
-	}
-	end_event(s, ticks);
-}
-
-void ulma_trace_exit(struct ulma_trace_stream *s, uint64_t ticks, uint32_t cpu)
-{
-	if (!begin_event(s, &ticks, cpu))
-		return;
-	buf_varint(&s->body, (ticks - s->last_ticks) << 2 | ULMA_TAG_EXIT);
-	end_event(s, ticks);
+	struct ulma_trace_cursor c;
+	ulma_trace_cursor_get(s, &c);
+	ulma_trace_cursor_word(s, &c, ticks, s->cpu, ULMA_TAG_EXT);
+	if (!event)
+		c.count--;
+	ulma_trace_cursor_put(s, &c);
 }
 
 void ulma_trace_lost(struct ulma_trace_stream *s, uint64_t ticks, uint64_t count)
 {
-	if (!begin_event(s, &ticks, s->cpu))
-		return;
-	buf_varint(&s->body, (ticks - s->last_ticks) << 2 | ULMA_TAG_EXT);
-	buf_varint(&s->body, ULMA_EXT_LOST);
-	buf_varint(&s->body, count);
-	end_event(s, ticks);
+	ext_word(s, ticks, true);
+	s->len += ulma_varint_put(s->body + s->len, ULMA_EXT_LOST);
+	s->len += ulma_varint_put(s->body + s->len, count);
+}
+
+void ulma_trace_off(struct ulma_trace_stream *s, uint64_t ticks, unsigned state, uint64_t ns)
+{
+	ext_word(s, ticks, false); /* not an event of its own */
+	s->len += ulma_varint_put(s->body + s->len, ULMA_EXT_OFF);
+	s->len += ulma_varint_put(s->body + s->len, state);
+	s->len += ulma_varint_put(s->body + s->len, ns);
 }
 
 void ulma_trace_sched(struct ulma_trace_stream *s, const struct ulma_trace_sched *sample)
@@ -363,14 +340,18 @@ void ulma_trace_sched(struct ulma_trace_stream *s, const struct ulma_trace_sched
 	for (unsigned i = 0; i < fields; i++)
 		if (v[i] < s->sched_last[i])
 			return; /* samples only grow; a stale one carries nothing */
-	if (!buf_reserve(s->owner, &s->sched, 4 * ULMA_VARINT_MAX))
+	struct buf b = {s->sched, s->sched_len, s->sched_cap};
+	bool ok = buf_reserve(s->owner, &b, 4 * ULMA_VARINT_MAX);
+	s->sched = b.data;
+	s->sched_cap = b.cap;
+	if (!ok)
 		return;
 	for (unsigned i = 0; i < fields; i++) {
-		buf_varint(&s->sched, v[i] - s->sched_last[i]);
+		s->sched_len += ulma_varint_put(s->sched + s->sched_len, v[i] - s->sched_last[i]);
 		s->sched_last[i] = v[i];
 	}
 	s->nsched++;
-	if (s->sched.len >= STREAM_FLUSH_BYTES)
+	if (s->sched_len >= STREAM_FLUSH_BYTES)
 		flush_sched(s);
 }
 
@@ -392,8 +373,8 @@ void ulma_trace_writer_abandon(struct ulma_trace_writer *w)
 	if (!w)
 		return;
 	for (size_t i = 0; i < w->nstreams; i++) {
-		free(w->streams[i]->body.data);
-		free(w->streams[i]->sched.data);
+		free(w->streams[i]->body);
+		free(w->streams[i]->sched);
 		free(w->streams[i]);
 	}
 	free(w->streams);
@@ -422,7 +403,7 @@ int ulma_trace_overhead(struct ulma_trace_writer *w, uint64_t ps_per_event)
 
 int ulma_trace_writer_close(struct ulma_trace_writer *w, const struct ulma_trace_end *end)
 {
-	uint8_t p[6 * ULMA_VARINT_MAX];
+	uint8_t p[10 * ULMA_VARINT_MAX];
 	size_t n = 0;
 	int err = ulma_trace_writer_flush(w);
 	if (!err) {
@@ -432,6 +413,10 @@ int ulma_trace_writer_close(struct ulma_trace_writer *w, const struct ulma_trace
 		n += ulma_varint_put(p + n, end->lost);
 		n += ulma_varint_put(p + n, end->failures);
 		n += ulma_varint_put(p + n, (uint64_t)(uint32_t)end->exit_status);
+		n += ulma_varint_put(p + n, end->split);
+		n += ulma_varint_put(p + n, end->monitor_cpu_ns);
+		n += ulma_varint_put(p + n, end->switches_lost);
+		n += ulma_varint_put(p + n, end->gil_split);
 		err = write_chunk(w, ULMA_CHUNK_END, p, n, NULL, 0);
 	}
 	if (close(w->fd) < 0 && !err)

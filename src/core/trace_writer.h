@@ -6,6 +6,11 @@
  * 64 KiB or on ulma_trace_writer_flush; pending definitions are always
  * written first, so a definition precedes every use.  Write errors are
  * sticky and returned by flush and close.  Single-threaded.
+ *
+ * Appending an enter or an exit is the monitor's per-event work, so it is
+ * inline: one varint, usually of one or two bytes, into a buffer that
+ * always has room for an event (ulma_trace_stream is visible for that
+ * reason only; its fields are the writer's).
  */
 #ifndef ULMA_TRACE_WRITER_H
 #define ULMA_TRACE_WRITER_H
@@ -14,8 +19,31 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "ulma/trace_format.h"
+#include "varint.h"
+
 struct ulma_trace_writer;
-struct ulma_trace_stream;
+
+#define ULMA_TRACE_EVENT_MAX (4 * ULMA_VARINT_MAX) /* bytes one event can take */
+
+/* One thread's stream; fields private to trace_writer.c but for the inline appends. */
+struct ulma_trace_stream {
+	uint8_t *body;      /* the pending EVENTS chunk's body */
+	size_t len;
+	size_t room;        /* len may reach this before the slow path: cap - ULMA_TRACE_EVENT_MAX */
+	uint64_t last_ticks; /* time of the previous event in this chunk */
+	uint64_t count;     /* events in the current chunk (len 0: none, chunk not begun) */
+	uint32_t cpu;       /* cpu the decoder currently assumes */
+	uint32_t first_cpu;
+	size_t cap;
+	struct ulma_trace_writer *owner;
+	uint64_t serial;
+	uint8_t *sched;     /* pending schedstat samples, delta encoded */
+	size_t sched_len, sched_cap;
+	uint64_t nsched;
+	unsigned sched_fields;  /* values per pending sample: 3, or 4 with the GIL clock */
+	uint64_t sched_last[4]; /* previous sample: ticks, cpu, wait, gil */
+};
 
 struct ulma_trace_meta {
 	uint32_t flags;       /* enum ulma_meta_flag */
@@ -42,6 +70,11 @@ struct ulma_trace_end {
 	uint64_t lost;      /* events dropped */
 	uint32_t failures;  /* enum ulma_shm_failure */
 	int32_t exit_status; /* wait status of the program, or -1 */
+	/* version 3 (0 when a trace does not say) */
+	uint32_t split;          /* enum ulma_split_method */
+	uint64_t monitor_cpu_ns; /* CPU time the monitor used, drain and summary included */
+	uint64_t switches_lost;  /* context-switch records the kernel could not deliver */
+	uint32_t gil_split;      /* 1: blocked time was told apart from GIL waits */
 };
 
 /* Create path anew (safe_file.h: whatever was there is replaced, never
@@ -58,12 +91,108 @@ int ulma_trace_define_func(struct ulma_trace_writer *w, uint32_t id, uint8_t kin
 int ulma_trace_stream_open(struct ulma_trace_writer *w, uint64_t serial, uint32_t pid, uint32_t tid,
 			   struct ulma_trace_stream **out);
 
-/* Append events.  parent_id is the id of the innermost open frame (0 if
- * none); it lets direct recursion cost no id bytes.  Errors are sticky. */
-void ulma_trace_enter(struct ulma_trace_stream *s, uint64_t ticks, uint32_t cpu, uint32_t id,
-		      uint32_t parent_id);
-void ulma_trace_exit(struct ulma_trace_stream *s, uint64_t ticks, uint32_t cpu);
+/* The hot part of a stream, held in locals while a loop appends many
+ * events (ulma_trace_cursor_get ... _put): stores through a byte pointer
+ * may alias anything in memory, so a stream's fields would be reloaded
+ * after every byte; a cursor's stay in registers. */
+struct ulma_trace_cursor {
+	uint8_t *p;     /* next byte */
+	uint8_t *limit; /* p may reach this before the slow path; the body's start when no chunk is begun */
+	uint64_t last;  /* time of the previous event */
+	uint64_t count; /* events in the chunk */
+	uint32_t cpu;   /* cpu the decoder assumes */
+};
+
+static inline void ulma_trace_cursor_get(const struct ulma_trace_stream *s, struct ulma_trace_cursor *c)
+{
+	c->p = s->body + s->len;
+	c->limit = s->len ? s->body + s->room : s->body; /* a chunk not begun takes the slow path */
+	c->last = s->last_ticks;
+	c->count = s->count;
+	c->cpu = s->cpu;
+}
+
+static inline void ulma_trace_cursor_put(struct ulma_trace_stream *s, const struct ulma_trace_cursor *c)
+{
+	s->len = (size_t)(c->p - s->body);
+	s->last_ticks = c->last;
+	s->count = c->count;
+	s->cpu = c->cpu;
+}
+
+/* Slow path of the appends: start a chunk, state a cpu change, make room. */
+void ulma_trace_begin_slow(struct ulma_trace_stream *s, uint64_t *ticks, uint32_t cpu);
+
+/* Append the event word for `tag` at `ticks` (clamped so time never runs
+ * back within a chunk).  One predictable branch on the fast path. */
+static inline void ulma_trace_cursor_word(struct ulma_trace_stream *s, struct ulma_trace_cursor *c, uint64_t ticks,
+					  uint32_t cpu, unsigned tag)
+{
+	uint64_t t = ticks < c->last ? c->last : ticks;
+	if (__builtin_expect((c->p >= c->limit) | (cpu != c->cpu), 0)) {
+	slow:
+		ulma_trace_cursor_put(s, c);
+		ulma_trace_begin_slow(s, &t, cpu);
+		ulma_trace_cursor_get(s, c);
+	}
+	uint64_t d = t - c->last, w = d << 2 | tag;
+	if (w < 0x80) {
+		c->p[0] = (uint8_t)w;
+		c->p++;
+	} else if (w < 0x4000) {
+		c->p[0] = (uint8_t)(w | 0x80);
+		c->p[1] = (uint8_t)(w >> 7);
+		c->p += 2;
+	} else if (d < (UINT64_C(1) << 61)) {
+		c->p += ulma_varint_put(c->p, w);
+	} else { /* too wide beside its tag: the slow path starts a chunk with an absolute time */
+		goto slow;
+	}
+	c->last = t;
+	c->count++;
+}
+
+/* Append an entry of function `id`; same_as_parent: the innermost open
+ * frame is the same function (direct recursion costs no id bytes). */
+static inline void ulma_trace_cursor_enter(struct ulma_trace_stream *s, struct ulma_trace_cursor *c, uint64_t ticks,
+					   uint32_t cpu, uint32_t id, bool same_as_parent)
+{
+	ulma_trace_cursor_word(s, c, ticks, cpu, same_as_parent ? ULMA_TAG_ENTER_SAME : ULMA_TAG_ENTER);
+	if (same_as_parent)
+		return;
+	if (id < 0x80)
+		*c->p++ = (uint8_t)id;
+	else
+		c->p += ulma_varint_put(c->p, id);
+}
+
+static inline void ulma_trace_cursor_exit(struct ulma_trace_stream *s, struct ulma_trace_cursor *c, uint64_t ticks,
+					  uint32_t cpu)
+{
+	ulma_trace_cursor_word(s, c, ticks, cpu, ULMA_TAG_EXIT);
+}
+
+/* The same, one event at a time.  Errors are sticky. */
+static inline void ulma_trace_enter(struct ulma_trace_stream *s, uint64_t ticks, uint32_t cpu, uint32_t id,
+				    bool same_as_parent)
+{
+	struct ulma_trace_cursor c;
+	ulma_trace_cursor_get(s, &c);
+	ulma_trace_cursor_enter(s, &c, ticks, cpu, id, same_as_parent);
+	ulma_trace_cursor_put(s, &c);
+}
+
+static inline void ulma_trace_exit(struct ulma_trace_stream *s, uint64_t ticks, uint32_t cpu)
+{
+	struct ulma_trace_cursor c;
+	ulma_trace_cursor_get(s, &c);
+	ulma_trace_cursor_exit(s, &c, ticks, cpu);
+	ulma_trace_cursor_put(s, &c);
+}
+
 void ulma_trace_lost(struct ulma_trace_stream *s, uint64_t ticks, uint64_t count);
+/* The thread left its CPU at `ticks` and was off it `ns` (enum ulma_off_state). */
+void ulma_trace_off(struct ulma_trace_stream *s, uint64_t ticks, unsigned state, uint64_t ns);
 /* A schedstat sample of the stream's thread.  Samples are written before
  * the events they bracket. */
 void ulma_trace_sched(struct ulma_trace_stream *s, const struct ulma_trace_sched *sample);

@@ -54,7 +54,7 @@ struct attach_options {
 	enum mode mode;
 	pid_t pid;
 	double seconds; /* record: how long */
-	struct ulma_record_options rec; /* -o, --lossless, --summary: record and __host only */
+	struct ulma_record_options rec; /* -o, --may-drop, --split, --summary: record and __host only */
 };
 
 static const char top_usage[] =
@@ -70,7 +70,7 @@ static const char record_usage[] =
 	"  trace a running attachable process for SECONDS, then detach (see docs/live.md)\n"
 	"  -d, --duration S       how long to record (Ctrl-C stops early)\n"
 	"  -o, --output FILE      trace file to write (default ulma.trace)\n"
-	"  --lossless             make the program wait instead of dropping events when a ring is full\n"
+ULMA_RECORD_USAGE_SPLIT
 	"  --no-c-calls           record Python functions only\n"
 	"  --summary F            text (default), json or none, printed on stderr at the end\n"
 	"  --limit N              rows in the text summary (default 25)\n"
@@ -170,6 +170,7 @@ struct attachment {
 	struct ulma_session session;
 	struct ulma_trace_writer *writer;
 	struct ulma_collector col;
+	struct ulma_switches *switches;
 	bool col_ready;
 	bool use_tsc;
 	uint64_t hz;
@@ -223,6 +224,9 @@ static int begin(const struct attach_options *o, struct attachment *a)
 		return -1;
 	}
 	a->col_ready = true;
+	/* before tracing starts, so that its first switches are seen */
+	int split = ulma_record_open_switches(&o->rec, o->pid, false, &a->switches);
+	ulma_collector_split(&a->col, split, a->switches, &a->start, a->hz);
 	atomic_store(&a->session.hdr->heartbeat_ns, ulma_clock_monotonic_ns());
 	if (o->mode == MODE_HOST) { /* the program opens the session itself */
 		if (printf("/proc/%d/fd/%d\n", (int)getpid(), a->session.fd) < 0 || fflush(stdout) != 0) {
@@ -258,38 +262,20 @@ static void finish(struct attachment *a)
 		ulma_trace_writer_abandon(a->writer);
 	if (a->col_ready)
 		ulma_collector_free(&a->col);
+	ulma_switches_close(a->switches);
 	ulma_session_unmap(&a->session);
 	ulma_attach_close(&a->target);
 }
 
 static int print_summary(const struct attach_options *o, struct attachment *a, FILE *out)
 {
-	uint32_t failures = atomic_load(&a->session.hdr->failures);
-	a->col.profile.lost += atomic_load(&a->session.hdr->lost_unmarked);
-	int err = 0;
+	uint64_t monitor_cpu = ulma_record_self_cpu_ns();
 	bool wrote = a->writer != NULL;
-	if (a->writer) {
-		struct ulma_trace_end end = {a->end.ticks, a->end.ns, a->col.profile.events, a->col.profile.lost,
-					     failures, -1};
-		err = a->col.error ? a->col.error : 0;
-		int cerr = ulma_trace_writer_close(a->writer, &end);
-		a->writer = NULL;
-		if (!err)
-			err = cerr;
-		if (err)
-			ulma_die_msg("error writing the trace '%s': %s", o->rec.output, strerror(-err));
-	}
-	struct stat st;
-	struct ulma_summary s = {.profile = &a->col.profile,
-				 .duration_ns = a->end.ns - a->start.ns,
-				 .trace_bytes = wrote && stat(o->rec.output, &st) == 0 ? (uint64_t)st.st_size : 0,
-				 .trace_path = wrote ? o->rec.output : NULL,
-				 .failures = failures,
-				 .complete = true,
-				 .exit_status = -1,
-				 .overhead_ps = a->col.overhead_ps,
-				 .no_correction = o->rec.no_correction};
-	ulma_clock_calibrate(a->use_tsc, &a->start, &a->end, a->hz, &s.cal);
+	int err = ulma_record_close_trace(&o->rec, &a->col, a->writer, &a->end, -1, monitor_cpu);
+	a->writer = NULL;
+	struct ulma_summary s;
+	ulma_record_summary(&s, &a->col, wrote ? o->rec.output : NULL, a->use_tsc, a->hz, &a->start, &a->end, -1,
+			    monitor_cpu, o->rec.no_correction);
 	ulma_record_print_summary(out, &o->rec, &s);
 	return err ? 1 : 0;
 }
@@ -335,6 +321,7 @@ static int attach_main(const struct attach_options *o)
 			ulma_live_started(live);
 	}
 	uint64_t t0 = ulma_clock_monotonic_ns(), last_flush = t0, last_reap = t0;
+	long idle = 0;
 	uint64_t stop_at = o->mode == MODE_ONCE     ? t0 + ONCE_NS
 			   : o->mode == MODE_RECORD ? t0 + (uint64_t)(o->seconds * 1e9)
 						    : UINT64_MAX;
@@ -358,7 +345,7 @@ static int attach_main(const struct attach_options *o)
 			break;
 		if (live && ulma_live_tick(live) != ULMA_LIVE_ON)
 			break; /* q, or the terminal went away */
-		ulma_live_sleep(live, n < 0 ? 10000000 : n > 0 ? 200000 : 500000);
+		ulma_live_sleep(live, ulma_record_nap_ns(&idle, n));
 	}
 	end_tracing(&a, ended || o->mode == MODE_HOST);
 	ulma_live_close(live);

@@ -5,29 +5,32 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "../analysis/schedline.h"
 #include "../core/clock.h"
+#include "collector_defs.h"
 #include "gilwait.h"
 #include "proc_name.h"
 #include "sampler.h"
 #include "ulma/shm.h"
-#include <unistd.h>
 
-#define UNKNOWN_ID UINT32_MAX /* trace id of the "?" function */
-#define DENSE_IDS (1u << 24)  /* session ids below this resolve through an array */
 #define SAMPLE_BUSY_NS 1000000u   /* schedstat period of a thread with new events */
 #define SAMPLE_IDLE_NS 10000000u  /* and of one without */
+#define PREFETCH_RECORDS 16       /* read the ring this far ahead: the writer's core holds its lines */
 
 struct ulma_collector_slot {
 	bool live;
+	uint32_t state;  /* the slot's state when the current poll began */
+	uint64_t head;   /* and its head then */
 	uint64_t serial;
 	uint32_t thread; /* dense thread index */
 	struct ulma_trace_stream *stream;
-	uint32_t *ids;   /* session ids of open frames */
-	uint32_t depth;
-	uint32_t cap;
 	uint64_t last_ticks;
+	uint64_t claimed_at;
 	uint32_t cpu;
+	struct ulma_offcpu_thread *off; /* switch records of the thread, or NULL */
+	/* schedstat sampling */
 	int sched_fd;            /* schedstat of the thread, -1 if none */
 	struct ulma_gilwait gil; /* its GIL waits, where they can be told apart */
 	struct ulma_schedline line;
@@ -47,9 +50,11 @@ int ulma_collector_init(struct ulma_collector *c, struct ulma_session *s, struct
 	memset(c, 0, sizeof(*c));
 	c->session = s;
 	c->writer = w;
+	c->unknown = UINT32_MAX;
 	ulma_profile_init(&c->profile);
 	c->use_tsc = (s->hdr->flags & ULMA_SHM_CLOCK_TSC) != 0;
-	c->sample_sched = true;
+	c->split = ULMA_SPLIT_SCHEDSTAT;
+	c->ns_per_tick = 1.0;
 	c->slots = calloc(s->hdr->slot_count, sizeof(*c->slots));
 	if (!c->slots)
 		return -ENOMEM;
@@ -58,6 +63,17 @@ int ulma_collector_init(struct ulma_collector *c, struct ulma_session *s, struct
 		c->slots[i].gil.fd = -1;
 	}
 	return 0;
+}
+
+void ulma_collector_split(struct ulma_collector *c, int method, struct ulma_switches *sw,
+			  const struct ulma_clock_pair *start, uint64_t hz)
+{
+	c->split = method == ULMA_SPLIT_SWITCHES && !sw ? ULMA_SPLIT_SCHEDSTAT : method;
+	c->switches = c->split == ULMA_SPLIT_SWITCHES ? sw : NULL;
+	c->ns_per_tick = c->use_tsc && hz ? 1e9 / (double)hz : 1.0;
+	ulma_offcpu_init(&c->off, c->use_tsc, start, hz);
+	if (c->split == ULMA_SPLIT_SWITCHES)
+		c->profile.split = ULMA_PROFILE_SPLIT_SWITCHES;
 }
 
 static void stop_sampling(struct ulma_collector_slot *cs)
@@ -103,217 +119,13 @@ static bool sample(struct ulma_collector *c, struct ulma_collector_slot *cs, uin
 void ulma_collector_free(struct ulma_collector *c)
 {
 	if (c->slots)
-		for (uint32_t i = 0; i < c->session->hdr->slot_count; i++) {
-			free(c->slots[i].ids);
+		for (uint32_t i = 0; i < c->session->hdr->slot_count; i++)
 			stop_sampling(&c->slots[i]);
-		}
 	free(c->slots);
-	free(c->by_id);
-	free(c->canon);
-	free(c->holes);
-	ulma_idmap_free(&c->by_content);
-	for (uint32_t i = 0; i < c->nfiles; i++)
-		free(c->files[i]);
-	free(c->files);
-	ulma_idmap_free(&c->func_index);
-	ulma_idmap_free(&c->file_index);
+	ulma_collector_defs_free(c);
+	ulma_offcpu_free(&c->off);
 	ulma_profile_free(&c->profile);
 	memset(c, 0, sizeof(*c));
-}
-
-static uint64_t fnv1a(const char *s, size_t n)
-{
-	uint64_t h = UINT64_C(0xcbf29ce484222325);
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ (uint8_t)s[i]) * UINT64_C(0x100000001b3);
-	return h ? h : 1;
-}
-
-/* Trace file id for a path, defining it on first sight. */
-static int file_id(struct ulma_collector *c, const char *path, size_t len, uint32_t *out)
-{
-	uint64_t h = fnv1a(path, len);
-	uint32_t id;
-	if (ulma_idmap_get(&c->file_index, h, &id) && strlen(c->files[id]) == len &&
-	    memcmp(c->files[id], path, len) == 0) {
-		*out = id;
-		return 0;
-	}
-	char **v = realloc(c->files, (c->nfiles + 1) * sizeof(*v));
-	if (!v)
-		return -ENOMEM;
-	c->files = v;
-	if (!(v[c->nfiles] = malloc(len + 1)))
-		return -ENOMEM;
-	memcpy(v[c->nfiles], path, len);
-	v[c->nfiles][len] = 0;
-	id = c->nfiles++;
-	if (!ulma_idmap_get(&c->file_index, h, out)) /* on a hash collision keep the first */
-		ulma_idmap_put(&c->file_index, h, id);
-	*out = id;
-	return c->writer ? ulma_trace_define_file(c->writer, id, path, len) : 0;
-}
-
-static uint64_t content_key(uint8_t kind, const char *name, size_t nlen, const char *file, size_t flen,
-			    uint32_t line)
-{
-	uint64_t h = fnv1a(name, nlen) * 31 + fnv1a(file, flen);
-	h = h * 31 + line;
-	h = h * 31 + kind;
-	return h ? h : 1;
-}
-
-static bool same_function(const struct ulma_func_row *f, uint8_t kind, const char *name, size_t nlen,
-			  const char *file, size_t flen, uint32_t line)
-{
-	return f->kind == kind && f->line == line && strlen(f->name) == nlen && strlen(f->file) == flen &&
-	       memcmp(f->name, name, nlen) == 0 && memcmp(f->file, file, flen) == 0;
-}
-
-static int map_id(struct ulma_collector *c, uint32_t sid, uint32_t index)
-{
-	int err = ulma_idmap_put(&c->func_index, sid, index);
-	if (err || sid >= DENSE_IDS)
-		return err;
-	if (sid >= c->nby_id) {
-		uint32_t n = c->nby_id ? c->nby_id : 1024;
-		while (n <= sid)
-			n *= 2;
-		uint32_t *v = realloc(c->by_id, n * sizeof(*v));
-		if (!v)
-			return -ENOMEM;
-		memset(v + c->nby_id, 0, (n - c->nby_id) * sizeof(*v));
-		c->by_id = v;
-		c->nby_id = n;
-	}
-	c->by_id[sid] = index + 1;
-	return 0;
-}
-
-static int define(struct ulma_collector *c, uint32_t sid, uint8_t kind, const char *name, size_t nlen,
-		  const char *file, size_t flen, uint32_t line)
-{
-	uint64_t key = content_key(kind, name, nlen, file, flen, line);
-	uint32_t index, fid;
-	if (ulma_idmap_get(&c->by_content, key, &index) &&
-	    same_function(&c->profile.funcs[index], kind, name, nlen, file, flen, line))
-		return set_error(c, map_id(c, sid, index)); /* another process's id for it */
-	index = c->profile.nfuncs;
-	if (index >= c->ncanon) {
-		uint32_t n = c->ncanon ? c->ncanon * 2 : 1024;
-		uint32_t *v = realloc(c->canon, n * sizeof(*v));
-		if (!v)
-			return set_error(c, -ENOMEM);
-		c->canon = v;
-		c->ncanon = n;
-	}
-	c->canon[index] = sid;
-	int err = file_id(c, file, flen, &fid);
-	if (!err)
-		err = map_id(c, sid, index);
-	uint32_t seen;
-	if (!err && !ulma_idmap_get(&c->by_content, key, &seen)) /* on a collision keep the first */
-		err = ulma_idmap_put(&c->by_content, key, index);
-	if (!err)
-		err = ulma_profile_add_func(&c->profile, index, kind, name, nlen, file, flen, line);
-	if (!err && c->writer)
-		err = ulma_trace_define_func(c->writer, sid, kind, fid, line, name, nlen);
-	return set_error(c, err);
-}
-
-#define DEF_HOLE_NS 100000000u /* an entry incomplete this long is skipped (and re-read later) */
-
-static int take_def(struct ulma_collector *c, const struct ulma_def_view *d)
-{
-	uint32_t have;
-	if (ulma_idmap_get(&c->func_index, d->id, &have))
-		return 0;
-	return define(c, d->id, d->kind, d->name, d->name_len, d->file, d->file_len, d->line);
-}
-
-/* Entries skipped as holes may have completed since: read them now. */
-static int recheck_holes(struct ulma_collector *c)
-{
-	for (uint32_t i = 0; i < c->nholes;) {
-		uint64_t at = c->holes[i];
-		struct ulma_def_view d;
-		int r = ulma_session_next_def(c->session, &at, &d);
-		if (r < 0)
-			return set_error(c, r);
-		if (r == 1) {
-			int err = take_def(c, &d);
-			if (err)
-				return err;
-			c->holes[i] = c->holes[--c->nholes];
-		} else {
-			i++;
-		}
-	}
-	return 0;
-}
-
-/* Read new definitions.  An entry that stays incomplete (its writer died
- * between reserving and completing it) would hide every later one, so after
- * DEF_HOLE_NS, or at once when `final`, it is skipped and kept as a hole. */
-static int scan_defs(struct ulma_collector *c, bool final)
-{
-	struct ulma_def_view d;
-	int r, err = recheck_holes(c);
-	if (err)
-		return err;
-	for (;;) {
-		while ((r = ulma_session_next_def(c->session, &c->def_cursor, &d)) == 1)
-			if ((err = take_def(c, &d)))
-				return err;
-		if (r < 0)
-			return set_error(c, r);
-		uint64_t used = atomic_load_explicit(&c->session->hdr->defs_used, memory_order_acquire);
-		if (c->def_cursor >= used || c->def_cursor >= c->session->hdr->defs_size)
-			return 0; /* nothing incomplete: simply at the end */
-		uint64_t now = ulma_clock_monotonic_ns();
-		if (c->stuck_at != c->def_cursor) {
-			c->stuck_at = c->def_cursor;
-			c->stuck_since_ns = now;
-		}
-		uint64_t next;
-		if ((!final && now - c->stuck_since_ns < DEF_HOLE_NS) ||
-		    !ulma_session_next_def_after_hole(c->session, c->def_cursor, &next))
-			return 0;
-		uint64_t *v = realloc(c->holes, (c->nholes + 1) * sizeof(*v));
-		if (!v)
-			return set_error(c, -ENOMEM);
-		c->holes = v;
-		c->holes[c->nholes++] = c->def_cursor;
-		c->def_cursor = next;
-	}
-}
-
-/* Dense index and canonical id for a session id, which is replaced by the
- * canonical one.  Session id 0 (defs full) and, at the end, ids whose
- * definition never arrived map to "?".  Returns false to wait. */
-static bool resolve(struct ulma_collector *c, uint32_t *sid, uint32_t *index, bool final)
-{
-	if (ULMA_LIKELY(*sid < c->nby_id && c->by_id[*sid])) {
-		*index = c->by_id[*sid] - 1;
-		*sid = c->canon[*index];
-		return true;
-	}
-	if (*sid != 0 && ulma_idmap_get(&c->func_index, *sid, index))
-		goto found;
-	if (*sid != 0) {
-		scan_defs(c, final);
-		if (ulma_idmap_get(&c->func_index, *sid, index))
-			goto found;
-		if (!final)
-			return false;
-	}
-	if (!ulma_idmap_get(&c->func_index, UNKNOWN_ID, index) &&
-	    (define(c, UNKNOWN_ID, ULMA_DEF_PY, "?", 1, "?", 1, 0) != 0 ||
-	     !ulma_idmap_get(&c->func_index, UNKNOWN_ID, index)))
-		return false;
-found:
-	*sid = c->canon[*index];
-	return true;
 }
 
 /* Name a process when its first thread shows up, while it most likely
@@ -344,11 +156,19 @@ static int open_thread(struct ulma_collector *c, struct ulma_collector_slot *cs,
 	cs->live = true;
 	cs->serial = slot->serial;
 	cs->thread = index;
-	cs->depth = 0;
 	cs->last_ticks = 0;
+	cs->claimed_at = slot->claimed_at;
 	cs->cpu = 0;
+	cs->off = NULL;
 	stop_sampling(cs);
-	if (c->sample_sched) {
+	if (c->split == ULMA_SPLIT_SWITCHES) {
+		cs->off = ulma_offcpu_claim(&c->off, slot->pid, slot->tid, slot->gil_addr, slot->gil_len,
+					    slot->claimed_at);
+		if (!cs->off)
+			return set_error(c, -ENOMEM);
+		if (cs->off->gil.fd >= 0)
+			c->profile.has_gil = 1;
+	} else if (c->split == ULMA_SPLIT_SCHEDSTAT) {
 		int fd = ulma_sampler_open(slot->pid, slot->tid);
 		cs->sched_fd = fd >= 0 ? fd : -1;
 		if (fd >= 0)
@@ -359,104 +179,237 @@ static int open_thread(struct ulma_collector *c, struct ulma_collector_slot *cs,
 	return 0;
 }
 
+/* Merge the thread's off-CPU intervals that end by `t` into its stream. */
+static void merge_off(struct ulma_collector *c, struct ulma_collector_slot *cs, uint64_t t, enum ulma_offcpu_at at)
+{
+	struct ulma_offcpu_interval iv;
+	while (ulma_offcpu_until(cs->off, t, at, &iv, &c->off.clock)) {
+		bool runnable = iv.state == ULMA_OFF_RUNNABLE;
+		ulma_profile_off(&c->profile, cs->thread, runnable ? 0 : iv.ns, runnable ? iv.ns : 0,
+				 iv.state == ULMA_OFF_GIL ? iv.ns : 0, !runnable, runnable);
+		if (cs->stream)
+			ulma_trace_off(cs->stream, iv.ticks, iv.state, iv.ns);
+	}
+}
+
+/* Schedstat: the thread's off-CPU time up to `t`, interpolated. */
+static void sampled_off(struct ulma_collector *c, struct ulma_collector_slot *cs, uint64_t t)
+{
+	struct ulma_schedline_off o;
+	if (ulma_schedline_off(&cs->line, t, c->ns_per_tick, &o))
+		ulma_profile_off(&c->profile, cs->thread, o.blocked_ns, o.runnable_ns, o.gil_ns, 0, 0);
+}
+
+/* Everything known about the thread's time off its CPU up to `t`. */
+static void off_until(struct ulma_collector *c, struct ulma_collector_slot *cs, uint64_t t, enum ulma_offcpu_at at)
+{
+	if (cs->off)
+		merge_off(c, cs, t, at);
+	else if (cs->sched_fd >= 0 || !ulma_schedline_empty(&cs->line))
+		sampled_off(c, cs, t);
+}
+
 static void emit_exit(struct ulma_collector *c, struct ulma_collector_slot *cs, uint64_t t, uint32_t cpu)
 {
-	struct ulma_sched_clocks at;
-	ulma_schedline_at(&cs->line, t, &at);
-	cs->depth--;
-	ulma_profile_exit_at(&c->profile, cs->thread, t, &at);
+	ulma_profile_exit(&c->profile, cs->thread, t);
 	if (cs->stream)
 		ulma_trace_exit(cs->stream, t, cpu);
 }
 
-static void close_frames(struct ulma_collector *c, struct ulma_collector_slot *cs, uint64_t t)
+/* End the thread's open frames at t (at: what t says of the thread: with
+ * ULMA_OFFCPU_ENDS, an interval off its CPU in progress ends there too). */
+static void close_frames(struct ulma_collector *c, struct ulma_collector_slot *cs, uint64_t t, enum ulma_offcpu_at at)
 {
 	if (t < cs->last_ticks)
 		t = cs->last_ticks;
-	while (cs->depth)
+	off_until(c, cs, t, at);
+	while (c->profile.threads[cs->thread].depth)
 		emit_exit(c, cs, t, cs->cpu);
 	cs->last_ticks = t;
 }
 
-static void record_lost(struct ulma_collector *c, struct ulma_collector_slot *cs, uint64_t t,
-			uint64_t count)
+static void record_lost(struct ulma_collector *c, struct ulma_collector_slot *cs, uint64_t t, uint64_t count)
 {
 	ulma_profile_lost(&c->profile, cs->thread, t, count);
 	if (cs->stream)
 		ulma_trace_lost(cs->stream, t, count);
 }
 
-/* Apply one record.  Returns 1 if consumed, 0 to retry later, <0 on error. */
-static int apply(struct ulma_collector *c, struct ulma_collector_slot *cs, const struct ulma_record *r,
-		 bool final)
+/* An exit that is not the top frame's: one that matches a deeper frame
+ * closes the frames above it (resynchronising after a loss); one that
+ * matches none is dropped (entered before tracing began).  Returns false
+ * for the latter. */
+static bool exit_deeper(struct ulma_collector *c, struct ulma_collector_slot *cs, uint32_t index, uint64_t t,
+			uint32_t cpu)
 {
-	uint64_t t = r->time < cs->last_ticks ? cs->last_ticks : r->time;
-	uint32_t sid = r->id, index;
-	switch (r->kind) {
-	case ULMA_REC_ENTER:
-		if (!resolve(c, &sid, &index, final))
-			return 0;
-		if (cs->depth == cs->cap) {
-			uint32_t cap = cs->cap ? cs->cap * 2 : 64;
-			uint32_t *ids = realloc(cs->ids, cap * sizeof(*ids));
-			if (!ids)
-				return set_error(c, -ENOMEM);
-			cs->ids = ids;
-			cs->cap = cap;
-		}
-		struct ulma_sched_clocks at;
-		ulma_schedline_at(&cs->line, t, &at);
-		if (ulma_profile_enter_at(&c->profile, cs->thread, index, t, &at))
-			return set_error(c, -ENOMEM);
-		if (cs->stream)
-			ulma_trace_enter(cs->stream, t, r->cpu, sid, cs->depth ? cs->ids[cs->depth - 1] : 0);
-		cs->ids[cs->depth++] = sid;
-		break;
-	case ULMA_REC_EXIT: {
-		/* match on canonical ids; an exit whose id is unknown matches "?" */
-		if (!resolve(c, &sid, &index, true))
-			return 1;
-		uint32_t d = cs->depth;
-		while (d > 0 && cs->ids[d - 1] != sid)
-			d--;
-		if (d == 0) {
-			c->unmatched++; /* entered before tracing began */
-			return 1;
-		}
-		while (cs->depth >= d)
-			emit_exit(c, cs, t, r->cpu);
-		break;
+	const struct ulma_thread_row *th = &c->profile.threads[cs->thread];
+	uint32_t d = th->depth;
+	while (d > 0 && th->stack[d - 1].func != index)
+		d--;
+	if (d == 0) {
+		c->unmatched++;
+		return false;
 	}
+	while (th->depth >= d)
+		emit_exit(c, cs, t, cpu);
+	return true;
+}
+
+/* The records that are not an enter or an exit.  Returns false if the
+ * record changes no time (it was skipped). */
+static bool apply_rare(struct ulma_collector *c, struct ulma_collector_slot *cs, const struct ulma_record *r,
+		       uint64_t t)
+{
+	switch (r->kind) {
 	case ULMA_REC_LOST:
 		record_lost(c, cs, t, r->id);
-		break;
+		return true;
 	case ULMA_REC_STOP: /* a thread idle since its last event was inside its frames until now */
-		close_frames(c, cs, t);
-		return 1;
+		close_frames(c, cs, t, ULMA_OFFCPU_ENDS);
+		return false;
 	default:
 		c->unmatched++; /* unknown kind from a newer writer: skip */
-		return 1;
+		return false;
 	}
-	cs->last_ticks = t;
-	cs->cpu = r->cpu;
-	return 1;
+}
+
+/* How a thread's records are applied: what apply_loop is specialised for. */
+enum apply_mode {
+	APPLY_STREAM = 1u << 0,   /* there is a trace stream to append to */
+	APPLY_SWITCHES = 1u << 1, /* off-CPU intervals from switch records */
+	APPLY_SAMPLED = 1u << 2,  /* off-CPU time interpolated from schedstat */
+};
+
+/* Apply records [*tail, head) of the ring, up to `horizon` ticks; stop
+ * early at an entry whose definition has not arrived (unless final).
+ * This loop is the monitor's per-event cost: it is compiled once per mode,
+ * so that each copy holds only what its mode needs in registers. */
+static inline __attribute__((always_inline)) long
+apply_loop(struct ulma_collector *c, struct ulma_collector_slot *cs, const struct ulma_record *ring, uint64_t mask,
+	   uint64_t *tailp, uint64_t head, uint64_t horizon, bool final, const unsigned mode)
+{
+	struct ulma_profile *p = &c->profile;
+	const uint32_t thread = cs->thread;
+	const struct ulma_thread_row *th = &p->threads[thread];
+	struct ulma_trace_stream *st = cs->stream;
+	struct ulma_trace_cursor cur = {0};
+	const uint32_t *by_id = c->by_id;
+	uint32_t nby_id = c->nby_id;
+	const uint64_t first = *tailp;
+	uint64_t tail = first, last = cs->last_ticks;
+	if (mode & APPLY_STREAM)
+		ulma_trace_cursor_get(st, &cur);
+/* around anything that writes to the stream other than the cursor */
+#define CURSOR_PUT() ((mode & APPLY_STREAM) ? ulma_trace_cursor_put(st, &cur) : (void)0)
+#define CURSOR_GET() ((mode & APPLY_STREAM) ? ulma_trace_cursor_get(st, &cur) : (void)0)
+	for (; tail < head; tail++) {
+		const struct ulma_record *r = &ring[tail & mask];
+		if ((tail & 3) == 0 && tail + PREFETCH_RECORDS < head) /* a line the writer has finished */
+			__builtin_prefetch(&ring[(tail + PREFETCH_RECORDS) & mask]);
+		uint64_t t = r->time > last ? r->time : last;
+		uint32_t sid = r->id, idx;
+		if (mode & APPLY_SAMPLED) {
+			if (t > horizon)
+				break;
+			sampled_off(c, cs, t);
+		}
+		if ((mode & APPLY_SWITCHES) && ULMA_UNLIKELY(t >= cs->off->wake_at)) {
+			CURSOR_PUT();
+			merge_off(c, cs, t, r->flags & ULMA_RECF_PROXY ? ULMA_OFFCPU_SAYS_NOTHING : ULMA_OFFCPU_RUNNING);
+			CURSOR_GET();
+		}
+		if (ULMA_LIKELY(r->kind == ULMA_REC_ENTER)) {
+			if (ULMA_LIKELY(sid < nby_id && by_id[sid])) {
+				idx = by_id[sid] - 1;
+			} else {
+				idx = ulma_collector_resolve(c, sid, final);
+				by_id = c->by_id; /* the table may have grown */
+				nby_id = c->nby_id;
+				if (idx == UINT32_MAX)
+					break; /* its definition is on its way */
+			}
+			bool same = th->depth && th->stack[th->depth - 1].func == idx;
+			if (ULMA_UNLIKELY(ulma_profile_enter(p, thread, idx, t))) {
+				set_error(c, -ENOMEM);
+				break;
+			}
+			th = &p->threads[thread];
+			if (mode & APPLY_STREAM)
+				ulma_trace_cursor_enter(st, &cur, t, r->cpu, idx + 1, same);
+		} else if (r->kind == ULMA_REC_EXIT) {
+			if (ULMA_LIKELY(sid < nby_id && by_id[sid])) {
+				idx = by_id[sid] - 1;
+			} else {
+				idx = ulma_collector_resolve(c, sid, true); /* an unknown exit matches "?" */
+				by_id = c->by_id;
+				nby_id = c->nby_id;
+			}
+			if (ULMA_LIKELY(th->depth && th->stack[th->depth - 1].func == idx)) {
+				ulma_profile_exit(p, thread, t);
+				if (mode & APPLY_STREAM)
+					ulma_trace_cursor_exit(st, &cur, t, r->cpu);
+			} else {
+				CURSOR_PUT();
+				bool matched = exit_deeper(c, cs, idx, t, r->cpu);
+				CURSOR_GET();
+				if (!matched)
+					continue;
+			}
+		} else {
+			cs->last_ticks = last;
+			if (tail > first)
+				cs->cpu = ring[(tail - 1) & mask].cpu;
+			CURSOR_PUT();
+			bool timed = apply_rare(c, cs, r, t);
+			CURSOR_GET();
+			last = cs->last_ticks; /* a STOP closed the frames */
+			th = &p->threads[thread];
+			if (!timed)
+				continue;
+		}
+		last = t;
+	}
+	CURSOR_PUT();
+#undef CURSOR_PUT
+#undef CURSOR_GET
+	*tailp = tail;
+	cs->last_ticks = last;
+	if (tail > first)
+		cs->cpu = ring[(tail - 1) & mask].cpu; /* the CPU the thread was last seen on */
+	return (long)(tail - first);
+}
+
+static long apply_records(struct ulma_collector *c, struct ulma_collector_slot *cs, const struct ulma_record *ring,
+			  uint64_t mask, uint64_t *tailp, uint64_t head, uint64_t horizon, bool final)
+{
+	bool stream = cs->stream != NULL;
+	if (cs->off)
+		return stream ? apply_loop(c, cs, ring, mask, tailp, head, horizon, final, APPLY_STREAM | APPLY_SWITCHES)
+			      : apply_loop(c, cs, ring, mask, tailp, head, horizon, final, APPLY_SWITCHES);
+	if (cs->sched_fd >= 0 || !ulma_schedline_empty(&cs->line))
+		return apply_loop(c, cs, ring, mask, tailp, head, horizon, final,
+				  (stream ? APPLY_STREAM : 0) | APPLY_SAMPLED);
+	return stream ? apply_loop(c, cs, ring, mask, tailp, head, horizon, final, APPLY_STREAM)
+		      : apply_loop(c, cs, ring, mask, tailp, head, horizon, final, 0);
 }
 
 /* The process is gone: take the records it wrote after its last batch
  * publication.  They follow head in time order; a record from the ring's
- * previous lap is older than the last one consumed, and never-written
- * memory is zero, so the first record that breaks the order ends them. */
-static long salvage(struct ulma_collector *c, struct ulma_collector_slot *cs,
-		    const struct ulma_record *ring, uint64_t cap, uint64_t *tail)
+ * previous lap is older than the last one consumed, and one of the slot's
+ * previous owner older than its claim, so the first record that breaks
+ * the order ends them. */
+static long salvage(struct ulma_collector *c, struct ulma_collector_slot *cs, const struct ulma_record *ring,
+		    uint64_t cap, uint64_t *tail)
 {
 	long n = 0;
-	uint64_t floor = cs->last_ticks;
+	uint64_t floor = cs->last_ticks > cs->claimed_at ? cs->last_ticks : cs->claimed_at;
 	for (uint32_t k = 0; k < ULMA_RING_BATCH && k < cap; k++) {
 		struct ulma_record r = ring[*tail & (cap - 1)];
 		if (r.kind < ULMA_REC_ENTER || r.kind > ULMA_REC_STOP || r.time < floor || r.time == 0)
 			break;
 		floor = r.time;
-		if (apply(c, cs, &r, true) <= 0)
+		uint64_t at = 0;
+		if (apply_records(c, cs, &r, 0, &at, 1, UINT64_MAX, true) != 1)
 			break;
 		(*tail)++;
 		n++;
@@ -464,54 +417,102 @@ static long salvage(struct ulma_collector *c, struct ulma_collector_slot *cs,
 	return n;
 }
 
-/* dead_at: 0, or the time the slot's process was found dead */
-static long drain_slot(struct ulma_collector *c, uint32_t i, bool final, uint64_t dead_at)
+/* A slot's state and head as this poll begins; opens the thread of a
+ * slot newly taken.  Reading every head before the switch records makes
+ * every switch before a drained event known (offcpu.h). */
+static int snapshot_slot(struct ulma_collector *c, uint32_t i)
 {
-	struct ulma_session *s = c->session;
-	struct ulma_shm_slot *slot = &s->slots[i];
+	struct ulma_shm_slot *slot = &c->session->slots[i];
 	struct ulma_collector_slot *cs = &c->slots[i];
 	/* acquire: identity fields and, for CLOSED, the final head */
-	uint32_t state = atomic_load_explicit(&slot->state, memory_order_acquire);
-	if (state != ULMA_SLOT_ACTIVE && state != ULMA_SLOT_CLOSED)
+	cs->state = atomic_load_explicit(&slot->state, memory_order_acquire);
+	if (cs->state != ULMA_SLOT_ACTIVE && cs->state != ULMA_SLOT_CLOSED)
 		return 0;
 	if (!cs->live || cs->serial != slot->serial) {
 		int err = open_thread(c, cs, slot);
 		if (err)
 			return err;
 	}
-	uint64_t cap = ulma_session_capacity(s), tail, head, skipped;
-	ulma_ring_readable(slot, cap, &tail, &head, &skipped);
-	sample(c, cs, head, false);
-	/* events after the newest sample wait for the next one, unless the
-	 * thread can no longer be sampled */
-	uint64_t horizon = cs->sched_fd >= 0 && !final && !dead_at ? ulma_schedline_last_ticks(&cs->line)
-								 : UINT64_MAX;
-	if (skipped)
-		record_lost(c, cs, cs->last_ticks, skipped);
-	const struct ulma_record *ring = ulma_session_ring(s, i);
-	long n = 0;
-	while (tail < head) {
-		struct ulma_record r = ring[tail & (cap - 1)];
-		if (r.time > horizon)
-			break;
-		int ok = apply(c, cs, &r, final);
-		if (ok < 0)
-			return ok;
-		if (ok == 0)
-			break;
-		tail++;
-		n++;
+	/* acquire: pairs with the producer's release; records up to head are complete */
+	cs->head = atomic_load_explicit(&slot->head, memory_order_acquire);
+	return 0;
+}
+
+/* Give a finished slot back to the writers. */
+static void finish_slot(struct ulma_collector *c, struct ulma_collector_slot *cs, uint32_t i, uint64_t end,
+			enum ulma_offcpu_at at)
+{
+	close_frames(c, cs, end, at);
+	stop_sampling(cs);
+	ulma_offcpu_release(&c->off, cs->off);
+	cs->off = NULL;
+	cs->live = false;
+	ulma_session_recycle_slot(c->session, i);
+}
+
+/* Drain slot i up to its snapshot.  dead_at: 0, or the time its process
+ * was found dead (then everything is taken, unpublished records too). */
+static long drain_slot(struct ulma_collector *c, uint32_t i, bool final, uint64_t dead_at)
+{
+	struct ulma_session *s = c->session;
+	struct ulma_shm_slot *slot = &s->slots[i];
+	struct ulma_collector_slot *cs = &c->slots[i];
+	if (!cs->live || (cs->state != ULMA_SLOT_ACTIVE && cs->state != ULMA_SLOT_CLOSED))
+		return 0;
+	uint64_t cap = ulma_session_capacity(s);
+	uint64_t tail = atomic_load_explicit(&slot->tail, memory_order_relaxed); /* we own tail */
+	uint64_t head = cs->head;
+	if (head < tail)
+		head = tail;
+	if (head - tail > cap) { /* a head more than a ring ahead: a corrupt or hostile writer */
+		record_lost(c, cs, cs->last_ticks, head - tail - cap);
+		tail = head - cap;
 	}
-	if ((final || dead_at) && state == ULMA_SLOT_ACTIVE && tail == head)
+	uint64_t horizon = UINT64_MAX;
+	if (!cs->off && c->split == ULMA_SPLIT_SCHEDSTAT) {
+		sample(c, cs, head, false);
+		/* events after the newest sample wait for the next one, unless
+		 * the thread can no longer be sampled */
+		if (cs->sched_fd >= 0 && !final && !dead_at)
+			horizon = ulma_schedline_last_ticks(&cs->line);
+	}
+	const struct ulma_record *ring = ulma_session_ring(s, i);
+	long n = apply_records(c, cs, ring, cap - 1, &tail, head, horizon, final);
+	if ((final || dead_at) && cs->state == ULMA_SLOT_ACTIVE && tail == head)
 		n += salvage(c, cs, ring, cap, &tail);
 	ulma_ring_consume(slot, tail);
-	if ((state == ULMA_SLOT_CLOSED || dead_at) && tail == head) {
-		close_frames(c, cs, dead_at ? dead_at : cs->last_ticks);
-		stop_sampling(cs);
-		cs->live = false;
-		ulma_session_recycle_slot(s, i);
-	}
+	if ((cs->state == ULMA_SLOT_CLOSED || dead_at) && tail == head)
+		finish_slot(c, cs, i, dead_at ? dead_at : cs->last_ticks,
+			    dead_at ? ULMA_OFFCPU_ENDS : ULMA_OFFCPU_SAYS_NOTHING);
 	return n;
+}
+
+/* Slots that may be in use: the writers keep the high-water mark. */
+static uint32_t slots_in_use(const struct ulma_collector *c)
+{
+	uint32_t n = atomic_load_explicit(&c->session->hdr->slots_used, memory_order_acquire);
+	return n < c->session->hdr->slot_count ? n : c->session->hdr->slot_count;
+}
+
+/* For the live view: since when each thread has been off its CPU, as far
+ * as the switch records say. */
+static void note_pending_off(struct ulma_collector *c, struct ulma_collector_slot *cs)
+{
+	struct ulma_thread_row *th = &c->profile.threads[cs->thread];
+	const struct ulma_offcpu_thread *ot = cs->off;
+	th->off_now = 0;
+	if (!ot)
+		return;
+	if (ot->len) {
+		const struct ulma_offcpu_pending *newest = &ot->q[ot->head + ot->len - 1];
+		if (newest->kind != ULMA_SWITCH_IN) {
+			th->off_now = newest->kind == ULMA_SWITCH_PREEMPT ? 2 : 1;
+			th->off_since = newest->ticks;
+		}
+	} else if (ot->off) {
+		th->off_now = ot->preempted ? 2 : 1;
+		th->off_since = ot->off_ticks;
+	}
 }
 
 long ulma_collector_poll(struct ulma_collector *c, bool final)
@@ -522,12 +523,24 @@ long ulma_collector_poll(struct ulma_collector *c, bool final)
 		if (c->overhead_ps && c->writer)
 			set_error(c, ulma_trace_overhead(c->writer, c->overhead_ps));
 	}
-	scan_defs(c, final);
-	for (uint32_t i = 0; i < c->session->hdr->slot_count; i++) {
+	ulma_collector_scan_defs(c, final);
+	uint32_t used = slots_in_use(c);
+	for (uint32_t i = 0; i < used; i++)
+		if (snapshot_slot(c, i) < 0)
+			return c->error;
+	if (c->switches) {
+		long r = ulma_offcpu_read(&c->off, c->switches);
+		if (r < 0)
+			set_error(c, (int)r);
+		ulma_offcpu_probe(&c->off);
+	}
+	for (uint32_t i = 0; i < used; i++) {
 		long n = drain_slot(c, i, final, 0);
 		if (n < 0)
 			return n;
 		total += n;
+		if (c->slots[i].live && c->switches)
+			note_pending_off(c, &c->slots[i]);
 	}
 	c->records += (uint64_t)total;
 	return c->error ? c->error : total;
@@ -536,7 +549,8 @@ long ulma_collector_poll(struct ulma_collector *c, bool final)
 int ulma_collector_reap(struct ulma_collector *c, uint64_t now_ticks)
 {
 	int freed = 0;
-	for (uint32_t i = 0; i < c->session->hdr->slot_count; i++) {
+	uint32_t used = slots_in_use(c);
+	for (uint32_t i = 0; i < used; i++) {
 		struct ulma_shm_slot *slot = &c->session->slots[i];
 		if (!c->slots[i].live ||
 		    atomic_load_explicit(&slot->state, memory_order_acquire) != ULMA_SLOT_ACTIVE)
@@ -544,7 +558,8 @@ int ulma_collector_reap(struct ulma_collector *c, uint64_t now_ticks)
 		/* a zombie still answers: only a reaped process is gone for good */
 		if (slot->pid == 0 || kill((pid_t)slot->pid, 0) == 0 || errno != ESRCH)
 			continue;
-		if (drain_slot(c, i, true, now_ticks ? now_ticks : 1) >= 0 && !c->slots[i].live)
+		if (snapshot_slot(c, i) == 0 && drain_slot(c, i, true, now_ticks ? now_ticks : 1) >= 0 &&
+		    !c->slots[i].live)
 			freed++;
 	}
 	return freed;
@@ -554,6 +569,6 @@ void ulma_collector_close_all(struct ulma_collector *c, uint64_t end_ticks)
 {
 	for (uint32_t i = 0; i < c->session->hdr->slot_count; i++)
 		if (c->slots[i].live)
-			close_frames(c, &c->slots[i], end_ticks);
+			close_frames(c, &c->slots[i], end_ticks, ULMA_OFFCPU_ENDS);
 	ulma_profile_finish(&c->profile, end_ticks);
 }

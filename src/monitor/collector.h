@@ -7,13 +7,24 @@
  * that matches a deeper frame closes the frames above it (resynchronising
  * after a loss), and times never run backwards within a thread.  Processes
  * forked from the program intern the same function under ids of their
- * own; definitions with equal content map to one canonical id, so a
- * function is one row whichever process ran it.  That
- * stream goes to the profile and, if there is one, to the trace writer, so
- * a report of the file equals the live summary.  Every live thread's
- * schedstat is sampled (1 ms while it runs, 10 ms while idle) and its
- * events are drained only up to the latest sample, so each event's CPU and
- * run-queue time come from the same two samples live and in a report.
+ * own; definitions with equal content map to one dense index, so a
+ * function is one row whichever process ran it, and the trace names it by
+ * that index plus one.  That stream goes to the profile and, if there is
+ * one, to the trace writer, so a report of the file equals the live
+ * summary.
+ *
+ * Per record the work is a few loads and stores and one varint: the
+ * profile's inline enter and exit and the writer's inline appends
+ * (docs/design.md, "The monitor's per-event work").
+ *
+ * Time off the CPU comes one of two ways (ulma_collector_split):
+ * - switches: the scheduler's context-switch records (offcpu.h) are merged
+ *   into each thread's stream as OFF intervals, exactly where they fall
+ *   between its events;
+ * - schedstat: every live thread's schedstat is sampled (1 ms while it
+ *   runs, 10 ms while idle) and its events are drained only up to the
+ *   latest sample, so each event's CPU and run-queue time come from the
+ *   same two samples live and in a report.
  * Single-threaded.
  */
 #ifndef ULMA_COLLECTOR_H
@@ -23,10 +34,11 @@
 #include <stdint.h>
 
 #include "../analysis/profile.h"
-#include "../analysis/schedline.h"
 #include "../core/idmap.h"
 #include "../core/session.h"
 #include "../core/trace_writer.h"
+#include "offcpu.h"
+#include "switches.h"
 
 struct ulma_collector_slot;
 
@@ -38,8 +50,6 @@ struct ulma_collector {
 	uint32_t *by_id;              /* the same for small ids: index + 1, 0 = unknown */
 	uint32_t nby_id;
 	struct ulma_idmap by_content; /* hash of (kind, name, file, line) -> dense index */
-	uint32_t *canon;              /* dense index -> canonical (first) session id */
-	uint32_t ncanon;
 	struct ulma_idmap file_index; /* hash of path -> trace file id */
 	char **files;
 	uint32_t nfiles;
@@ -49,16 +59,28 @@ struct ulma_collector {
 	uint64_t *holes;          /* entries skipped while incomplete, re-read on every scan */
 	uint32_t nholes;
 	struct ulma_collector_slot *slots; /* one per session slot */
+	uint32_t unknown;      /* dense index of the "?" function, UINT32_MAX until needed */
 	bool use_tsc;          /* session clock: TSC ticks, else ns */
-	bool sample_sched;     /* split time into on-CPU / runnable / blocked */
+	int split;             /* enum ulma_split_method */
+	struct ulma_switches *switches; /* with ULMA_SPLIT_SWITCHES; owned by the caller */
+	struct ulma_offcpu off;
+	double ns_per_tick;    /* for schedstat's increments */
 	uint64_t records;      /* ring records consumed */
 	uint64_t unmatched;    /* exits with no matching open frame */
 	uint64_t overhead_ps;  /* the hook's cost per event, once the program has measured it */
 	int error;             /* first -errno from the writer or allocation */
 };
 
-/* Set up over a mapped session; writer may be NULL.  Returns 0 or -ENOMEM. */
+/* Set up over a mapped session; writer may be NULL.  Splits time by
+ * sampling schedstat until told otherwise.  Returns 0 or -ENOMEM. */
 int ulma_collector_init(struct ulma_collector *c, struct ulma_session *s, struct ulma_trace_writer *w);
+
+/* How to split time, before the first poll: ULMA_SPLIT_SWITCHES with the
+ * records of `sw` (which the caller opened on the program and closes after
+ * ulma_collector_free), ULMA_SPLIT_SCHEDSTAT, or ULMA_SPLIT_NONE.  start
+ * and hz: the session's clock, for converting the records' times. */
+void ulma_collector_split(struct ulma_collector *c, int method, struct ulma_switches *sw,
+			  const struct ulma_clock_pair *start, uint64_t hz);
 
 /* Drain what is there now.  With `final`, an event whose definition never
  * arrived is named "?" instead of waiting for it.  Returns the number of
@@ -74,7 +96,7 @@ int ulma_collector_reap(struct ulma_collector *c, uint64_t now_ticks);
 /* Close every open frame at `end_ticks` (they end with the session). */
 void ulma_collector_close_all(struct ulma_collector *c, uint64_t end_ticks);
 
-/* Free everything but the session and the writer. */
+/* Free everything but the session, the writer and the switch records. */
 void ulma_collector_free(struct ulma_collector *c);
 
 #endif

@@ -3,6 +3,8 @@
 #ifndef ULMA_COMMANDS_H
 #define ULMA_COMMANDS_H
 
+#include <stdbool.h>
+
 int ulma_cmd_run(int argc, char **argv);
 int ulma_cmd_report(int argc, char **argv);
 int ulma_cmd_relay(int argc, char **argv); /* internal: see live_relay.h */
@@ -11,7 +13,7 @@ int ulma_cmd_record(int argc, char **argv);
 int ulma_cmd_host(int argc, char **argv);   /* attach.c: the monitor of ulma.profile() */
 int ulma_cmd_export(int argc, char **argv);
 /* `ulma report TRACE --html OUT`: the html export, unfiltered (export.c). */
-int ulma_report_html(const char *trace, const char *output);
+int ulma_report_html(const char *trace, const char *output, bool no_correction);
 
 /* Print "ulma: " + message to stderr.  For the program only, never the library. */
 void ulma_die_msg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

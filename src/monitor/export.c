@@ -32,6 +32,8 @@ static void print_usage(FILE *f)
 		fprintf(f, "                         %-11s %s\n", x->name, x->about);
 	fputs("  -o, --output OUT     the file (or directory) to write; - for stdout\n"
 	      "  --counts             folded: call counts instead of self microseconds\n"
+	      "  --no-correction      times as measured, the hook's own cost included (by default it is\n"
+	      "                       taken out as in the summary: docs/overhead.md)\n"
 	      "filters, which every format honours:\n"
 	      "  --thread TID         only this OS thread id\n"
 	      "  --process PID        only this process\n"
@@ -234,11 +236,12 @@ static int export_one(const struct ulma_export_format *fmt, const char *path, co
 	return 0;
 }
 
-int ulma_report_html(const char *trace, const char *output)
+int ulma_report_html(const char *trace, const char *output, bool no_correction)
 {
 	struct ulma_export_opts o;
 	memset(&o, 0, sizeof(o));
 	ulma_walk_filter_init(&o.filter);
+	o.filter.no_correction = no_correction;
 	return export_one(ulma_export_find("html"), trace, output, &o);
 }
 
@@ -255,6 +258,7 @@ int ulma_cmd_export(int argc, char **argv)
 		{"include", required_argument, NULL, 'i'},
 		{"exclude", required_argument, NULL, 'x'},
 		{"counts", no_argument, NULL, 'c'},
+		{"no-correction", no_argument, NULL, 'K'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -308,6 +312,9 @@ int ulma_cmd_export(int argc, char **argv)
 		}
 		case 'c':
 			o.counts = true;
+			break;
+		case 'K':
+			o.filter.no_correction = true;
 			break;
 		case 'h':
 			print_usage(stdout);

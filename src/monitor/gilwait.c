@@ -56,18 +56,33 @@ double ulma_gilwait_share(enum ulma_block before, enum ulma_block after, enum ul
 	return other ? 0.5 : 1.0;
 }
 
-bool ulma_gilwait_step(struct ulma_gilwait *g, uint64_t wall_ns, uint64_t cpu_ns, uint64_t wait_ns)
+/* Read the syscall file: false if it cannot be (the file is then closed). */
+static bool read_now(struct ulma_gilwait *g, enum ulma_block *now)
 {
-	if (g->fd < 0)
-		return false;
 	char buf[256];
-	ssize_t n = pread(g->fd, buf, sizeof(buf) - 1, 0);
+	ssize_t n = g->fd >= 0 ? pread(g->fd, buf, sizeof(buf) - 1, 0) : -1;
 	if (n <= 0) {
 		ulma_gilwait_close(g);
 		return false;
 	}
 	buf[n] = 0;
-	enum ulma_block now = ulma_gilwait_classify(buf, g->gil_lo, g->gil_hi);
+	*now = ulma_gilwait_classify(buf, g->gil_lo, g->gil_hi);
+	return true;
+}
+
+enum ulma_block ulma_gilwait_probe(struct ulma_gilwait *g)
+{
+	enum ulma_block now = ULMA_BLOCK_NONE;
+	if (read_now(g, &now) && now != ULMA_BLOCK_NONE)
+		g->last_blocked = now;
+	return now;
+}
+
+bool ulma_gilwait_step(struct ulma_gilwait *g, uint64_t wall_ns, uint64_t cpu_ns, uint64_t wait_ns)
+{
+	enum ulma_block now;
+	if (!read_now(g, &now))
+		return false;
 	uint64_t busy = cpu_ns + wait_ns;
 	if (g->primed && wall_ns > g->prev_wall_ns) {
 		uint64_t wall = wall_ns - g->prev_wall_ns;

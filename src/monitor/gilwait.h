@@ -60,6 +60,11 @@ double ulma_gilwait_share(enum ulma_block before, enum ulma_block after, enum ul
  * gone, or the file never opened); the estimate then stops growing. */
 bool ulma_gilwait_step(struct ulma_gilwait *g, uint64_t wall_ns, uint64_t cpu_ns, uint64_t wait_ns);
 
+/* What the thread is doing now (one read of the file), without sampling:
+ * for classifying one off-CPU interval the switch records delimit.
+ * NONE when the file cannot be read. */
+enum ulma_block ulma_gilwait_probe(struct ulma_gilwait *g);
+
 void ulma_gilwait_close(struct ulma_gilwait *g);
 
 #endif

@@ -11,6 +11,12 @@
 void ulma_live_table_init(struct ulma_live_table *t)
 {
 	memset(t, 0, sizeof(*t));
+	t->ns_per_tick = 1.0;
+}
+
+void ulma_live_table_set_clock(struct ulma_live_table *t, double ns_per_tick)
+{
+	t->ns_per_tick = ns_per_tick > 0 ? ns_per_tick : 1.0;
 }
 
 void ulma_live_table_free(struct ulma_live_table *t)
@@ -86,59 +92,66 @@ static uint64_t minus(uint64_t a, uint64_t b)
 	return a > b ? a - b : 0;
 }
 
-/* cur = the profile's completed frames plus its open frames up to now. */
+static uint64_t to_ns(const struct ulma_live_table *t, uint64_t ticks)
+{
+	return ulma_u64_from_double((double)ticks * t->ns_per_tick + 0.5);
+}
+
+/* The on-CPU part of a self time, the rest being off a CPU. */
+static uint64_t on_cpu(const struct ulma_live_table *t, uint64_t self_ticks, uint64_t blocked_ns, uint64_t runnable_ns)
+{
+	return minus(to_ns(t, self_ticks), blocked_ns + runnable_ns);
+}
+
+/* cur = the profile's completed frames plus its open frames up to now.
+ * The profile charges self time at every event, so an open frame lacks
+ * only the time since its thread's last event, and its total.  If the
+ * switch records say the thread is off its CPU since off_since, the top
+ * frame gets the time up to then: which function was on top when it left
+ * is known only once its last events are published (they go in batches),
+ * so the interval itself counts for the thread until it is merged. */
 static void measure(struct ulma_live_table *t, const struct ulma_profile *p, uint64_t now)
 {
 	for (uint32_t f = 0; f < p->nfuncs; f++) {
 		const struct ulma_func_row *r = &p->funcs[f];
-		t->cur[f] = (struct ulma_live_counts){r->calls,        r->total_ticks, r->self_ticks,
-						      r->self_cpu_ns,  r->self_wait_ns, r->self_gil_ns,
-						      r->self_events,  r->total_events};
+		t->cur[f] = (struct ulma_live_counts){r->calls,
+						      r->total_ticks,
+						      r->self_ticks,
+						      on_cpu(t, r->self_ticks, r->self_blocked_ns, r->self_runnable_ns),
+						      r->self_runnable_ns,
+						      r->self_gil_ns,
+						      r->self_events,
+						      r->total_events};
 	}
 	for (uint32_t i = 0; i < p->nthreads; i++) {
 		const struct ulma_thread_row *th = &p->threads[i];
 		struct ulma_live_thread_counts *tc = &t->thread_cur[i];
-		*tc = (struct ulma_live_thread_counts){th->events,  th->lost,    th->self_ticks,
-						       th->cpu_ns, th->wait_ns, th->gil_ns};
+		*tc = (struct ulma_live_thread_counts){
+			th->events, th->lost, th->self_ticks,
+			on_cpu(t, th->self_ticks, th->self_blocked_ns, th->self_runnable_ns), th->self_runnable_ns,
+			th->self_gil_ns};
 		if (th->depth == 0)
 			continue;
-		uint64_t end = now > th->last_ticks ? now : th->last_ticks;
+		uint64_t end = now > th->last_ticks ? now : th->last_ticks, until = end;
+		if (th->off_now && th->off_since < end)
+			until = th->off_since > th->last_ticks ? th->off_since : th->last_ticks;
+		uint64_t on = until - th->last_ticks, off = end - until;
+		struct ulma_live_counts *top = &t->cur[th->stack[th->depth - 1].func];
+		top->self_ticks += on;
+		top->self_cpu_ns += to_ns(t, on);
+		tc->self_ticks += on + off;
+		tc->self_cpu_ns += to_ns(t, on);
+		if (th->off_now == 2)
+			tc->self_wait_ns += to_ns(t, off);
 		uint32_t gen = next_generation(t);
-		/* events inside the frame at depth d so far: entries and exits of the
-		 * frames finished inside each open frame from d up, and the entries
-		 * of the open frames above d; `below` is the first part's share of
-		 * the frames under d */
-		uint64_t finished = 0, below = 0;
-		for (uint32_t d = 0; d < th->depth; d++)
-			finished += 2 * th->stack[d].descendants;
 		for (uint32_t d = 0; d < th->depth; d++) {
 			const struct ulma_frame *fr = &th->stack[d];
+			if (t->stamp[fr->func] == gen)
+				continue;
+			t->stamp[fr->func] = gen; /* outermost frame of this function */
 			struct ulma_live_counts *c = &t->cur[fr->func];
-			/* the part of this frame not spent in finished callees or the open one above */
-			const struct ulma_frame *above = d + 1 < th->depth ? &th->stack[d + 1] : NULL;
-			uint64_t until = above ? above->start : end;
-			uint64_t cpu_until = above ? above->cpu0 : th->last_cpu;
-			uint64_t wait_until = above ? above->wait0 : th->last_wait;
-			uint64_t gil_until = above ? above->gil0 : th->last_gil;
-			uint64_t self = minus(minus(until, fr->start), fr->child);
-			uint64_t cpu = minus(minus(cpu_until, fr->cpu0), fr->child_cpu);
-			uint64_t wait = minus(minus(wait_until, fr->wait0), fr->child_wait);
-			uint64_t gil = minus(minus(gil_until, fr->gil0), fr->child_gil);
-			c->self_ticks += self;
-			c->self_cpu_ns += cpu;
-			c->self_wait_ns += wait;
-			c->self_gil_ns += gil;
-			c->self_events += fr->child_calls + (above != NULL); /* its exit is still to come */
-			tc->self_ticks += self;
-			tc->self_cpu_ns += cpu;
-			tc->self_wait_ns += wait;
-			tc->self_gil_ns += gil;
-			if (t->stamp[fr->func] != gen) {
-				t->stamp[fr->func] = gen; /* outermost frame of this function */
-				c->total_ticks += minus(end, fr->start);
-				c->total_events += finished - below + (th->depth - 1 - d);
-			}
-			below += 2 * fr->descendants;
+			c->total_ticks += minus(end, fr->start);
+			c->total_events += th->events - fr->events0;
 		}
 	}
 }
@@ -261,7 +274,7 @@ int ulma_live_table_clear(struct ulma_live_table *t, const struct ulma_profile *
 		memcpy(t->thread_base, t->thread_cur, p->nthreads * sizeof(*t->thread_base));
 	t->nthread_base = p->nthreads;
 	t->clear_ticks = now_ticks;
-	t->events_base = p->events;
+	t->events_base = ulma_profile_events(p);
 	t->lost_base = p->lost;
 	return ulma_live_table_update(t, p, now_ticks);
 }

@@ -115,10 +115,14 @@ struct ulma_live_table {
 	struct ulma_live_proc *procs;  /* processes with anything since the clear */
 	uint32_t nprocs;
 	double cost_ticks, cost_ns;    /* the hook's cost per event; 0: none taken out */
+	double ns_per_tick;            /* the session clock (1.0 until told) */
 };
 
 void ulma_live_table_init(struct ulma_live_table *t);
 void ulma_live_table_free(struct ulma_live_table *t);
+
+/* The session clock's ns per tick, for the on-CPU part of self times. */
+void ulma_live_table_set_clock(struct ulma_live_table *t, double ns_per_tick);
 
 /* Take `ns_per_event` (`ticks_per_event` in session ticks) out of the rows
  * from the next update on; 0 for raw times. */

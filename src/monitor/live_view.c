@@ -316,7 +316,7 @@ static void snapshot(struct ulma_live *lv)
 	if (ulma_live_table_update(&lv->table, p, lv->snap_ticks) == 0)
 		ulma_live_table_sort(&lv->table, p, lv->sort);
 	if (lv->rate_ns == 0 || now - lv->rate_ns >= REFRESH_NS / 2) {
-		uint64_t events = p->events;
+		uint64_t events = ulma_profile_events(p);
 		uint64_t since = lv->rate_ns ? lv->rate_ns : lv->src.start.ns;
 		uint64_t counted = lv->rate_ns ? lv->rate_events : 0;
 		if (now > since)
@@ -327,7 +327,7 @@ static void snapshot(struct ulma_live *lv)
 	count_running(lv);
 	lv->lost = p->lost + atomic_load(&lv->src.col->session->hdr->lost_unmarked);
 	lv->trace_bytes = lv->src.writer ? ulma_trace_writer_bytes(lv->src.writer) : 0;
-	lv->split = p->has_sched;
+	lv->split = p->split != ULMA_PROFILE_SPLIT_NONE;
 	lv->snap_ns = now;
 }
 
@@ -578,6 +578,7 @@ int ulma_live_open(const struct ulma_live_source *src, struct ulma_live **out)
 	lv->src = *src;
 	ulma_clock_calibrate(src->use_tsc, &src->start, NULL, src->hz, &lv->cal);
 	ulma_live_table_init(&lv->table);
+	ulma_live_table_set_clock(&lv->table, lv->cal.ns_per_tick);
 	if (!getcwd(lv->cwd, sizeof(lv->cwd)))
 		lv->cwd[0] = 0;
 	lv->relay = (struct ulma_relay){.pid = 0, .slave = -1, .ctl = -1, .released = false};

@@ -1,14 +1,18 @@
 /* record_options.c - what every recording command shares (see record_options.h). */
 #include "record_options.h"
 
+#include <errno.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 
 #include "commands.h"
+#include "ulma/shm.h"
 #include "ulma/trace_format.h"
 
 void ulma_record_options_init(struct ulma_record_options *o)
 {
-	*o = (struct ulma_record_options){.output = "ulma.trace", .summary = "text", .limit = 25};
+	*o = (struct ulma_record_options){.output = "ulma.trace", .summary = "text", .limit = 25, .split = -1};
 }
 
 int ulma_record_option(struct ulma_record_options *o, int c, const char *arg)
@@ -17,8 +21,21 @@ int ulma_record_option(struct ulma_record_options *o, int c, const char *arg)
 	case 'o':
 		o->output = arg;
 		return 1;
-	case 'L':
-		o->lossless = true;
+	case 'L': /* the default since writers wait; kept for old command lines */
+		o->may_drop = false;
+		return 1;
+	case 'D':
+		o->may_drop = true;
+		return 1;
+	case 'S':
+		if (strcmp(arg, "switches") == 0) {
+			o->split = ULMA_SPLIT_SWITCHES;
+		} else if (strcmp(arg, "schedstat") == 0) {
+			o->split = ULMA_SPLIT_SCHEDSTAT;
+		} else {
+			ulma_die_msg("--split takes switches or schedstat, not '%s'", arg);
+			return -1;
+		}
 		return 1;
 	case 'C':
 		o->no_c_calls = true;
@@ -42,13 +59,13 @@ int ulma_record_option(struct ulma_record_options *o, int c, const char *arg)
 
 void ulma_record_session_config(const struct ulma_record_options *o, struct ulma_session_config *cfg)
 {
-	cfg->lossless = o->lossless;
+	cfg->lossless = !o->may_drop;
 	cfg->c_calls = !o->no_c_calls;
 }
 
 uint32_t ulma_record_meta_flags(const struct ulma_record_options *o, bool use_tsc)
 {
-	return (use_tsc ? ULMA_META_TSC : 0) | (o->lossless ? ULMA_META_LOSSLESS : 0) |
+	return (use_tsc ? ULMA_META_TSC : 0) | (o->may_drop ? 0 : ULMA_META_LOSSLESS) |
 	       (o->no_c_calls ? ULMA_META_NO_C_CALLS : 0);
 }
 
@@ -58,4 +75,85 @@ void ulma_record_print_summary(FILE *out, const struct ulma_record_options *o, c
 		ulma_summary_text(out, s, (uint32_t)o->limit);
 	else if (strcmp(o->summary, "json") == 0)
 		ulma_summary_json(out, s);
+}
+
+int ulma_record_open_switches(const struct ulma_record_options *o, pid_t pid, bool child, struct ulma_switches **sw)
+{
+	*sw = NULL;
+	if (o->split == ULMA_SPLIT_SCHEDSTAT)
+		return ULMA_SPLIT_SCHEDSTAT;
+	int err = child ? ulma_switches_open_child(pid, sw) : ulma_switches_open_process(pid, sw);
+	if (!err)
+		return ULMA_SPLIT_SWITCHES;
+	if (o->split == ULMA_SPLIT_SWITCHES)
+		ulma_die_msg("no context-switch records (%s%s); sampling schedstat instead", strerror(-err),
+			     err == -EACCES || err == -EPERM ? ": see /proc/sys/kernel/perf_event_paranoid" : "");
+	return ULMA_SPLIT_SCHEDSTAT;
+}
+
+long ulma_record_nap_ns(long *idle, long n)
+{
+	if (n < 0)
+		return 10000000;
+	if (n > 0) {
+		*idle = 0;
+		return 1000000;
+	}
+	*idle = *idle ? (*idle < 1000000 ? *idle * 2 : 2000000) : 500000;
+	return *idle;
+}
+
+uint64_t ulma_record_self_cpu_ns(void)
+{
+	struct rusage ru;
+	if (getrusage(RUSAGE_SELF, &ru) != 0)
+		return 0;
+	return ((uint64_t)ru.ru_utime.tv_sec + (uint64_t)ru.ru_stime.tv_sec) * UINT64_C(1000000000) +
+	       ((uint64_t)ru.ru_utime.tv_usec + (uint64_t)ru.ru_stime.tv_usec) * 1000u;
+}
+
+int ulma_record_close_trace(const struct ulma_record_options *o, struct ulma_collector *col, struct ulma_trace_writer *w,
+			    const struct ulma_clock_pair *end, int exit_status, uint64_t monitor_cpu_ns)
+{
+	col->profile.lost += atomic_load(&col->session->hdr->lost_unmarked); /* drops no marker reports */
+	if (!w)
+		return 0;
+	struct ulma_trace_end e = {
+		.end_ticks = end->ticks,
+		.end_ns = end->ns,
+		.events = ulma_profile_events(&col->profile),
+		.lost = col->profile.lost,
+		.failures = atomic_load(&col->session->hdr->failures),
+		.exit_status = exit_status,
+		.split = (uint32_t)col->split,
+		.monitor_cpu_ns = monitor_cpu_ns,
+		.switches_lost = ulma_switches_lost(col->switches),
+		.gil_split = col->profile.has_gil != 0,
+	};
+	int err = col->error ? col->error : 0;
+	int cerr = ulma_trace_writer_close(w, &e);
+	if (!err)
+		err = cerr;
+	if (err)
+		ulma_die_msg("error writing the trace '%s': %s", o->output, strerror(-err));
+	return err;
+}
+
+void ulma_record_summary(struct ulma_summary *s, struct ulma_collector *col, const char *trace_path, bool use_tsc,
+			 uint64_t hz, const struct ulma_clock_pair *start, const struct ulma_clock_pair *end,
+			 int exit_status, uint64_t monitor_cpu_ns, bool no_correction)
+{
+	struct stat st;
+	*s = (struct ulma_summary){.profile = &col->profile,
+				   .duration_ns = end->ns - start->ns,
+				   .trace_bytes = trace_path && stat(trace_path, &st) == 0 ? (uint64_t)st.st_size : 0,
+				   .trace_path = trace_path,
+				   .failures = atomic_load(&col->session->hdr->failures),
+				   .complete = true,
+				   .exit_status = exit_status,
+				   .overhead_ps = col->overhead_ps,
+				   .no_correction = no_correction,
+				   .monitor_cpu_ns = monitor_cpu_ns,
+				   .switches_lost = ulma_switches_lost(col->switches)};
+	ulma_clock_calibrate(use_tsc, start, end, hz, &s->cal);
 }

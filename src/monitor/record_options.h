@@ -14,24 +14,38 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include <sys/types.h>
+
 #include "../analysis/summary.h"
 #include "../core/session.h"
+#include "../core/trace_writer.h"
+#include "collector.h"
+#include "switches.h"
 
 struct ulma_record_options {
 	const char *output;  /* -o, --output: the trace file (default ulma.trace) */
 	const char *summary; /* --summary: text (default), json or none */
 	long limit;          /* --limit: rows of the text summary (default 25) */
-	bool lossless;       /* --lossless */
+	bool may_drop;       /* --may-drop: writers drop events when a ring is full (default: they wait) */
 	bool no_c_calls;     /* --no-c-calls */
 	bool no_correction;  /* --no-correction */
+	int split;           /* --split: enum ulma_split_method, or -1 for the best available (default) */
 };
 
 /* getopt_long entries of the shared options, with the values that
  * ulma_record_option takes. */
 #define ULMA_RECORD_LONG_OPTIONS                                                                           \
 	{"output", required_argument, NULL, 'o'}, {"lossless", no_argument, NULL, 'L'},                  \
-		{"no-c-calls", no_argument, NULL, 'C'}, {"no-correction", no_argument, NULL, 'K'},       \
-		{"summary", required_argument, NULL, 's'}, {"limit", required_argument, NULL, 'n'}
+		{"may-drop", no_argument, NULL, 'D'}, {"no-c-calls", no_argument, NULL, 'C'},            \
+		{"no-correction", no_argument, NULL, 'K'}, {"summary", required_argument, NULL, 's'},    \
+		{"limit", required_argument, NULL, 'n'}, {"split", required_argument, NULL, 'S'}
+
+/* Their lines in the commands' usage texts. */
+#define ULMA_RECORD_USAGE_SPLIT                                                                            \
+	"  --split M              how to split time on and off the CPU: switches (the scheduler's own\n"   \
+	"                         records; the default where allowed) or schedstat (sampled)\n"            \
+	"  --may-drop             let the program drop events rather than wait when a ring is full\n"      \
+	"                         (the default is to wait: nothing is lost; docs/design.md)\n"
 
 void ulma_record_options_init(struct ulma_record_options *o);
 
@@ -45,5 +59,32 @@ uint32_t ulma_record_meta_flags(const struct ulma_record_options *o, bool use_ts
 
 /* Print the summary in the asked format (nothing for none). */
 void ulma_record_print_summary(FILE *out, const struct ulma_record_options *o, const struct ulma_summary *s);
+
+/* Open the switch records of `pid` (a child that waits to run, or a
+ * running process) if --split allows: ULMA_SPLIT_SWITCHES and *sw, or the
+ * method to use instead (*sw NULL), after saying why when switches were
+ * asked for by name. */
+int ulma_record_open_switches(const struct ulma_record_options *o, pid_t pid, bool child,
+			      struct ulma_switches **sw);
+
+/* How long the monitor's loop sleeps after a poll that took n records
+ * (n < 0: an error): 1 ms while records flow, then longer and longer while
+ * none do (up to 2 ms; a ring takes at least 8 ms to fill at the highest
+ * rate measured), so the loop itself costs the monitor little.
+ * *idle carries the backoff between calls (start it at 0). */
+long ulma_record_nap_ns(long *idle, long n);
+
+/* CPU time this process has used so far, in ns. */
+uint64_t ulma_record_self_cpu_ns(void);
+
+/* Write END from the collector and close the trace (w may be NULL).
+ * Returns 0 or -errno (already said). */
+int ulma_record_close_trace(const struct ulma_record_options *o, struct ulma_collector *col, struct ulma_trace_writer *w,
+			    const struct ulma_clock_pair *end, int exit_status, uint64_t monitor_cpu_ns);
+
+/* The summary of a finished recording (trace_path NULL: no trace). */
+void ulma_record_summary(struct ulma_summary *s, struct ulma_collector *col, const char *trace_path, bool use_tsc,
+			 uint64_t hz, const struct ulma_clock_pair *start, const struct ulma_clock_pair *end,
+			 int exit_status, uint64_t monitor_cpu_ns, bool no_correction);
 
 #endif

@@ -15,13 +15,23 @@
 
 struct report_ctx {
 	struct ulma_profile profile;
-	struct ulma_schedline *sched; /* per thread */
+	struct ulma_schedline *sched; /* per thread: schedstat samples (traces split that way) */
 	struct ulma_lane *lanes;      /* per thread */
+	struct lane_feed *feed;       /* per thread */
 	uint32_t nsched;
 	double ns_per_tick;
 	struct ulma_trace_meta meta;
 	struct ulma_trace_end end;
 	int error;
+};
+
+/* What a thread's lane has been told, for feeding it at the moments that
+ * change it (a CPU change, time off the CPU) rather than at every event. */
+struct lane_feed {
+	uint64_t off_ns; /* off the CPU so far */
+	uint64_t first_ticks;
+	uint32_t cpu;
+	int started;
 };
 
 static int on_meta(void *ctx, const struct ulma_trace_meta *m)
@@ -60,6 +70,11 @@ static int on_thread(void *ctx, const struct ulma_trace_thread *t)
 		if (!lv)
 			return -ENOMEM;
 		r->lanes = lv;
+		struct lane_feed *fv = realloc(r->feed, n * sizeof(*fv));
+		if (!fv)
+			return -ENOMEM;
+		memset(fv + r->nsched, 0, (n - r->nsched) * sizeof(*fv));
+		r->feed = fv;
 		for (uint32_t i = r->nsched; i < n; i++) /* bins of 1 ms at first */
 			ulma_lane_init(&lv[i], r->meta.start_ticks, ulma_u64_from_double(1e6 / r->ns_per_tick));
 		r->nsched = n;
@@ -74,26 +89,68 @@ static int on_sched(void *ctx, uint32_t thread, const struct ulma_trace_sched *s
 	return ulma_schedline_add(&r->sched[thread], s);
 }
 
-static int on_event(void *ctx, const struct ulma_trace_event *e)
+/* The lane's on-CPU clock at `ticks`: wall time since the thread's first
+ * event less the time off the CPU so far. */
+static void feed_lane(struct report_ctx *r, uint32_t thread, uint64_t ticks, uint32_t cpu)
+{
+	struct lane_feed *f = &r->feed[thread];
+	if (!f->started) {
+		f->started = 1;
+		f->first_ticks = ticks;
+	}
+	uint64_t wall = ulma_u64_from_double((double)(ticks - f->first_ticks) * r->ns_per_tick);
+	ulma_lane_event(&r->lanes[thread], ticks, cpu, wall > f->off_ns ? wall - f->off_ns : 0, r->ns_per_tick);
+	f->cpu = cpu;
+}
+
+/* A batch of one thread's events into the profile (and its lane).  With
+ * schedstat samples every event asks the schedline for the time off the
+ * CPU before it; with switch records that time arrives as OFF events. */
+static int on_events(void *ctx, uint32_t thread, const struct ulma_trace_event *ev, size_t n)
 {
 	struct report_ctx *r = ctx;
-	struct ulma_sched_clocks at;
-	struct ulma_schedline *line = &r->sched[e->thread];
-	ulma_schedline_at(line, e->ticks, &at);
-	/* without samples, on or off a CPU is unknown: show only which CPU */
-	uint64_t lane_cpu =
-		ulma_schedline_empty(line) ? ulma_u64_from_double((double)e->ticks * r->ns_per_tick) : at.cpu_ns;
-	ulma_lane_event(&r->lanes[e->thread], e->ticks, e->cpu, lane_cpu, r->ns_per_tick);
-	switch (e->kind) {
-	case ULMA_EV_ENTER:
-		return ulma_profile_enter_at(&r->profile, e->thread, e->func, e->ticks, &at);
-	case ULMA_EV_EXIT:
-		ulma_profile_exit_at(&r->profile, e->thread, e->ticks, &at);
-		return 0;
-	default:
-		ulma_profile_lost(&r->profile, e->thread, e->ticks, e->count);
-		return 0;
+	struct ulma_profile *p = &r->profile;
+	struct ulma_schedline *line = &r->sched[thread];
+	struct lane_feed *feed = &r->feed[thread];
+	bool sampled = !ulma_schedline_empty(line);
+	for (size_t i = 0; i < n; i++) {
+		const struct ulma_trace_event *e = &ev[i];
+		if (sampled) {
+			struct ulma_schedline_off o;
+			if (ulma_schedline_off(line, e->ticks, r->ns_per_tick, &o))
+				ulma_profile_off(p, thread, o.blocked_ns, o.runnable_ns, o.gil_ns, 0, 0);
+			struct ulma_sched_clocks at;
+			ulma_schedline_at(line, e->ticks, &at);
+			ulma_lane_event(&r->lanes[thread], e->ticks, e->cpu, at.cpu_ns, r->ns_per_tick);
+		} else if (!feed->started || e->cpu != feed->cpu) {
+			feed_lane(r, thread, e->ticks, e->cpu);
+		}
+		switch (e->kind) {
+		case ULMA_EV_ENTER:
+			if (ulma_profile_enter(p, thread, e->func, e->ticks))
+				return -ENOMEM;
+			break;
+		case ULMA_EV_EXIT:
+			ulma_profile_exit(p, thread, e->ticks);
+			break;
+		case ULMA_EV_OFF: {
+			bool runnable = e->off == ULMA_OFF_RUNNABLE;
+			p->split = ULMA_PROFILE_SPLIT_SWITCHES;
+			uint32_t cpu = feed->started ? feed->cpu : e->cpu;
+			/* on its CPU up to the switch-out, off it for the interval */
+			feed_lane(r, thread, e->ticks, cpu);
+			feed->off_ns += e->count;
+			feed_lane(r, thread, e->ticks + ulma_u64_from_double((double)e->count / r->ns_per_tick), cpu);
+			ulma_profile_off(p, thread, runnable ? 0 : e->count, runnable ? e->count : 0,
+					 e->off == ULMA_OFF_GIL ? e->count : 0, !runnable, runnable);
+			break;
+		}
+		default:
+			ulma_profile_lost(p, thread, e->ticks, e->count);
+			break;
+		}
 	}
+	return 0;
 }
 
 static int on_end(void *ctx, const struct ulma_trace_end *e)
@@ -159,13 +216,20 @@ int ulma_cmd_report(int argc, char **argv)
 	}
 	const char *path = argv[optind - 1];
 	if (html)
-		return ulma_report_html(path, html);
+		return ulma_report_html(path, html, no_correction);
 
 	struct report_ctx r;
 	memset(&r, 0, sizeof(r));
 	r.end.exit_status = -1;
 	ulma_profile_init(&r.profile);
-	struct ulma_trace_visitor v = {&r, on_meta, on_func, on_thread, on_event, on_end, on_sched, on_process};
+	struct ulma_trace_visitor v = {.ctx = &r,
+				       .on_meta = on_meta,
+				       .on_func = on_func,
+				       .on_thread = on_thread,
+				       .on_events = on_events,
+				       .on_end = on_end,
+				       .on_sched = on_sched,
+				       .on_process = on_process};
 	struct ulma_trace_status st;
 	FILE *f = fopen(path, "rb");
 	if (!f) {
@@ -187,6 +251,7 @@ int ulma_cmd_report(int argc, char **argv)
 			ulma_schedline_free(&r.sched[i]);
 		free(r.sched);
 		free(r.lanes);
+		free(r.feed);
 		return 1;
 	}
 	bool tsc = (r.meta.flags & ULMA_META_TSC) != 0;
@@ -201,6 +266,12 @@ int ulma_cmd_report(int argc, char **argv)
 				 .overhead_ps = st.overhead_ps,
 				 .no_correction = no_correction};
 	ulma_clock_calibrate(tsc, &start, st.complete ? &endp : NULL, r.meta.tick_hz, &s.cal);
+	if (st.complete && r.end.split == ULMA_SPLIT_SWITCHES) /* also where no thread ever left its CPU */
+		r.profile.split = ULMA_PROFILE_SPLIT_SWITCHES;
+	if (st.complete && r.end.gil_split)
+		r.profile.has_gil = 1;
+	s.monitor_cpu_ns = r.end.monitor_cpu_ns;
+	s.switches_lost = r.end.switches_lost;
 	uint64_t end_ticks = st.complete ? r.end.end_ticks : st.last_ticks;
 	ulma_profile_finish(&r.profile, end_ticks);
 	if (st.complete && r.end.lost > r.profile.lost)
@@ -211,6 +282,9 @@ int ulma_cmd_report(int argc, char **argv)
 	enum { LANE_COLS = 64 };
 	char (*lane_text)[LANE_COLS + 1] = calloc(r.nsched ? r.nsched : 1, sizeof(*lane_text));
 	const char **lane_ptrs = calloc(r.nsched ? r.nsched : 1, sizeof(*lane_ptrs));
+	for (uint32_t i = 0; i < r.nsched && i < r.profile.nthreads; i++) /* up to each thread's last event */
+		if (r.feed[i].started && ulma_schedline_empty(&r.sched[i]))
+			feed_lane(&r, i, r.profile.threads[i].last_ticks, r.feed[i].cpu);
 	if (lane_text && lane_ptrs && end_ticks > r.meta.start_ticks) {
 		for (uint32_t i = 0; i < r.nsched; i++) {
 			ulma_lane_render(&r.lanes[i], r.meta.start_ticks, end_ticks, lane_text[i], LANE_COLS);
@@ -228,6 +302,7 @@ int ulma_cmd_report(int argc, char **argv)
 		ulma_schedline_free(&r.sched[i]);
 	free(r.sched);
 	free(r.lanes);
+	free(r.feed);
 	free(lane_text);
 	free(lane_ptrs);
 	if (fflush(stdout) != 0 || err) {

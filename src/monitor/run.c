@@ -51,7 +51,7 @@ static const char boot_code[] =
 #define REAP_EVERY_NS UINT64_C(10000000) /* how soon a dead child's frames close */
 
 struct run_options {
-	struct ulma_record_options rec; /* -o, --lossless, --no-c-calls, --no-correction, --summary, --limit */
+	struct ulma_record_options rec; /* -o, --may-drop, --split, --no-c-calls, --no-correction, --summary, --limit */
 	const char *python;
 	long ring_records;
 	bool no_follow;
@@ -66,7 +66,7 @@ static const char run_usage[] =
 	"usage: ulma run [options] script.py [args...]\n"
 	"       ulma run [options] -m module [args...]\n"
 	"  -o, --output FILE      trace file to write (default ulma.trace)\n"
-	"  --lossless             make the program wait instead of dropping events when a ring is full\n"
+ULMA_RECORD_USAGE_SPLIT
 	"  --no-c-calls           record Python functions only, not builtins (less overhead, see docs/hooks.md)\n"
 	"  --no-follow            do not trace Python processes the program starts (subprocess, multiprocessing\n"
 	"                         spawn); leaves the environment untouched.  Forked children are always followed\n"
@@ -293,12 +293,13 @@ static int run_attachable(const struct run_options *o, const char *python)
 	return 1;
 }
 
-/* Fork and exec the interpreter, with redirect[i] (if not -1) as its fd i.
- * Returns the pid, or -1 with the exec error already reported. */
+/* Fork the interpreter's process, with redirect[i] (if not -1) as its fd i.
+ * It waits for spawn_go (the monitor follows its context switches from its
+ * first instruction) before it execs.  Returns the pid, or -1 said. */
 static pid_t spawn(const struct run_options *o, const char *python, int session_fd,
-		   const struct saved_signals *saved, const int redirect[3])
+		   const struct saved_signals *saved, const int redirect[3], int *go_fd, int *exec_fd)
 {
-	int pipefd[2];
+	int pipefd[2], gofd[2];
 	sigset_t forwarded, old_mask;
 	/* a forwarded signal that arrives before child_pid is known would be
 	 * lost: hold them until it is set */
@@ -309,6 +310,12 @@ static pid_t spawn(const struct run_options *o, const char *python, int session_
 		ulma_die_msg("pipe: %s", strerror(errno));
 		return -1;
 	}
+	if (pipe2(gofd, O_CLOEXEC) < 0) {
+		ulma_die_msg("pipe: %s", strerror(errno));
+		close(pipefd[0]);
+		close(pipefd[1]);
+		return -1;
+	}
 	sigprocmask(SIG_BLOCK, &forwarded, &old_mask);
 	pid_t pid = fork();
 	if (pid < 0) {
@@ -316,9 +323,17 @@ static pid_t spawn(const struct run_options *o, const char *python, int session_
 		sigprocmask(SIG_SETMASK, &old_mask, NULL);
 		close(pipefd[0]);
 		close(pipefd[1]);
+		close(gofd[0]);
+		close(gofd[1]);
 		return -1;
 	}
 	if (pid == 0) {
+		char go = 0;
+		close(gofd[1]);
+		while (read(gofd[0], &go, 1) < 0 && errno == EINTR)
+			;
+		if (go != 'g') /* the monitor is gone before it was ready: do not run untraced */
+			_exit(127);
 		restore_signals(saved);
 		sigprocmask(SIG_SETMASK, &old_mask, NULL);
 		for (int i = 0; i < 3; i++)
@@ -341,10 +356,31 @@ static pid_t spawn(const struct run_options *o, const char *python, int session_
 		_exit(127);
 	}
 	child_pid = pid;
+	close(gofd[0]);
+	*go_fd = gofd[1];
 	if (pending_signal) /* sent to us between taking the signals and now */
 		kill(pid, pending_signal);
 	sigprocmask(SIG_SETMASK, &old_mask, NULL); /* a held signal is forwarded now */
 	close(pipefd[1]);
+	*exec_fd = pipefd[0];
+	return pid;
+}
+
+/* Let the child exec, and learn whether it could.  exec_fd: spawn's
+ * return.  Returns 0, or -1 with the exec error said. */
+static int spawn_go(pid_t pid, int go_fd, int exec_fd, const char *python)
+{
+	int pipefd[1] = {exec_fd};
+	if (write(go_fd, "g", 1) != 1) {
+		ulma_die_msg("cannot start the program: %s", strerror(errno));
+		close(go_fd);
+		close(exec_fd);
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+		child_pid = 0;
+		return -1;
+	}
+	close(go_fd);
 	int e = 0;
 	ssize_t got;
 	while ((got = read(pipefd[0], &e, sizeof(e))) < 0 && errno == EINTR)
@@ -357,7 +393,7 @@ static pid_t spawn(const struct run_options *o, const char *python, int session_
 		child_pid = 0;
 		return -1;
 	}
-	return pid;
+	return 0;
 }
 
 /* Exit the way the child did. */
@@ -447,17 +483,28 @@ int ulma_cmd_run(int argc, char **argv)
 			ulma_die_msg("no live view: %s", strerror(-err));
 	}
 	int redirect[3] = {-1, ulma_live_program_fd(live, 1), ulma_live_program_fd(live, 2)};
-	pid_t pid = spawn(&o, python, session.fd, &saved, redirect);
+	int go_fd = -1, exec_fd = -1;
+	struct ulma_switches *switches = NULL;
+	pid_t pid = spawn(&o, python, session.fd, &saved, redirect, &go_fd, &exec_fd);
+	if (pid > 0) {
+		/* its context switches are followed from its first instruction */
+		int split = ulma_record_open_switches(&o.rec, pid, true, &switches);
+		ulma_collector_split(&col, split, switches, &start, hz);
+		if (spawn_go(pid, go_fd, exec_fd, python) < 0)
+			pid = -1;
+	}
 	ulma_live_started(live);
 	if (pid < 0) {
 		ulma_live_close(live);
 		ulma_trace_writer_abandon(writer);
+		ulma_switches_close(switches);
 		ulma_safe_discard(o.rec.output);
 		return 1;
 	}
 
 	int status = 0;
 	uint64_t last_flush = ulma_clock_monotonic_ns(), last_reap = last_flush;
+	long idle = 0;
 	for (;;) {
 		long n = ulma_collector_poll(&col, false);
 		uint64_t now = ulma_clock_monotonic_ns();
@@ -481,7 +528,7 @@ int ulma_cmd_run(int argc, char **argv)
 		}
 		if (ulma_live_tick(live) == ULMA_LIVE_CLOSED)
 			ulma_die_msg("live view closed; tracing goes on into %s", o.rec.output);
-		ulma_live_sleep(live, n < 0 ? 10000000 : n > 0 ? 200000 : 500000);
+		ulma_live_sleep(live, ulma_record_nap_ns(&idle, n));
 	}
 	child_pid = 0;
 	ulma_clock_sample(cfg.use_tsc, &endp);
@@ -499,32 +546,17 @@ int ulma_cmd_run(int argc, char **argv)
 		ulma_trace_writer_abandon(writer);
 		ulma_safe_discard(o.rec.output);
 		ulma_collector_free(&col);
+		ulma_switches_close(switches);
 		ulma_session_unmap(&session);
 		return 1;
 	}
-	uint32_t failures = atomic_load(&session.hdr->failures);
-	col.profile.lost += atomic_load(&session.hdr->lost_unmarked); /* drops no marker reports */
-	struct ulma_trace_end end = {endp.ticks, endp.ns, col.profile.events, col.profile.lost, failures,
-				     status};
-	int werr = col.error ? col.error : 0;
-	err = ulma_trace_writer_close(writer, &end);
-	if (!werr)
-		werr = err;
-	if (werr)
-		ulma_die_msg("error writing the trace '%s': %s", o.rec.output, strerror(-werr));
-
-	struct stat st;
-	struct ulma_summary s = {.profile = &col.profile,
-				 .duration_ns = endp.ns - start.ns,
-				 .trace_bytes = stat(o.rec.output, &st) == 0 ? (uint64_t)st.st_size : 0,
-				 .trace_path = o.rec.output,
-				 .failures = failures,
-				 .complete = true,
-				 .exit_status = status,
-				 .overhead_ps = col.overhead_ps,
-				 .no_correction = o.rec.no_correction};
-	ulma_clock_calibrate(cfg.use_tsc, &start, &endp, hz, &s.cal);
+	uint64_t monitor_cpu = ulma_record_self_cpu_ns();
+	ulma_record_close_trace(&o.rec, &col, writer, &endp, status, monitor_cpu);
+	struct ulma_summary s;
+	ulma_record_summary(&s, &col, o.rec.output, cfg.use_tsc, hz, &start, &endp, status, monitor_cpu,
+			    o.rec.no_correction);
 	ulma_record_print_summary(stderr, &o.rec, &s);
+	ulma_switches_close(switches);
 	ulma_collector_free(&col);
 	ulma_session_unmap(&session);
 	return pass_through(status);

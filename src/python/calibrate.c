@@ -15,12 +15,15 @@
  * The traced rounds write into a private scratch ring, so neither the
  * monitor nor the trace ever sees them.  start() calls this with the GIL
  * held, right after installing the hook, in the first process of a
- * session; it publishes the figure in the session header, and the monitor
- * subtracts it per event from self times (docs/overhead.md).  While a
- * round runs untraced, so do the process's other threads: when attaching
- * to a busy program, its first few milliseconds are only partly traced.
+ * session, before tracing is active: the process's other threads, if they
+ * run meanwhile, record nothing, and the frames already running are
+ * entered only after it (open_frames.c), so its few milliseconds are in no
+ * function's time.  start() publishes the figure in the session header,
+ * and the monitor subtracts it per event from self times
+ * (docs/overhead.md).
  */
 #include "calibrate.h"
+#include "chain.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -123,12 +126,17 @@ int ulma_calibrate(PyObject *module, uint64_t *ps_per_event)
 	/* Everything this thread records meanwhile goes to the scratch ring:
 	 * compiling the loop, running it, and removing and installing the hook. */
 	struct ulma_thread_writer *saved = ulma_tls_writer;
+#if PY_VERSION_HEX < 0x030C0000
+	/* a profiler the program runs on this thread (chain.h) must not see the
+	 * rounds, traced or not */
+	PyObject *program_profiler = ulma_chain_set_aside();
+#endif
 	reset_scratch(scratch, slot, records);
 	ulma_tls_writer = scratch;
 	if (load() < 0) {
 		PyErr_Clear();
 		ulma_tls_writer = saved;
-		goto out;
+		goto put_back;
 	}
 	for (int round = 0; round < CALIB_ROUNDS; round++) {
 		/* untraced and traced in turn, so a slower or faster spell of the
@@ -148,6 +156,10 @@ int ulma_calibrate(PyObject *module, uint64_t *ps_per_event)
 			diff[pairs++] = (int64_t)t - (int64_t)u;
 	}
 	ulma_tls_writer = saved;
+put_back:
+#if PY_VERSION_HEX < 0x030C0000
+	ulma_chain_put_back(program_profiler);
+#endif
 out:
 	free(records);
 	free(scratch);

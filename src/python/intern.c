@@ -4,8 +4,10 @@
  * line are written once into the session's definition area and it gets an
  * id.  A code object keeps (generation << 32 | id) in its co_extra slot, so
  * later lookups cost one indexed load; a C function is keyed by its
- * PyMethodDef, as cProfile keys it.  No PyObject pointer ever leaves this
- * process.  Runs with the GIL held; never lets an exception escape.
+ * PyMethodDef, as cProfile keys it, except a type's __new__, keyed by the
+ * type.  A C function is named for the module, type or class that defines
+ * it, with a kind saying which (c_owner).  No PyObject pointer ever leaves
+ * this process.  Runs with the GIL held; never lets an exception escape.
  */
 #include "tracer.h"
 
@@ -13,8 +15,20 @@
 
 #include "ulma/shm.h"
 
+/* The PyMethodDef behind every type's __new__ (typeobject.c's
+ * tp_new_methoddef), learnt from object.__new__. */
+static const PyMethodDef *type_new_def;
+
 int ulma_intern_init(void)
 {
+	if (!type_new_def) {
+		PyObject *new = PyObject_GetAttrString((PyObject *)&PyBaseObject_Type, "__new__");
+		if (!new)
+			return -1;
+		if (PyCFunction_Check(new))
+			type_new_def = ((PyCFunctionObject *)new)->m_ml;
+		Py_DECREF(new);
+	}
 	if (ulma_tracer.extra_index >= 0)
 		return 0;
 	/* ids are plain integers: nothing to free when a code object dies */
@@ -29,6 +43,7 @@ int ulma_intern_init(void)
 void ulma_intern_reset(void)
 {
 	ulma_idmap_free(&ulma_tracer.cfuncs);
+	ulma_idmap_free(&ulma_tracer.new_ids);
 }
 
 /* UTF-8 view of a str, or a placeholder; never raises. */
@@ -75,43 +90,107 @@ uint32_t ulma_code_id_slow(PyCodeObject *co)
 	return id;
 }
 
-
-/* "module.func" for module functions, "Type.method" for methods. */
-static int c_name(PyObject *callable, PyMethodDef *ml, char *buf, size_t cap)
+/* The type whose dictionary holds `ml` as a method or classmethod
+ * descriptor, found as attribute lookup finds `name` from type `start`
+ * (cProfile looks it up the same way, from the type of a method's self);
+ * past a subclass that shadows the name, the next definition in the MRO is
+ * tried.  NULL if none is `ml`. */
+static PyTypeObject *defining_type(PyTypeObject *start, PyObject *name, const PyMethodDef *ml)
 {
-	const char *owner = NULL;
-	Py_ssize_t olen = 0;
-	if (PyCFunction_Check(callable)) {
-		PyObject *self = PyCFunction_GET_SELF(callable);
-		PyObject *mod = ((PyCFunctionObject *)callable)->m_module;
-		if (mod && PyUnicode_Check(mod))
-			owner = utf8_or(mod, &olen, "");
-		else if (self && PyModule_Check(self))
-			owner = PyModule_GetName(self);
-		else if (self)
-			owner = Py_TYPE(self)->tp_name;
-		if (!owner)
-			PyErr_Clear();
-	} else {
-		owner = ((PyMethodDescrObject *)callable)->d_common.d_type->tp_name;
+	PyObject *mro = start->tp_mro;
+	Py_ssize_t n = mro && PyTuple_Check(mro) ? PyTuple_GET_SIZE(mro) : 0;
+	for (Py_ssize_t i = 0; i < n; i++) {
+		PyObject *found = _PyType_Lookup((PyTypeObject *)PyTuple_GET_ITEM(mro, i), name);
+		if (found && (Py_IS_TYPE(found, &PyMethodDescr_Type) || Py_IS_TYPE(found, &PyClassMethodDescr_Type)) &&
+		    ((PyMethodDescrObject *)found)->d_method == ml)
+			return ((PyMethodDescrObject *)found)->d_common.d_type;
 	}
+	return NULL;
+}
+
+/* The owner a C callable is named for, and the kind of definition that
+ * makes it (enum ulma_def_kind; docs/design.md, "Names of C functions"):
+ *   a method descriptor (3.12+ calls of obj.method) -> its type, METHOD
+ *   bound to no object              -> its module, if it names one, UNBOUND
+ *   self's type defines it          -> that type, METHOD (list.append, type.mro)
+ *   bound to a module (m_module)    -> the module, C (builtins.len, time.sleep)
+ *   bound to a class (classmethod, staticmethod, __new__) -> the class
+ *     that defines it, CLASSMETHOD (dict.fromkeys also for a dict subclass)
+ *   bound to anything else          -> the module or type of self, CLASSMETHOD
+ * The order follows cProfile's normalizeUserObj, so that each kind has one
+ * pstats label (export_pstats.c).  Returns NULL where there is no owner. */
+static const char *c_owner(PyObject *callable, PyMethodDef *ml, uint8_t *kind)
+{
+	if (!PyCFunction_Check(callable)) {
+		*kind = ULMA_DEF_C_METHOD;
+		return ((PyMethodDescrObject *)callable)->d_common.d_type->tp_name;
+	}
+	PyCFunctionObject *fn = (PyCFunctionObject *)callable;
+	PyObject *self = fn->m_self; /* not PyCFunction_GET_SELF, which hides a static method's class */
+	PyObject *module = fn->m_module;
+	Py_ssize_t len;
+	if (!self) {
+		*kind = ULMA_DEF_C_UNBOUND;
+		if (module && PyModule_Check(module))
+			return PyModule_GetName(module);
+		return module && PyUnicode_Check(module) ? utf8_or(module, &len, "") : NULL;
+	}
+	PyObject *name = PyUnicode_FromString(ml->ml_name);
+	PyTypeObject *owner = name ? defining_type(Py_TYPE(self), name, ml) : NULL;
+	if (owner) {
+		Py_DECREF(name);
+		*kind = ULMA_DEF_C_METHOD;
+		return owner->tp_name;
+	}
+	if (module && PyUnicode_Check(module)) {
+		Py_XDECREF(name);
+		*kind = ULMA_DEF_C;
+		return utf8_or(module, &len, "");
+	}
+	*kind = ULMA_DEF_C_CLASSMETHOD;
+	if (PyType_Check(self)) {
+		owner = name && (ml->ml_flags & METH_CLASS) ? defining_type((PyTypeObject *)self, name, ml) : NULL;
+		Py_XDECREF(name);
+		return (owner ? owner : (PyTypeObject *)self)->tp_name;
+	}
+	Py_XDECREF(name);
+	return PyModule_Check(self) ? PyModule_GetName(self) : Py_TYPE(self)->tp_name;
+}
+
+/* Define C callable `callable` (method table entry `ml`): "owner.method",
+ * or the bare method name where there is no owner. */
+static uint32_t define_c(PyObject *callable, PyMethodDef *ml)
+{
+	char name[512];
+	uint8_t kind;
+	const char *owner = c_owner(callable, ml, &kind);
+	int n;
+	PyErr_Clear(); /* a name we could not read leaves the owner out */
 	if (owner && *owner)
-		return snprintf(buf, cap, "%s.%s", owner, ml->ml_name);
-	return snprintf(buf, cap, "%s", ml->ml_name);
+		n = snprintf(name, sizeof(name), "%s.%s", owner, ml->ml_name);
+	else
+		n = snprintf(name, sizeof(name), "%s", ml->ml_name);
+	size_t len = n < 0 ? 0 : (size_t)n >= sizeof(name) ? sizeof(name) - 1 : (size_t)n;
+	return ulma_session_define(&ulma_tracer.session, kind, name, len, "~", 1, 0);
 }
 
 uint32_t ulma_cfunc_id_slow(PyObject *callable, PyMethodDef *ml)
 {
-	PyObject *et, *ev, *tb;
-	char name[512];
+	/* Every type's __new__ is one PyMethodDef bound to that type: its ids
+	 * are keyed by the type, in a map of their own, and never enter the
+	 * PyMethodDef map, so the fast path's lookup misses and comes here. */
+	PyObject *self = PyCFunction_Check(callable) ? ((PyCFunctionObject *)callable)->m_self : NULL;
+	bool by_type = ml == type_new_def && self && PyType_Check(self);
+	struct ulma_idmap *ids = by_type ? &ulma_tracer.new_ids : &ulma_tracer.cfuncs;
+	uint64_t key = by_type ? (uint64_t)(uintptr_t)self : (uint64_t)(uintptr_t)ml;
 	uint32_t id = ULMA_ID_SKIP;
+	if (by_type && ulma_idmap_get(ids, key, &id))
+		return id;
+	PyObject *et, *ev, *tb;
 	PyErr_Fetch(&et, &ev, &tb);
-	if (!ulma_is_own_method(ml)) {
-		int n = c_name(callable, ml, name, sizeof(name));
-		size_t len = n < 0 ? 0 : (size_t)n >= sizeof(name) ? sizeof(name) - 1 : (size_t)n;
-		id = ulma_session_define(&ulma_tracer.session, ULMA_DEF_C, name, len, "~", 1, 0);
-	}
-	if (ulma_idmap_put(&ulma_tracer.cfuncs, (uint64_t)(uintptr_t)ml, id) < 0)
+	if (!ulma_is_own_method(ml))
+		id = define_c(callable, ml);
+	if (ulma_idmap_put(ids, key, id) < 0)
 		note_nomem();
 	PyErr_Restore(et, ev, tb);
 	return id;

@@ -2,9 +2,12 @@
  *
  * start(fd) maps the monitor's session and installs the hook on every
  * thread; stop() removes it and closes every thread's writer so the
- * monitor can drain the last records.  Multi-phase init; the tracer state
- * is process-wide because interpreter hooks are, so the module refuses to
- * load into a second interpreter.
+ * monitor can drain the last records.  The recorded interval runs from
+ * start()'s last step (the frames already running are entered then) to
+ * stop()'s first (every thread's open frames end then), so the work of
+ * starting and stopping is in no function's time (docs/inline.md).
+ * Multi-phase init; the tracer state is process-wide because interpreter
+ * hooks are, so the module refuses to load into a second interpreter.
  */
 #include "tracer.h"
 #include "calibrate.h"
@@ -98,25 +101,27 @@ static PyObject *start(PyObject *module, PyObject *const *args, Py_ssize_t nargs
 	if (nargs >= 2 && mark_skipped(args[1]) < 0)
 		return NULL;
 	struct ulma_shm_header *hdr = t->session.hdr;
-	t->active = true;
 	uint32_t none = 0;
 	atomic_compare_exchange_strong(&hdr->program_pid, &none, (uint32_t)getpid());
 	atomic_fetch_add(&hdr->started, 1);
 	atomic_store(&hdr->tracing, 1);
-	if (ulma_hook_install(module) < 0) {
-		t->active = false;
+	/* Until t->active, the hook records nothing: a thread's first event
+	 * finds no writer and attaching one is refused.  So installing the hook
+	 * and measuring its cost (whose own records go to a scratch ring) stay
+	 * out of the trace, and out of the time of the frames already running. */
+	if (ulma_hook_install(module) < 0)
 		return NULL;
-	}
-	ulma_open_frames_record(caller_frames);
 	if (atomic_load(&hdr->overhead_ps) == 0) { /* the session's first process measures the hook */
 		uint64_t ps, unset = 0;
-		if (ulma_calibrate(module, &ps) < 0) {
-			t->active = false;
+		if (ulma_calibrate(module, &ps) < 0)
 			return NULL;
-		}
 		if (ps)
 			atomic_compare_exchange_strong(&hdr->overhead_ps, &unset, ps);
 	}
+	t->active = true;
+	/* last: the frames already running are entered now, so the recorded
+	 * interval opens as start() returns to its caller */
+	ulma_open_frames_record(caller_frames);
 	Py_RETURN_NONE;
 }
 
@@ -127,9 +132,15 @@ static PyObject *stop(PyObject *module, PyObject *unused)
 	struct ulma_tracer *t = &ulma_tracer;
 	if (!t->active)
 		Py_RETURN_NONE;
+	/* first: the frames still open end now, and removing the hook (the
+	 * interpreter's re-instrumentation on 3.12+) is not charged to them.
+	 * Nothing is recorded in between: this thread holds the GIL and runs no
+	 * bytecode until the hook is gone. */
+	uint32_t cpu;
+	uint64_t stopped_at = ulma_clock_now(t->use_tsc, &cpu);
 	int rc = ulma_hook_remove();
 	t->active = false;
-	ulma_threads_close_all();
+	ulma_threads_close_all(stopped_at, cpu);
 	atomic_store(&t->session.hdr->tracing, 0);
 	if (rc < 0)
 		return NULL;

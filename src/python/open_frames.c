@@ -5,18 +5,22 @@
  * thread inside frames whose entry it never saw.  Without their entries
  * their exits are dropped as unmatched, the calls made from them hang from
  * no parent, and a thread that sits in one (a server loop, a worker blocked
- * in C) shows nothing at all.  So start(), with the GIL held and the hook
- * installed, walks every thread's frame chain once and writes an ENTER per
- * frame, outermost first, stamped with the start time, into a ring claimed
+ * in C) shows nothing at all.  So start(), as its last step, with the GIL
+ * held and the hook installed and active, walks every thread's frame chain
+ * once and writes an ENTER per frame, outermost first, into a ring claimed
  * for that thread (threads.c: the thread adopts it at its first event).
- * The monitor then shows those frames at once, open, timed from the start.
+ * All are stamped with one time, read after the walk: the walk, like the
+ * rest of start(), is not charged to those frames.  No thread has recorded
+ * anything yet (nothing is recorded before tracing is active, and no
+ * bytecode runs between that and this walk), so every thread's stack is
+ * the one we see.  The monitor then shows those frames at once, open,
+ * timed from the start.
  *
  * What is left out: our own frames (code marked skip by start's caller),
  * the calling thread's frames unless asked for (`ulma run`'s bootstrap has
- * nothing of the program on its stack), a thread that already wrote (it ran
- * between the hook's installation and this walk, so its stack is no longer
- * the one we would see), and a C function a thread is inside: it is not a
- * frame, so its exit is dropped and its time is its caller's self time.
+ * nothing of the program on its stack), and a C function a thread is
+ * inside: it is not a frame, so its exit is dropped and its time is its
+ * caller's self time.
  * Python 3.9 and 3.10 keep no kernel thread id in a thread state.  There
  * the main thread's is the pid (we note its ident when this module is
  * imported in it), and another thread's comes from the threading module, so
@@ -32,6 +36,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -138,40 +143,95 @@ static uint32_t *frame_ids(PyThreadState *ts, size_t *count)
 	return ids;
 }
 
-void ulma_open_frames_record(bool caller_too)
+/* A thread whose open frames are to be recorded: gathered first, written
+ * once the start time is read, so that the walk is not charged to them. */
+struct open_thread {
+	struct ulma_thread_writer *writer;
+	uint32_t *ids; /* innermost first */
+	size_t count;
+	size_t kept; /* the outermost `kept` of them are written */
+	uint32_t cpu; /* UNKNOWN_CPU: the calling thread's */
+};
+
+#define UNKNOWN_CPU UINT32_MAX
+
+/* Fault in the ring memory that `count` records will take, so that writing
+ * them after the start time is read costs no page faults (a few
+ * microseconds each, charged to the frames they enter). */
+static void prefault(struct ulma_ring_writer *ring, size_t count)
 {
-#if !defined(Py_GIL_DISABLED)
-	struct ulma_tracer *t = &ulma_tracer;
+#ifdef MADV_POPULATE_WRITE
+	const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+	uint64_t first = ring->head & ring->mask, end = first + count;
+	if (end > ring->mask + 1)
+		end = ring->mask + 1; /* the wrapped part, if any, faults as it is written */
+	uintptr_t from = (uintptr_t)&ring->records[first] & ~(page - 1);
+	uintptr_t to = (uintptr_t)&ring->records[end];
+	(void)madvise((void *)from, to - from, MADV_POPULATE_WRITE); /* a hint: older kernels refuse it */
+#else
+	(void)ring;
+	(void)count;
+#endif
+}
+
+/* Gather the threads to record, at most `most`; returns how many. */
+static uint32_t gather(bool caller_too, struct open_thread *threads, uint32_t most)
+{
 	PyThreadState *self = PyThreadState_Get();
-	uint32_t here, prepared = 0, most = t->session.hdr->slot_count / 2;
-	uint64_t now = ulma_clock_now(t->use_tsc, &here);
+	uint32_t n = 0;
 	for (PyThreadState *ts = PyInterpreterState_ThreadHead(PyThreadState_GetInterpreter(self)); ts;
 	     ts = PyThreadState_Next(ts)) {
 		if (ts == self && !caller_too)
 			continue;
 		uint32_t tid = kernel_tid(ts);
-		if (tid == 0 || ulma_thread_has_writer(tid))
+		if (tid == 0)
 			continue;
-		if (prepared == most)
+		if (n == most)
 			break;
-		size_t n;
-		uint32_t *ids = frame_ids(ts, &n);
-		if (n == 0)
+		struct open_thread *th = &threads[n];
+		th->ids = frame_ids(ts, &th->count);
+		if (th->count == 0)
 			continue;
-		struct ulma_thread_writer *w = ulma_thread_prepare(tid);
-		if (w) {
-			prepared++;
-			/* at most half the ring: the thread's own records must fit too;
-			 * the outermost frames are the ones kept */
-			uint64_t room = (w->ring.mask + 1) / 2;
-			size_t first = n > room ? n - room : 0;
-			uint32_t cpu = last_cpu(tid, here);
-			for (size_t i = n; i-- > first;)
-				ulma_ring_write(&w->ring, now, ids[i], cpu, ULMA_REC_ENTER);
-			ulma_ring_publish(&w->ring); /* a thread blocked in C shows at once */
+		th->writer = ulma_thread_prepare(tid);
+		if (!th->writer) {
+			free(th->ids);
+			continue;
 		}
-		free(ids);
+		/* at most half the ring: the thread's own records must fit too;
+		 * the outermost frames are the ones kept */
+		uint64_t room = (th->writer->ring.mask + 1) / 2;
+		th->kept = th->count > room ? room : th->count;
+		th->cpu = last_cpu(tid, UNKNOWN_CPU);
+		prefault(&th->writer->ring, th->kept);
+		n++;
 	}
+	return n;
+}
+
+void ulma_open_frames_record(bool caller_too)
+{
+#if !defined(Py_GIL_DISABLED)
+	struct ulma_tracer *t = &ulma_tracer;
+	uint32_t most = t->session.hdr->slot_count / 2;
+	if (most == 0)
+		return;
+	struct open_thread *threads = calloc(most, sizeof(*threads));
+	if (!threads) {
+		atomic_fetch_or_explicit(&t->session.hdr->failures, ULMA_FAIL_NOMEM, memory_order_relaxed);
+		return;
+	}
+	uint32_t count = gather(caller_too, threads, most), here;
+	uint64_t now = ulma_clock_now(t->use_tsc, &here);
+	for (uint32_t k = 0; k < count; k++) {
+		struct open_thread *th = &threads[k];
+		struct ulma_ring_writer *ring = &th->writer->ring;
+		uint32_t cpu = th->cpu == UNKNOWN_CPU ? here : th->cpu;
+		for (size_t i = th->count; i-- > th->count - th->kept;)
+			ulma_ring_write_proxy(ring, now, th->ids[i], cpu, ULMA_REC_ENTER);
+		ulma_ring_publish(ring); /* a thread blocked in C shows at once */
+		free(th->ids);
+	}
+	free(threads);
 #else
 	(void)caller_too;
 #endif

@@ -48,23 +48,26 @@ static void unlink_writer(struct ulma_thread_writer *w)
 	pthread_mutex_unlock(&writers_lock);
 }
 
+/* The time tracing stopped, for close_writer. */
+struct stop_mark {
+	uint64_t time;
+	uint32_t cpu;
+};
+
 /* Hand a writer's losses and slot back to the session.  When tracing stops
- * (`stopping`), first the time it stopped: the thread's frames still open
- * end there, not at its last event.  A thread that exits has left its
+ * (`stopped` not NULL), first the time it stopped: the thread's frames still
+ * open end there, not at its last event.  A thread that exits has left its
  * frames already, so it writes none (and the monitor does not wait on it
  * for one more schedstat sample of a thread on its way out).  With
  * writers_lock held. */
-static void close_writer(struct ulma_thread_writer *w, bool stopping)
+static void close_writer(struct ulma_thread_writer *w, const struct stop_mark *stopped)
 {
 	if (w->closed || w->generation != ulma_tracer.writer_generation || !ulma_tracer.session.hdr)
 		return;
 	w->closed = true;
 	if (w->has_slot) {
-		if (stopping) {
-			uint32_t cpu;
-			uint64_t now = ulma_clock_now(ulma_tracer.use_tsc, &cpu);
-			ulma_ring_write(&w->ring, now, 0, cpu, ULMA_REC_STOP);
-		}
+		if (stopped)
+			ulma_ring_write_proxy(&w->ring, stopped->time, 0, stopped->cpu, ULMA_REC_STOP);
 		ulma_session_close_slot(&w->ring); /* writes the LOST marker if it fits */
 	}
 	if (w->ring.lost) /* no slot, or no room left for the marker: count it here */
@@ -78,7 +81,7 @@ static void on_thread_exit(void *arg)
 	struct ulma_thread_writer *w = arg;
 	/* under the lock: stop() may be closing every writer at this moment */
 	pthread_mutex_lock(&writers_lock);
-	close_writer(w, false);
+	close_writer(w, NULL);
 	unlink_writer_locked(w);
 	pthread_mutex_unlock(&writers_lock);
 	if (ulma_tls_writer == w)
@@ -148,16 +151,6 @@ struct ulma_thread_writer *ulma_thread_prepare(uint32_t tid)
 	return w;
 }
 
-bool ulma_thread_has_writer(uint32_t tid)
-{
-	bool found = false;
-	pthread_mutex_lock(&writers_lock);
-	for (struct ulma_thread_writer *w = ulma_tracer.writers; w && !found; w = w->next)
-		found = w->tid == tid && w->generation == ulma_tracer.writer_generation;
-	pthread_mutex_unlock(&writers_lock);
-	return found;
-}
-
 struct ulma_thread_writer *ulma_thread_attach(void)
 {
 	struct ulma_tracer *t = &ulma_tracer;
@@ -205,12 +198,13 @@ struct ulma_thread_writer *ulma_thread_attach(void)
 	return w;
 }
 
-void ulma_threads_close_all(void)
+void ulma_threads_close_all(uint64_t stopped_at, uint32_t cpu)
 {
+	const struct stop_mark stopped = {stopped_at, cpu};
 	pthread_mutex_lock(&writers_lock);
 	for (struct ulma_thread_writer **p = &ulma_tracer.writers; *p;) {
 		struct ulma_thread_writer *w = *p;
-		close_writer(w, true);
+		close_writer(w, &stopped);
 		if (!w->adopted) { /* prepared for a thread that never wrote: no thread holds it */
 			*p = w->next;
 			free(w);

@@ -6,7 +6,9 @@
  * ulma_emit: read the clock, write a 16-byte record into this thread's
  * ring, return.  Everything else (attaching a thread, interning a name) is
  * a slow path taken once per thread or per function.  The hook never
- * raises; failures become sticky bits in the session header.
+ * raises on its own account (on 3.9-3.11 a profile function the program
+ * chained behind it may, as untraced: chain.h); failures become sticky
+ * bits in the session header.
  *
  * All functions here run with the GIL held, except the thread-exit and
  * fork handlers, which touch only this process's own memory.
@@ -46,6 +48,7 @@ struct ulma_tracer {
 	struct ulma_session session;
 	Py_ssize_t extra_index; /* co_extra slot for code ids, -1 until requested */
 	struct ulma_idmap cfuncs; /* PyMethodDef* -> id, for this generation */
+	struct ulma_idmap new_ids; /* type -> id of its __new__ (intern.c), for this generation */
 	struct ulma_thread_writer *writers;
 	int tool_id; /* sys.monitoring tool, -1 if none */
 };
@@ -60,13 +63,12 @@ struct ulma_thread_writer *ulma_thread_attach(void);
 /* threads.c: a writer with a slot claimed for thread `tid` of this process,
  * for the caller to fill before that thread adopts it at its first event
  * (open_frames.c).  NULL when no slot or memory is left (the session's
- * failure bits say which).  ulma_thread_has_writer: whether thread `tid`
- * has a writer of this generation already. */
+ * failure bits say which). */
 struct ulma_thread_writer *ulma_thread_prepare(uint32_t tid);
-bool ulma_thread_has_writer(uint32_t tid);
 int ulma_threads_init(void);
-/* Close every writer of the current generation (tracing stops). */
-void ulma_threads_close_all(void);
+/* Close every writer of the current generation (tracing stops): each
+ * thread's frames still open end at `stopped_at`, read on CPU `cpu`. */
+void ulma_threads_close_all(uint64_t stopped_at, uint32_t cpu);
 
 static inline void ulma_emit(uint8_t kind, uint32_t id)
 {
@@ -140,7 +142,9 @@ PyObject *ulma_attach_forked(PyObject *module, PyObject *unused);
 /* open_frames.c: write an entry, stamped now, for every frame already
  * running in this interpreter's threads (the calling thread's only if
  * `caller_too`), outermost first, into rings prepared for those threads.
- * Never fails: a thread without a slot is left out. */
+ * Called as start()'s last step, once tracing is active and before any
+ * thread has recorded an event.  Never fails: a thread without a slot is
+ * left out. */
 void ulma_open_frames_record(bool caller_too);
 /* open_frames.c: called as the module is imported, to learn the main
  * thread's identity where thread states lack a kernel id (3.9, 3.10). */

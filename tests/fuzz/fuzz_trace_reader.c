@@ -99,6 +99,12 @@ static int on_event(void *c, const struct ulma_trace_event *e)
 	struct fuzz_ctx *x = c;
 	REQUIRE(x->metas == 1 && x->ends == 0);
 	REQUIRE(e->thread < x->nthreads);
+	if (e->kind == ULMA_EV_OFF) { /* not an event: the reader does not count it */
+		REQUIRE(e->off < ULMA_OFF_STATES);
+		ulma_profile_off(&x->prof, e->thread, e->off == ULMA_OFF_RUNNABLE ? 0 : e->count,
+				 e->off == ULMA_OFF_RUNNABLE ? e->count : 0, e->off == ULMA_OFF_GIL ? e->count : 0, 1, 0);
+		return 0;
+	}
 	x->events++;
 	if (e->ticks > x->last_ticks)
 		x->last_ticks = e->ticks;
@@ -116,7 +122,8 @@ static int on_event(void *c, const struct ulma_trace_event *e)
 		ulma_profile_lost(&x->prof, e->thread, e->ticks, e->count);
 		return 0;
 	default:
-		REQUIRE(e->kind == ULMA_EV_ENTER || e->kind == ULMA_EV_EXIT || e->kind == ULMA_EV_LOST);
+		REQUIRE(e->kind == ULMA_EV_ENTER || e->kind == ULMA_EV_EXIT || e->kind == ULMA_EV_LOST ||
+			e->kind == ULMA_EV_OFF);
 		return 0;
 	}
 }
@@ -146,7 +153,7 @@ static void read_once(const uint8_t *data, size_t size)
 {
 	struct fuzz_ctx x;
 	struct ulma_trace_status st;
-	struct ulma_trace_visitor v = {&x, on_meta, on_func, on_thread, on_event, on_end, on_sched, on_process};
+	struct ulma_trace_visitor v = {&x, on_meta, on_func, on_thread, on_event, on_end, on_sched, on_process, NULL, NULL};
 	memset(&x, 0, sizeof(x));
 	ulma_profile_init(&x.prof);
 	/* fmemopen refuses a zero size: an empty input reads from /dev/null */
@@ -177,7 +184,9 @@ static void read_once(const uint8_t *data, size_t size)
 		for (uint32_t i = 0; i < x.prof.nfuncs; i++) {
 			const struct ulma_func_row *row = &x.prof.funcs[i];
 			struct ulma_time_split split;
-			ulma_overhead_split(row->self_ticks, row->self_cpu_ns, row->self_wait_ns, row->self_gil_ns,
+			uint64_t off = row->self_blocked_ns + row->self_runnable_ns;
+			ulma_overhead_split(row->self_ticks, row->self_ticks > off ? row->self_ticks - off : 0,
+					    row->self_runnable_ns, row->self_gil_ns,
 					    ulma_overhead_cost(row->self_events, (double)(st.overhead_ps % 100000) / 1000.0),
 					    &split);
 			REQUIRE(split.on_cpu_ns + split.runnable_ns + split.blocked_ns == split.wall_ns);

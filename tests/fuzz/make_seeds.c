@@ -5,7 +5,8 @@
  *   basic.ulma  two threads, nesting, direct recursion (ENTER_SAME), cpu
  *               changes, a LOST marker, two flushes, END
  *   cut.ulma    an abandoned writer: no END, a frame left open
- *   wide.ulma   many functions and files, long names, large time deltas
+ *   wide.ulma   many functions (every kind of definition) and files, long
+ *               names, large time deltas
  *   empty.ulma  an empty file name (exec of code compiled as "") and an
  *               empty function name
  *   far.ulma    times near 2^64 ticks, where time arithmetic wraps
@@ -19,6 +20,12 @@
 #include "core/trace_writer.h"
 #include "ulma/shm.h"
 #include "ulma/trace_format.h"
+
+/* the writer's direct-recursion flag, from the parent's id as the tests state it */
+static bool same_fn(uint32_t id, uint32_t parent)
+{
+	return id == parent && id != 0;
+}
 
 static int write_basic(const char *path)
 {
@@ -39,21 +46,25 @@ static int write_basic(const char *path)
 		ulma_trace_writer_abandon(w);
 		return err;
 	}
-	ulma_trace_enter(a, 1100, 0, 1, 0);
-	ulma_trace_enter(a, 1110, 0, 2, 1);
-	ulma_trace_enter(a, 1120, 0, 2, 2);
-	ulma_trace_enter(a, 1130, 0, 2, 2);
+	ulma_trace_enter(a, 1100, 0, 1, same_fn(1, 0));
+	ulma_trace_enter(a, 1110, 0, 2, same_fn(2, 1));
+	ulma_trace_enter(a, 1120, 0, 2, same_fn(2, 2));
+	ulma_trace_enter(a, 1130, 0, 2, same_fn(2, 2));
 	ulma_trace_exit(a, 1140, 0);
 	ulma_trace_exit(a, 1150, 1);
-	ulma_trace_enter(b, 1155, 1, 2, 0);
+	ulma_trace_enter(b, 1155, 1, 2, same_fn(2, 0));
+	ulma_trace_off(b, 1157, ULMA_OFF_BLOCKED, 5);  /* time off the CPU (version 3) */
+	ulma_trace_off(b, 1162, ULMA_OFF_RUNNABLE, 2);
 	ulma_trace_exit(b, 1165, 1);
 	ulma_trace_writer_flush(w);
 	ulma_trace_lost(a, 1170, 12);
-	ulma_trace_enter(a, 1180, 1, 3, 2);
+	ulma_trace_enter(a, 1180, 1, 3, same_fn(3, 2));
+	ulma_trace_off(a, 1185, ULMA_OFF_GIL, 4);
 	ulma_trace_exit(a, 1190, 1);
 	ulma_trace_exit(a, 1200, 0);
 	ulma_trace_exit(a, 1300, 0);
-	struct ulma_trace_end end = {1400, 778000, 13, 12, ULMA_FAIL_NO_SLOT, 0};
+	ulma_trace_off(a, 1350, ULMA_OFF_BLOCKED, 30); /* after the last event: the chunk ends with it */
+	struct ulma_trace_end end = {1400, 778000, 13, 12, ULMA_FAIL_NO_SLOT, 0, ULMA_SPLIT_SWITCHES, 12345, 0, 1};
 	return ulma_trace_writer_close(w, &end);
 }
 
@@ -72,8 +83,8 @@ static int write_cut(const char *path)
 		ulma_trace_writer_abandon(w);
 		return err;
 	}
-	ulma_trace_enter(a, 50, 2, 9, 0);
-	ulma_trace_enter(a, 60, 2, 10, 9);
+	ulma_trace_enter(a, 50, 2, 9, same_fn(9, 0));
+	ulma_trace_enter(a, 60, 2, 10, same_fn(10, 9));
 	ulma_trace_exit(a, 70, 3);
 	err = ulma_trace_writer_flush(w);
 	ulma_trace_writer_abandon(w);
@@ -95,8 +106,9 @@ static int write_wide(const char *path)
 	}
 	for (uint32_t i = 1; i <= 12; i++) {
 		int n = snprintf(name, sizeof(name), "Class%u.method_with_a_longer_name_%u", i, i * 7);
-		ulma_trace_define_func(w, i * 300, i % 3 ? ULMA_DEF_PY : ULMA_DEF_C, (i % 4) * 1000, i * 11, name,
-				       (size_t)n);
+		/* every third a C function, of each C kind in turn */
+		uint8_t kind = i % 3 ? ULMA_DEF_PY : (uint8_t)(ULMA_DEF_C + i / 3 % 4);
+		ulma_trace_define_func(w, i * 300, kind, (i % 4) * 1000, i * 11, name, (size_t)n);
 	}
 	for (int t = 0; t < 3; t++)
 		if ((err = ulma_trace_stream_open(w, (uint64_t)t * 1000000, 1, 100 + (uint32_t)t, &s[t]))) {
@@ -114,7 +126,7 @@ static int write_wide(const char *path)
 		if (depth[t] == 0 || (depth[t] < 16 && (seed >> 45) % 2)) {
 			uint32_t id = (uint32_t)((seed >> 24) % 12 + 1) * 300;
 			uint32_t parent = depth[t] ? stack[t][depth[t] - 1] : 0;
-			ulma_trace_enter(s[t], now, cpu, id, parent);
+			ulma_trace_enter(s[t], now, cpu, id, same_fn(id, parent));
 			stack[t][depth[t]++] = id;
 		} else {
 			ulma_trace_exit(s[t], now, cpu);
@@ -123,7 +135,7 @@ static int write_wide(const char *path)
 		if (i == 120)
 			ulma_trace_writer_flush(w);
 	}
-	struct ulma_trace_end end = {now, 6, 240, 0, 0, 256};
+	struct ulma_trace_end end = {now, 6, 240, 0, 0, 256, 0, 0, 0, 0};
 	return ulma_trace_writer_close(w, &end);
 }
 
@@ -143,13 +155,13 @@ static int write_empty_names(const char *path)
 		ulma_trace_writer_abandon(w);
 		return err;
 	}
-	ulma_trace_enter(a, 100, 0, 1, 0);
-	ulma_trace_enter(a, 110, 0, 2, 1);
+	ulma_trace_enter(a, 100, 0, 1, same_fn(1, 0));
+	ulma_trace_enter(a, 110, 0, 2, same_fn(2, 1));
 	ulma_trace_exit(a, 120, 0);
-	ulma_trace_enter(a, 130, 0, 3, 1);
+	ulma_trace_enter(a, 130, 0, 3, same_fn(3, 1));
 	ulma_trace_exit(a, 140, 0);
 	ulma_trace_exit(a, 150, 0);
-	struct ulma_trace_end end = {200, 120, 6, 0, 0, 0};
+	struct ulma_trace_end end = {200, 120, 6, 0, 0, 0, 0, 0, 0, 0};
 	return ulma_trace_writer_close(w, &end);
 }
 
@@ -169,11 +181,11 @@ static int write_far(const char *path)
 		ulma_trace_writer_abandon(w);
 		return err;
 	}
-	ulma_trace_enter(a, 10, 0, 1, 0);
-	ulma_trace_enter(a, top - 300, 1, 2, 1);
+	ulma_trace_enter(a, 10, 0, 1, same_fn(1, 0));
+	ulma_trace_enter(a, top - 300, 1, 2, same_fn(2, 1));
 	ulma_trace_exit(a, top - 200, 1);
 	ulma_trace_exit(a, top - 100, 0);
-	struct ulma_trace_end end = {top - 1, top - 1, 4, 0, 0, 0};
+	struct ulma_trace_end end = {top - 1, top - 1, 4, 0, 0, 0, 0, 0, 0, 0};
 	return ulma_trace_writer_close(w, &end);
 }
 

@@ -50,11 +50,14 @@ def export_trace(run_ulma, report_json, prog, tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def run_export(run_ulma):
-    """run_export(trace, fmt, out, *extra) -> CompletedProcess; fails the test
-    if `ulma export` does not succeed or writes nothing."""
+    """run_export(trace, fmt, out, *extra, corrected=False) -> CompletedProcess;
+    fails the test if `ulma export` does not succeed or writes nothing.
+    Times are raw (--no-correction), as the report fixtures give them,
+    unless corrected=True."""
 
-    def run(trace, fmt, out, *extra):
-        proc = run_ulma(["export", trace, "--format", fmt, "-o", str(out)] + list(extra))
+    def run(trace, fmt, out, *extra, corrected=False):
+        raw = [] if corrected else ["--no-correction"]
+        proc = run_ulma(["export", trace, "--format", fmt, "-o", str(out)] + raw + list(extra))
         assert proc.returncode == 0, "ulma export failed (%d): %s" % (
             proc.returncode,
             proc.stderr.decode(errors="replace"),
@@ -67,8 +70,8 @@ def run_export(run_ulma):
 
 def report_calls(report, pstats_keys=False):
     """{key: calls} from a JSON report, functions with the same key merged.
-    key is (file, line, name), or with pstats_keys the key cProfile gives:
-    ('~', 0, '<built-in method NAME>') for C functions."""
+    key is (file, line, name), or with pstats_keys the key cProfile gives
+    (pstats_name)."""
     calls = {}
     for f in report["functions"]:
         key = function_key(f, pstats_keys)
@@ -77,9 +80,26 @@ def report_calls(report, pstats_keys=False):
 
 
 def function_key(f, pstats_keys=False):
-    if pstats_keys and f["kind"] == "c":
-        return ("~", 0, "<built-in method %s>" % f["name"])
+    if pstats_keys:
+        return (f["file"], f["line"], pstats_name(f))
     return (f["file"], f["line"], f["name"])
+
+
+def pstats_name(f):
+    """The name cProfile gives function f of a JSON report (docs/exports.md,
+    pstats): co_name for Python functions, and for C functions a label
+    that depends on their c_kind."""
+    owner, _, method = f["name"].rpartition(".")
+    if f["kind"] == "python":
+        return method
+    c_kind = f.get("c_kind", "function")
+    if c_kind == "method" and owner:
+        return "<method '%s' of '%s' objects>" % (method, owner)
+    if c_kind in ("method", "classmethod"):
+        return "<built-in method %s>" % method
+    if c_kind == "unbound":
+        return "<%s>" % (method if owner == "builtins" else f["name"])
+    return "<built-in method %s>" % f["name"]
 
 
 def report_row(report, path, name):

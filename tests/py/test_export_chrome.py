@@ -113,11 +113,15 @@ def test_thread_filter(varied, run_export, tmp_path):
 
 
 def test_time_window(export_trace, run_export, tmp_path):
-    """fib_calls.py computes for tens of ms: a 2 ms window holds clipped fib
-    frames only within it, with main and its callers cut to the window."""
+    """fib_calls.py computes for tens of ms: a 2 ms window in the middle of
+    main holds clipped fib frames only within it, with main and its callers
+    cut to the window."""
     t = export_trace("fib_calls.py")
-    span = t["report"]["duration_ns"]
-    start_ns = span // 2
+    whole = tmp_path / "all.json"
+    run_export(t["trace"], "chrome", whole)
+    main = [e for e in x_events(load(whole)) if e["name"] == "main"]
+    assert len(main) == 1 and main[0]["dur"] > 4000, main
+    start_ns = int((main[0]["ts"] + main[0]["dur"] / 2) * 1000)
     out = tmp_path / "w.json"
     run_export(t["trace"], "chrome", out, "--from", "%dns" % start_ns, "--to", "%dus" % ((start_ns + 2_000_000) // 1000))
     evs = x_events(load(out))

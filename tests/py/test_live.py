@@ -300,8 +300,10 @@ def test_cpu_run_blk_columns(pane, ulma_bin, prog, tmp_path):
     for name, (cpu, run, blk) in shares(screen).items():
         assert 98 <= cpu + run + blk <= 102, (name, cpu, run, blk)
 
-    p.wait("sleeper at least 70% blocked and busy at least 60% on a CPU",
-           lambda s: settled(s) and shares(s)["sleeper"][2] >= 70 and shares(s)["busy"][0] >= 60)
+    # busy never blocks: on a CPU, or waiting for one when the machine is busy
+    p.wait("sleeper at least 70% blocked and busy at most 30%",
+           lambda s: settled(s) and shares(s)["sleeper"][2] >= 70 and shares(s)["busy"][2] <= 30 and
+           shares(s)["busy"][0] >= 30)
 
     p.keys("s", "s", "s")  # self -> total -> calls -> cpu
     by_cpu = p.wait("sorting by on-CPU time", lambda s: "sort: cpu" in s and settled(s))
@@ -364,7 +366,8 @@ def processes(screen):
         m = PROC_ROW.match(line.rstrip())
         if m:
             rows[int(m.group(1))] = dict(threads=int(m.group(2)), self=float(m.group(5)), state=m.group(6),
-                                         cpus=m.group(7), cpu=m.group(8), blk=m.group(10), gil=m.group(11),
+                                         cpus=m.group(7), cpu=m.group(8), run=m.group(9), blk=m.group(10),
+                                         gil=m.group(11),
                                          command=m.group(12))
     return rows
 
@@ -405,10 +408,12 @@ def test_process_view(pane, ulma_bin, prog, tmp_path):
 
     def shares_settled(s):
         rows = processes(s)
+        # workers never block: on a CPU, or waiting for one on a busy machine
         return (settled(s) and int(rows[parent]["blk"]) >= 70 and
-                all(int(rows[w]["cpu"]) >= 50 and float(rows[w]["cpus"]) >= 0.3 for w in workers))
+                all(int(rows[w]["cpu"]) + int(rows[w]["run"]) >= 80 and int(rows[w]["cpu"]) >= 20 and
+                    float(rows[w]["cpus"]) >= 0.15 for w in workers))
 
-    p.wait("workers mostly on a CPU, the parent blocked", shares_settled)
+    p.wait("workers on a CPU or runnable, the parent blocked", shares_settled)
 
     open(stop, "w").close()
     ended = p.wait("the workers ended, their rows kept",

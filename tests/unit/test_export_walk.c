@@ -19,6 +19,12 @@
 #include "tap.h"
 #include "ulma/shm.h"
 
+/* the writer's direct-recursion flag, from the parent's id as the tests state it */
+static bool same_fn(uint32_t id, uint32_t parent)
+{
+	return id == parent && id != 0;
+}
+
 /* ---------- a recorded stream ---------- */
 
 struct rec {
@@ -125,19 +131,19 @@ static int write_small_trace(void)
 		ulma_trace_writer_abandon(w);
 		return err;
 	}
-	ulma_trace_enter(s0, 1000, 0, 1, 0);
-	ulma_trace_enter(s0, 1010, 0, 2, 1);
-	ulma_trace_enter(s0, 1020, 0, 3, 2);
+	ulma_trace_enter(s0, 1000, 0, 1, same_fn(1, 0));
+	ulma_trace_enter(s0, 1010, 0, 2, same_fn(2, 1));
+	ulma_trace_enter(s0, 1020, 0, 3, same_fn(3, 2));
 	ulma_trace_exit(s0, 1035, 0);
 	ulma_trace_exit(s0, 1050, 3); /* B leaves on cpu 3 */
-	ulma_trace_enter(s1, 1005, 1, 4, 0);
+	ulma_trace_enter(s1, 1005, 1, 4, same_fn(4, 0));
 	ulma_trace_exit(s1, 1025, 1);
-	ulma_trace_enter(s0, 1060, 0, 3, 1);
+	ulma_trace_enter(s0, 1060, 0, 3, same_fn(3, 1));
 	ulma_trace_exit(s0, 1070, 0);
 	ulma_trace_exit(s0, 1100, 0);
-	ulma_trace_enter(s2, 1000, 1, 6, 0);
+	ulma_trace_enter(s2, 1000, 1, 6, same_fn(6, 0));
 	ulma_trace_exit(s2, 1008, 1);
-	ulma_trace_enter(s2, 1090, 1, 5, 0);
+	ulma_trace_enter(s2, 1090, 1, 5, same_fn(5, 0));
 	struct ulma_trace_end end = {.end_ticks = 1200, .end_ns = 1200, .events = 13, .exit_status = 0};
 	return ulma_trace_writer_close(w, &end);
 }
@@ -304,7 +310,7 @@ static int write_random_trace(const char *path, uint64_t *frames)
 		now[t] += rnd(50);
 		if (depth[t] < 64 && (depth[t] == 0 || rnd(2))) {
 			uint32_t id = rnd(6) + 1;
-			ulma_trace_enter(s[t], now[t], 0, id, depth[t] ? stack[t][depth[t] - 1] : 0);
+			ulma_trace_enter(s[t], now[t], 0, id, same_fn(id, depth[t] ? stack[t][depth[t] - 1] : 0));
 			stack[t][depth[t]++] = id;
 			(*frames)++;
 		} else if (depth[t]) {

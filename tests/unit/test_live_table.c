@@ -1,11 +1,11 @@
 /* test_live_table.c - the live view's rows (src/monitor/live_table.h): the
  * on-CPU and runnable split of self time, including the still-open frames'
- * share (the top frame up to its thread's latest event, a lower one up to
- * the entry of the frame above it) and its clamping at 0; the clear
+ * share (the top frame from its thread's latest event up to now, off its
+ * CPU from when the switch records say) and its clamping at 0; the clear
  * baseline covering the split like calls and times; the percentages of a
- * self time; the GIL waits, by the same rules; sorting by on-CPU time; the hook's cost taken out, open
- * frames included; the per-process totals, over two
- * processes' threads, with open frames and across a clear. */
+ * self time; the GIL waits, by the same rules; sorting by on-CPU time; the
+ * hook's cost taken out, open frames included; the per-process totals,
+ * over two processes' threads, with open frames and across a clear. */
 #include <string.h>
 
 #include "monitor/live_table.h"
@@ -51,20 +51,23 @@ static void setup(struct ulma_profile *p)
 	ulma_profile_add_thread(p, 0, 1, 100, 100);
 }
 
-/* (ticks, cpu ns, wait ns) at each event:
- *   A enters (0, 0, 0)
- *     B (10, 8, 1) .. (30, 20, 3)      self cpu 12, wait 2
- *     C enters (40, 26, 4), still open
- *       B (50, 30, 5) .. (60, 36, 5)   self cpu 6, wait 0
- * so at the last event the thread has 36 ns on a CPU and 5 runnable. */
+/* ticks (1 ns each):
+ *   A enters 0
+ *     B 10 .. 30, blocked 6 and preempted 2 inside     self 20: cpu 12, wait 2
+ *     C enters 40, still open
+ *       B 50 .. 60, blocked 4 inside                   self 10: cpu 6
+ * so at the last event (60) the thread was off its CPU 10 blocked, 2 runnable. */
 static void feed(struct ulma_profile *p)
 {
-	ulma_profile_enter_at(p, 0, A, 0, &(struct ulma_sched_clocks){0, 0, 0});
-	ulma_profile_enter_at(p, 0, B, 10, &(struct ulma_sched_clocks){8, 1, 0});
-	ulma_profile_exit_at(p, 0, 30, &(struct ulma_sched_clocks){20, 3, 0});
-	ulma_profile_enter_at(p, 0, C, 40, &(struct ulma_sched_clocks){26, 4, 0});
-	ulma_profile_enter_at(p, 0, B, 50, &(struct ulma_sched_clocks){30, 5, 0});
-	ulma_profile_exit_at(p, 0, 60, &(struct ulma_sched_clocks){36, 5, 0});
+	ulma_profile_enter(p, 0, A, 0);
+	ulma_profile_enter(p, 0, B, 10);
+	ulma_profile_off(p, 0, 6, 0, 0, 1, 0);
+	ulma_profile_off(p, 0, 0, 2, 0, 0, 1);
+	ulma_profile_exit(p, 0, 30);
+	ulma_profile_enter(p, 0, C, 40);
+	ulma_profile_enter(p, 0, B, 50);
+	ulma_profile_off(p, 0, 4, 0, 0, 1, 0);
+	ulma_profile_exit(p, 0, 60);
 }
 
 static void test_open_frames(void)
@@ -76,43 +79,54 @@ static void test_open_frames(void)
 	ulma_live_table_init(&t);
 	if (!CHECK(ulma_live_table_update(&t, &p, 100) == 0 && t.nrows == NF, "snapshot at 100: 3 rows"))
 		return;
-	/* A is open under C: its self runs to C's entry, (40 ticks, 26 cpu, 4 wait), less B's */
-	CHECK(counts_are(&t, A, 1, 100, 20, 14, 2), "A (open, below C): self 20, cpu 14, wait 2");
-	/* C is on top: its self runs to now for ticks, to the latest event for cpu and wait */
-	CHECK(counts_are(&t, C, 1, 60, 50, 4, 1), "C (open, on top): self 50, cpu 36-26-6 = 4, wait 5-4-0 = 1");
-	CHECK(counts_are(&t, B, 2, 30, 30, 18, 2), "B (returned twice): cpu 12+6, wait 2+0");
-	uint64_t cpu = 0, wait = 0;
-	for (uint32_t i = 0; i < t.nrows; i++) {
-		cpu += t.rows[i].n.self_cpu_ns;
-		wait += t.rows[i].n.self_wait_ns;
-	}
-	CHECK(cpu == 36 && wait == 5, "the rows' cpu and wait add up to the thread's at its latest event");
+	CHECK(counts_are(&t, A, 1, 100, 20, 20, 0), "A (open, below C): self 10 + 10, all on a CPU");
+	/* C is on top: its self runs to now, on its CPU since its last event */
+	CHECK(counts_are(&t, C, 1, 60, 50, 50, 0), "C (open, on top): self 10 + 40 up to now");
+	CHECK(counts_are(&t, B, 2, 30, 30, 18, 2), "B (returned twice): cpu 12+6, wait 2");
 
 	ulma_live_table_sort(&t, &p, ULMA_SORT_CPU);
-	CHECK(t.rows[0].func == B && t.rows[1].func == A && t.rows[2].func == C, "sorted by on-CPU self time: B A C");
+	CHECK(t.rows[0].func == C && t.rows[1].func == A && t.rows[2].func == B, "sorted by on-CPU self time: C A B");
+
+	/* the switch records say the thread has been blocked since 80: C's
+	 * open self time stops there (whose the interval is, is known when it
+	 * is merged); the thread's row has it */
+	p.threads[0].off_now = 1;
+	p.threads[0].off_since = 80;
+	ulma_live_table_update(&t, &p, 100);
+	CHECK(counts_are(&t, C, 1, 60, 30, 30, 0), "C with its thread blocked since 80: self 10 + 20");
+	CHECK(t.nprocs == 1 && t.procs[0].n.self_ticks == 100 && t.procs[0].n.self_cpu_ns == 100 - 10 - 2 - 20 &&
+		      t.procs[0].n.self_wait_ns == 2,
+	      "the process: all 100 ticks, 20 of them off the CPU since 80");
+	p.threads[0].off_now = 2; /* preempted instead: runnable */
+	ulma_live_table_update(&t, &p, 100);
+	CHECK(counts_are(&t, C, 1, 60, 30, 30, 0) && t.procs[0].n.self_wait_ns == 2 + 20,
+	      "preempted since 80: 20 more runnable for the process");
+	p.threads[0].off_now = 0;
 
 	/* C now returns: nothing is counted twice between the open and the closed frame */
-	ulma_profile_exit_at(&p, 0, 100, &(struct ulma_sched_clocks){40, 7, 0});
+	ulma_profile_off(&p, 0, 20, 0, 0, 1, 0);
+	ulma_profile_exit(&p, 0, 100);
 	ulma_live_table_update(&t, &p, 110);
-	CHECK(counts_are(&t, C, 1, 60, 50, 8, 3), "C returned at (100, 40, 7): cpu 40-26-6 = 8, wait 7-4-0 = 3");
-	/* A is on top now; the 10 ticks since the thread's latest event have no cpu or wait yet */
-	CHECK(counts_are(&t, A, 1, 110, 30, 14, 2), "A on top at 110: self 110-20-60, cpu 40-12-14, wait 7-2-3");
+	CHECK(counts_are(&t, C, 1, 60, 50, 30, 0), "C returned at 100 after 20 blocked: cpu 30");
+	/* A is on top now; the 10 ticks since the thread's latest event are on its CPU */
+	CHECK(counts_are(&t, A, 1, 110, 30, 30, 0), "A on top at 110: self 20 + 10");
 	ulma_live_table_free(&t);
 	ulma_profile_free(&p);
 }
 
 static void test_clamped(void)
 {
-	/* interpolated values from two samplings can disagree by a little: an
-	 * open frame's share never goes below 0 (nor wraps round) */
+	/* more time off the CPU than the frame lasted (a switch record's
+	 * clock a little off): its on-CPU time stays at 0, never wraps */
 	struct ulma_profile p;
 	struct ulma_live_table t;
 	setup(&p);
-	ulma_profile_enter_at(&p, 0, A, 0, &(struct ulma_sched_clocks){100, 50, 0});
-	ulma_profile_enter_at(&p, 0, B, 10, &(struct ulma_sched_clocks){90, 40, 0});
+	ulma_profile_enter(&p, 0, A, 0);
+	ulma_profile_off(&p, 0, 50, 0, 0, 1, 0);
+	ulma_profile_exit(&p, 0, 10);
 	ulma_live_table_init(&t);
 	ulma_live_table_update(&t, &p, 20);
-	CHECK(counts_are(&t, A, 1, 20, 10, 0, 0), "A below a frame entered at earlier cpu and wait: 0, 0");
+	CHECK(counts_are(&t, A, 1, 10, 10, 0, 0), "A off its CPU longer than it lasted: cpu 0");
 	ulma_live_table_free(&t);
 	ulma_profile_free(&p);
 }
@@ -126,13 +140,13 @@ static void test_clear(void)
 	ulma_live_table_init(&t);
 	ulma_live_table_update(&t, &p, 100);
 	CHECK(ulma_live_table_clear(&t, &p, 100) == 0 && t.nrows == 0, "cleared at 100: no rows");
-	/* C (open across the clear) calls B again */
-	ulma_profile_enter_at(&p, 0, B, 110, &(struct ulma_sched_clocks){40, 6, 0});
-	ulma_profile_exit_at(&p, 0, 120, &(struct ulma_sched_clocks){46, 8, 0});
+	/* C (open across the clear) calls B again, which is preempted 2 */
+	ulma_profile_enter(&p, 0, B, 110);
+	ulma_profile_off(&p, 0, 0, 2, 0, 0, 1);
+	ulma_profile_exit(&p, 0, 120);
 	ulma_live_table_update(&t, &p, 130);
-	CHECK(counts_are(&t, B, 1, 10, 10, 6, 2), "B after the clear: its one call");
-	/* from the clear on, C had ticks 100-130 less B's 10, cpu 36-46 less 6, wait 5-8 less 2 */
-	CHECK(counts_are(&t, C, 0, 30, 20, 4, 1), "C counts from the clear: self 20, cpu 4, wait 1");
+	CHECK(counts_are(&t, B, 1, 10, 10, 8, 2), "B after the clear: its one call");
+	CHECK(counts_are(&t, C, 0, 30, 20, 20, 0), "C counts from the clear: self 10 + 10");
 	CHECK(counts_are(&t, A, 0, 30, 0, 0, 0), "A, below C all along: total only");
 	ulma_live_table_free(&t);
 	ulma_profile_free(&p);
@@ -166,37 +180,36 @@ static uint64_t gil_of(const struct ulma_live_table *t, uint32_t func)
 	return r ? r->n.self_gil_ns : UINT64_MAX;
 }
 
-/* The GIL clock follows the rule of cpu and wait.  (ticks, gil ns):
- *   A enters (0, 0)
- *     B (10, 5) .. (30, 12)            self gil 7
- *     C enters (40, 20), still open
- *       B (50, 22) .. (60, 26)         self gil 4 */
+/* GIL waits are blocked intervals, charged like the rest. */
 static void test_gil(void)
 {
 	struct ulma_profile p;
 	struct ulma_live_table t;
 	setup(&p);
-	ulma_profile_enter_at(&p, 0, A, 0, &(struct ulma_sched_clocks){0, 0, 0});
-	ulma_profile_enter_at(&p, 0, B, 10, &(struct ulma_sched_clocks){0, 0, 5});
-	ulma_profile_exit_at(&p, 0, 30, &(struct ulma_sched_clocks){0, 0, 12});
-	ulma_profile_enter_at(&p, 0, C, 40, &(struct ulma_sched_clocks){0, 0, 20});
-	ulma_profile_enter_at(&p, 0, B, 50, &(struct ulma_sched_clocks){0, 0, 22});
-	ulma_profile_exit_at(&p, 0, 60, &(struct ulma_sched_clocks){0, 0, 26});
+	ulma_profile_enter(&p, 0, A, 0);
+	ulma_profile_enter(&p, 0, B, 10);
+	ulma_profile_off(&p, 0, 7, 0, 7, 1, 0);
+	ulma_profile_exit(&p, 0, 30);
+	ulma_profile_off(&p, 0, 2, 0, 2, 1, 0);
+	ulma_profile_enter(&p, 0, C, 40);
+	ulma_profile_enter(&p, 0, B, 50);
+	ulma_profile_off(&p, 0, 4, 0, 4, 1, 0);
+	ulma_profile_exit(&p, 0, 60);
 	ulma_live_table_init(&t);
 	if (!CHECK(ulma_live_table_update(&t, &p, 100) == 0, "snapshot at 100"))
 		return;
 	CHECK(gil_of(&t, B) == 11, "B, returned twice: 7 + 4");
-	CHECK(gil_of(&t, A) == 13, "A, open below C: 20 at C's entry, less B's 7");
-	CHECK(gil_of(&t, C) == 2, "C, open on top: 26 at the latest event, less 20 and B's 4");
-	CHECK(t.nprocs == 1 && t.procs[0].n.self_gil_ns == 26, "the process: the thread's 26");
+	CHECK(gil_of(&t, A) == 2, "A: the wait while it was on top");
+	CHECK(gil_of(&t, C) == 0, "C: none");
+	CHECK(t.nprocs == 1 && t.procs[0].n.self_gil_ns == 13, "the process: the thread's 13");
 
 	ulma_live_table_clear(&t, &p, 100);
-	ulma_profile_enter_at(&p, 0, B, 110, &(struct ulma_sched_clocks){0, 0, 30});
-	ulma_profile_exit_at(&p, 0, 120, &(struct ulma_sched_clocks){0, 0, 33});
+	ulma_profile_enter(&p, 0, B, 110);
+	ulma_profile_off(&p, 0, 3, 0, 3, 1, 0);
+	ulma_profile_exit(&p, 0, 120);
 	ulma_live_table_update(&t, &p, 130);
-	CHECK(gil_of(&t, B) == 3, "B after the clear: 33 - 30");
-	CHECK(gil_of(&t, C) == 4, "C after the clear: 26 to 30, before B");
-	CHECK(t.nprocs == 1 && t.procs[0].n.self_gil_ns == 7, "the process after the clear: 33 - 26");
+	CHECK(gil_of(&t, B) == 3, "B after the clear: 3");
+	CHECK(t.nprocs == 1 && t.procs[0].n.self_gil_ns == 3, "the process after the clear: 3");
 	ulma_live_table_free(&t);
 	ulma_profile_free(&p);
 }
@@ -214,7 +227,8 @@ static void test_cost_taken_out(void)
 	/* at 100, as in test_open_frames: A (open, below C) has 5 events
 	 * inside (B in and out, C in, B in and out), 2 charged to its self time
 	 * (the entries of B and C); C (open, on top) has B's 2 inside, 1 its
-	 * own (B's entry); B its 2 exits.  At 1 tick (and 1 ns) per event: */
+	 * own (B's entry); B its 2 exits.  At 1 tick (and 1 ns) per event,
+	 * taken from on-CPU time first: */
 	struct ulma_profile p;
 	struct ulma_live_table t;
 	setup(&p);
@@ -223,14 +237,14 @@ static void test_cost_taken_out(void)
 	ulma_live_table_set_cost(&t, 1.0, 1.0);
 	if (!CHECK(ulma_live_table_update(&t, &p, 100) == 0, "snapshot at 100"))
 		return;
-	CHECK(counts_are(&t, A, 1, 95, 18, 12, 2), "A: self 20-2, cpu 14-2, total 100-5");
-	CHECK(counts_are(&t, C, 1, 58, 49, 3, 1), "C: self 50-1, cpu 4-1, total 60-2");
-	CHECK(counts_are(&t, B, 2, 28, 28, 16, 2), "B: self 30-2, total cut to its self");
-	CHECK(proc_of(&t, 100) && proc_of(&t, 100)->n.self_ticks == 94 && proc_of(&t, 100)->n.self_cpu_ns == 30,
-	      "the process: self 100-6, cpu 36-6 for its 6 events");
+	CHECK(counts_are(&t, A, 1, 95, 18, 18, 0), "A: self 20-2, cpu 20-2, total 100-5");
+	CHECK(counts_are(&t, C, 1, 58, 49, 49, 0), "C: self 50-1, cpu 50-1, total 60-2");
+	CHECK(counts_are(&t, B, 2, 28, 28, 16, 2), "B: self 30-2, cpu 18-2, total cut to its self");
+	CHECK(proc_of(&t, 100) && proc_of(&t, 100)->n.self_ticks == 94 && proc_of(&t, 100)->n.self_cpu_ns == 82,
+	      "the process: self 100-6, cpu 88-6 for its 6 events");
 	ulma_live_table_set_cost(&t, 0, 0);
 	ulma_live_table_update(&t, &p, 100);
-	CHECK(counts_are(&t, A, 1, 100, 20, 14, 2), "cost 0: raw times again");
+	CHECK(counts_are(&t, A, 1, 100, 20, 20, 0), "cost 0: raw times again");
 	ulma_live_table_free(&t);
 	ulma_profile_free(&p);
 }
@@ -256,25 +270,27 @@ static int proc_is(const struct ulma_live_table *t, uint32_t pid, uint32_t threa
 
 static void test_processes(void)
 {
-	/* pid 100: thread 0 as in feed() (6 events; self at 100: A 20 + C 50 + B 30)
-	 *          and thread 1, one closed call of A (ticks 5-25, cpu 10, wait 4)
-	 * pid 200: thread 2, A open since 70 (cpu 3, wait 1 at its entry, 9 and 2 later) */
+	/* pid 100: thread 0 as in feed() (6 events; self at 100: A 20 + C 50 + B 30,
+	 *          off its CPU 10 blocked and 2 runnable)
+	 *          and thread 1, one closed call of A (ticks 5-25, 6 blocked, 4 runnable)
+	 * pid 200: thread 2, A open since 70 */
 	struct ulma_profile p;
 	struct ulma_live_table t;
 	setup(&p);
 	feed(&p);
 	ulma_profile_add_thread(&p, 1, 2, 100, 101);
 	ulma_profile_add_thread(&p, 2, 3, 200, 200);
-	ulma_profile_enter_at(&p, 1, A, 5, &(struct ulma_sched_clocks){0, 0, 0});
-	ulma_profile_exit_at(&p, 1, 25, &(struct ulma_sched_clocks){10, 4, 0});
-	ulma_profile_enter_at(&p, 2, A, 70, &(struct ulma_sched_clocks){3, 1, 0});
+	ulma_profile_enter(&p, 1, A, 5);
+	ulma_profile_off(&p, 1, 6, 4, 0, 1, 1);
+	ulma_profile_exit(&p, 1, 25);
+	ulma_profile_enter(&p, 2, A, 70);
 	ulma_live_table_init(&t);
 	if (!CHECK(ulma_live_table_update(&t, &p, 100) == 0 && t.nprocs == 2, "two processes"))
 		return;
 	CHECK(t.procs[0].pid == 100 && t.procs[1].pid == 200, "in order of appearance");
-	CHECK(proc_is(&t, 100, 2, 8, 100 + 20, 36 + 10, 5 + 4, 0, 60),
+	CHECK(proc_is(&t, 100, 2, 8, 100 + 20, 88 + 10, 2 + 4, 0, 60),
 	      "pid 100: both threads' events and self time, the open frames' included");
-	CHECK(proc_is(&t, 200, 1, 1, 30, 0, 0, 70, 70), "pid 200: its open frame's 30 ticks, no cpu since its entry");
+	CHECK(proc_is(&t, 200, 1, 1, 30, 30, 0, 70, 70), "pid 200: its open frame's 30 ticks, on its CPU");
 
 	ulma_live_table_sort(&t, &p, ULMA_SORT_CPU);
 	CHECK(t.procs[0].pid == 100, "sorted by on-CPU time: pid 100 first");
@@ -282,15 +298,16 @@ static void test_processes(void)
 	CHECK(t.procs[0].pid == 100 && t.procs[1].pid == 200, "sorted by pid");
 
 	CHECK(ulma_live_table_clear(&t, &p, 100) == 0 && t.nprocs == 0, "cleared at 100: no process rows");
-	ulma_profile_enter_at(&p, 2, B, 110, &(struct ulma_sched_clocks){9, 2, 0});
+	ulma_profile_off(&p, 2, 3, 1, 0, 1, 1);
+	ulma_profile_enter(&p, 2, B, 110);
 	ulma_live_table_update(&t, &p, 120);
-	/* pid 200 since the clear: one event, A's 10 ticks (100-110, cpu 3-3 = 0
-	 * at the clear to 9-3 = 6 now), B's 10 open ticks.  pid 100 had no
-	 * event, but thread 0 is still in C (open, on top): 20 ticks, no cpu
-	 * yet; its thread 1 had nothing and is not counted */
+	/* pid 200 since the clear: one event, A's 10 ticks (100-110, of which
+	 * 3 blocked and 1 runnable), B's 10 open ticks.  pid 100 had no event,
+	 * but thread 0 is still in C (open, on top): 20 ticks on its CPU; its
+	 * thread 1 had nothing and is not counted */
 	CHECK(t.nprocs == 2, "both processes have something since the clear");
-	CHECK(proc_is(&t, 200, 1, 1, 20, 6, 1, 100, 110), "pid 200 from the clear on, first event cut to the clear");
-	CHECK(proc_is(&t, 100, 1, 0, 20, 0, 0, 100, 60), "pid 100: only its open frame's time since the clear");
+	CHECK(proc_is(&t, 200, 1, 1, 20, 16, 1, 100, 110), "pid 200 from the clear on, first event cut to the clear");
+	CHECK(proc_is(&t, 100, 1, 0, 20, 20, 0, 100, 60), "pid 100: only its open frame's time since the clear");
 	ulma_live_table_free(&t);
 	ulma_profile_free(&p);
 }

@@ -57,11 +57,19 @@ static void test_nested(void)
 	const struct ulma_thread_row *t = &p.threads[0];
 	CHECK(t->depth == 0 && t->events == 8 && t->first_ticks == 0 && t->last_ticks == 100 && t->self_ticks == 100,
 	      "thread: stack empty, 8 events, span [0,100], self 100");
-	CHECK(p.events == 8 && p.first_ticks == 0 && p.last_ticks == 100, "profile: 8 events over [0,100]");
+	uint64_t first, last;
+	ulma_profile_span(&p, &first, &last);
+	CHECK(ulma_profile_events(&p) == 8 && first == 0 && last == 100, "profile: 8 events over [0,100]");
+	/* the hook's events: A has its exit and B's and C's entries; B its exit and C's entry */
+	CHECK(p.funcs[0].self_events == 3 && p.funcs[1].self_events == 2 && p.funcs[2].self_events == 2,
+	      "events charged to self: each frame's exit and its children's entries");
+	CHECK(p.funcs[0].total_events == 7 && p.funcs[1].total_events == 3 && p.funcs[2].total_events == 2,
+	      "events inside each total, and the frame's exit");
 
 	/* an exit with no open frame is ignored */
 	ulma_profile_exit(&p, 0, 200);
-	CHECK(p.events == 8 && p.last_ticks == 100 && row_is(&p, 0, 1, 100, 50), "stray exit changes nothing");
+	ulma_profile_span(&p, &first, &last);
+	CHECK(ulma_profile_events(&p) == 8 && last == 100 && row_is(&p, 0, 1, 100, 50), "stray exit changes nothing");
 
 	uint64_t self[3] = {p.funcs[0].self_ticks, p.funcs[1].self_ticks, p.funcs[2].self_ticks};
 	uint32_t *order = ulma_profile_sorted_by_key(&p, self);
@@ -140,7 +148,9 @@ static void test_finish(void)
 	CHECK(p.threads[1].lost == 7 && p.lost == 7 && p.threads[0].lost == 0, "lost counted per thread and in total");
 	CHECK(p.threads[2].seen == 0 && p.threads[2].events == 0 && p.threads[2].self_ticks == 0,
 	      "an idle thread stays empty");
-	CHECK(p.last_ticks == 150, "profile ends at 150");
+	uint64_t first, last;
+	ulma_profile_span(&p, &first, &last);
+	CHECK(last == 150 && first == 0, "profile spans [0, 150]");
 	/* finish is idempotent */
 	ulma_profile_finish(&p, 500);
 	CHECK(row_is(&p, 0, 2, 200, 110) && p.threads[0].last_ticks == 100, "a second finish changes nothing");
@@ -223,7 +233,48 @@ static void test_conservation(void)
 	/* the root function A's total is exactly the sum of the spans: every
 	 * thread's outermost frame is an A that lasts the whole span */
 	CHECK_EQ_U64(p.funcs[0].total_ticks, span_sum, "root function total equals the summed spans");
-	CHECK(p.last_ticks == end && p.lost == NT, "profile end and lost totals");
+	uint64_t first, last;
+	ulma_profile_span(&p, &first, &last);
+	CHECK(last == end && p.lost == NT, "profile end and lost totals");
+	ulma_profile_free(&p);
+}
+
+/* Time off the CPU is charged to the frame on top, whole; totals take the
+ * growth of the thread's off-CPU clocks over each outermost frame. */
+static void test_off_cpu(void)
+{
+	struct ulma_profile p;
+	ulma_profile_init(&p);
+	add_funcs(&p, 3);
+	ulma_profile_add_thread(&p, 0, 0, 1, 1);
+	/* A [0,100): B [10,60) blocked 30 (of which GIL 10) inside; then A preempted 5; C [70,80) */
+	ulma_profile_enter(&p, 0, 0, 0);
+	ulma_profile_enter(&p, 0, 1, 10);
+	ulma_profile_off(&p, 0, 30, 0, 10, 1, 0);
+	ulma_profile_exit(&p, 0, 60);
+	ulma_profile_off(&p, 0, 0, 5, 0, 0, 1);
+	ulma_profile_enter(&p, 0, 2, 70);
+	ulma_profile_exit(&p, 0, 80);
+	ulma_profile_exit(&p, 0, 100);
+	const struct ulma_func_row *a = &p.funcs[0], *b = &p.funcs[1], *c = &p.funcs[2];
+	CHECK(b->self_blocked_ns == 30 && b->self_gil_ns == 10 && b->self_runnable_ns == 0 && b->voluntary == 1 &&
+		      b->involuntary == 0,
+	      "B: its blocked time and the GIL's part of it, one voluntary switch");
+	CHECK(a->self_blocked_ns == 0 && a->self_runnable_ns == 5 && a->involuntary == 1 && a->voluntary == 0,
+	      "A: the preemption while it was on top");
+	CHECK(a->total_blocked_ns == 30 && a->total_runnable_ns == 5 && a->total_gil_ns == 10 &&
+		      a->total_voluntary == 1 && a->total_involuntary == 1,
+	      "A's total holds everything under it");
+	CHECK(b->total_blocked_ns == 30 && c->total_blocked_ns == 0 && c->total_runnable_ns == 0,
+	      "C, entered after the intervals, has none");
+	const struct ulma_thread_row *t = &p.threads[0];
+	CHECK(t->now.blocked_ns == 30 && t->now.runnable_ns == 5 && t->self_blocked_ns == 30 &&
+		      t->self_runnable_ns == 5 && t->now.voluntary == 1 && t->now.involuntary == 1,
+	      "the thread's clocks and its frames' sums");
+	/* off the CPU outside any frame: the thread's, no function's */
+	ulma_profile_off(&p, 0, 7, 0, 0, 1, 0);
+	CHECK(t->now.blocked_ns == 37 && t->self_blocked_ns == 30 && a->self_blocked_ns == 0,
+	      "an interval between frames counts for the thread only");
 	ulma_profile_free(&p);
 }
 
@@ -233,5 +284,6 @@ int main(void)
 	test_recursion();
 	test_finish();
 	test_conservation();
+	test_off_cpu();
 	return tap_done();
 }

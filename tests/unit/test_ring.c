@@ -55,8 +55,8 @@ static void test_config_and_geometry(void)
 {
 	struct ulma_session_config cfg;
 	ulma_session_config_default(&cfg);
-	CHECK(cfg.slot_count == 128 && cfg.defs_size == (16u << 20) && !cfg.lossless && cfg.use_tsc,
-	      "default config: 128 slots, 16 MiB defs, drop mode, TSC");
+	CHECK(cfg.slot_count == 1024 && cfg.defs_size == (16u << 20) && !cfg.lossless && cfg.use_tsc,
+	      "default config: 1024 slots, 16 MiB defs, drop mode, TSC");
 	CHECK(cfg.ring_records >= 64 && (cfg.ring_records & (cfg.ring_records - 1)) == 0,
 	      "default ring size is a power of two (%u)", cfg.ring_records);
 
@@ -126,7 +126,7 @@ static void test_write_read(void)
 	int bad = 0;
 	for (uint32_t i = 0; i < n; i++)
 		if (got[i].time != 1000 + i || got[i].id != 10 + i || got[i].cpu != i ||
-		    got[i].kind != ((i & 1) ? ULMA_REC_EXIT : ULMA_REC_ENTER) || got[i].reserved != 0)
+		    got[i].kind != ((i & 1) ? ULMA_REC_EXIT : ULMA_REC_ENTER) || got[i].flags != 0)
 			bad++;
 	CHECK_EQ_U64(bad, 0, "records read back with their time, id, cpu and kind, in order");
 	CHECK_EQ_U64(atomic_load(&s.slots[0].tail), 5, "consume stores the new tail");

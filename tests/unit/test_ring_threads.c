@@ -103,7 +103,7 @@ static uint64_t consume_slot(struct ulma_session *s, uint32_t i, struct tally *t
 		uint64_t seq = r->id;
 		/* exactly the records reported lost are missing before this one */
 		if (seq != t->expect + t->pending_lost || r->time != seq + 1 || r->cpu != (seq & 0x3ff) ||
-		    r->kind != ((seq & 1) ? ULMA_REC_EXIT : ULMA_REC_ENTER) || r->reserved != 0)
+		    r->kind != ((seq & 1) ? ULMA_REC_EXIT : ULMA_REC_ENTER) || r->flags != 0)
 			note_error(t, t->expect);
 		t->expect = seq + 1;
 		t->pending_lost = 0;

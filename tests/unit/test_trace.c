@@ -20,6 +20,12 @@
 #include "ulma/shm.h"
 #include "ulma/trace_format.h"
 
+/* the writer's direct-recursion flag, from the parent's id as the tests state it */
+static bool same_fn(uint32_t id, uint32_t parent)
+{
+	return id == parent && id != 0;
+}
+
 /* ---------- helpers ---------- */
 
 static char *temp_path(void)
@@ -289,7 +295,7 @@ static int rec_process(void *ctx, const struct ulma_trace_process *p)
 static struct ulma_trace_visitor recorder(struct record *r)
 {
 	memset(r, 0, sizeof(*r));
-	return (struct ulma_trace_visitor){r, rec_meta, rec_func, rec_thread, rec_event, rec_end, NULL, rec_process};
+	return (struct ulma_trace_visitor){r, rec_meta, rec_func, rec_thread, rec_event, rec_end, NULL, rec_process, NULL, NULL};
 }
 
 /* ---------- the round trip ---------- */
@@ -348,12 +354,12 @@ static int write_sample(const char *path, uint64_t *bytes_after_flush)
 		ulma_trace_writer_abandon(w);
 		return err;
 	}
-	ulma_trace_enter(a, 1100, 1, 100, 0);
-	ulma_trace_enter(a, 1200, 1, 101, 100);
-	ulma_trace_enter(a, 1300, 1, 101, 101);
-	ulma_trace_enter(b, 1250, 0, 101, 0);
+	ulma_trace_enter(a, 1100, 1, 100, same_fn(100, 0));
+	ulma_trace_enter(a, 1200, 1, 101, same_fn(101, 100));
+	ulma_trace_enter(a, 1300, 1, 101, same_fn(101, 101));
+	ulma_trace_enter(b, 1250, 0, 101, same_fn(101, 0));
 	ulma_trace_exit(b, 1260, 0);
-	ulma_trace_enter(a, 1350, 1, 101, 101);
+	ulma_trace_enter(a, 1350, 1, 101, same_fn(101, 101));
 	if ((err = ulma_trace_writer_flush(w))) {
 		ulma_trace_writer_abandon(w);
 		return err;
@@ -364,15 +370,15 @@ static int write_sample(const char *path, uint64_t *bytes_after_flush)
 	ulma_trace_exit(a, 1500, 2);
 	ulma_trace_lost(a, 1600, 42);
 	ulma_trace_define_func(w, 200, ULMA_DEF_PY, 9, 33, "helper", 6);
-	ulma_trace_enter(a, 1700, 2, 200, 100);
-	ulma_trace_enter(a, 1710, 3, 7, 200);
+	ulma_trace_enter(a, 1700, 2, 200, same_fn(200, 100));
+	ulma_trace_enter(a, 1710, 3, 7, same_fn(7, 200));
 	ulma_trace_exit(a, 1720, 3);
 	ulma_trace_exit(a, 1800, 3);
 	ulma_trace_exit(a, 1900, 3);
-	ulma_trace_enter(b, 1950, 0, 100, 0);
+	ulma_trace_enter(b, 1950, 0, 100, same_fn(100, 0));
 	ulma_trace_exit(b, 1940, 0);
-	ulma_trace_enter(b, 1990, 0, 101, 0);
-	struct ulma_trace_end end = {2000, 778000, NEXPECTED, 42, ULMA_FAIL_NO_SLOT | ULMA_FAIL_DEFS_FULL, -1};
+	ulma_trace_enter(b, 1990, 0, 101, same_fn(101, 0));
+	struct ulma_trace_end end = {2000, 778000, NEXPECTED, 42, ULMA_FAIL_NO_SLOT | ULMA_FAIL_DEFS_FULL, -1, 0, 0, 0, 0};
 	return ulma_trace_writer_close(w, &end);
 }
 
@@ -621,11 +627,11 @@ static void test_big_stream(void)
 		t += (i % 1000 == 0) ? (UINT64_C(1) << 45) : (i % 7);
 		tsum += t;
 		if (i % 2 == 0)
-			ulma_trace_enter(s, t, i % 3, (i % 4 == 0) ? 5 : 6, 0);
+			ulma_trace_enter(s, t, i % 3, (i % 4 == 0) ? 5 : 6, same_fn((i % 4 == 0) ? 5 : 6, 0));
 		else
 			ulma_trace_exit(s, t, i % 3);
 	}
-	struct ulma_trace_end end = {t, 0, n, 0, 0, 0};
+	struct ulma_trace_end end = {t, 0, n, 0, 0, 0, 0, 0, 0, 0};
 	CHECK_EQ_I64(ulma_trace_writer_close(w, &end), 0, "close writer");
 
 	size_t len;
@@ -679,7 +685,7 @@ static void test_abandon(void)
 	ulma_trace_define_file(w, 0, "f", 1);
 	ulma_trace_define_func(w, 1, ULMA_DEF_PY, 0, 1, "g", 1);
 	ulma_trace_stream_open(w, 0, 1, 1, &s);
-	ulma_trace_enter(s, 10, 0, 1, 0);
+	ulma_trace_enter(s, 10, 0, 1, same_fn(1, 0));
 	ulma_trace_writer_flush(w);
 	ulma_trace_exit(s, 20, 0); /* never flushed */
 	uint64_t flushed = ulma_trace_writer_bytes(w);
@@ -730,12 +736,12 @@ static int extremes_trace(const char *path, uint32_t file_id, uint64_t t0, struc
 		ulma_trace_writer_abandon(w);
 		return rc;
 	}
-	ulma_trace_enter(s, t0, UINT32_MAX, UINT32_MAX, 0);
-	ulma_trace_enter(s, UINT64_MAX - 5, 0, UINT32_MAX, UINT32_MAX);
-	ulma_trace_enter(s, UINT64_MAX - 5, 0, 1, UINT32_MAX);
+	ulma_trace_enter(s, t0, UINT32_MAX, UINT32_MAX, same_fn(UINT32_MAX, 0));
+	ulma_trace_enter(s, UINT64_MAX - 5, 0, UINT32_MAX, same_fn(UINT32_MAX, UINT32_MAX));
+	ulma_trace_enter(s, UINT64_MAX - 5, 0, 1, same_fn(1, UINT32_MAX));
 	ulma_trace_lost(s, UINT64_MAX, UINT64_MAX);
 	ulma_trace_exit(s, UINT64_MAX, UINT32_MAX);
-	struct ulma_trace_end end = {UINT64_MAX, UINT64_MAX, UINT64_MAX, UINT64_MAX, UINT32_MAX, INT32_MIN};
+	struct ulma_trace_end end = {UINT64_MAX, UINT64_MAX, UINT64_MAX, UINT64_MAX, UINT32_MAX, INT32_MIN, UINT32_MAX, UINT64_MAX, UINT64_MAX, UINT32_MAX};
 	if ((rc = ulma_trace_writer_close(w, &end)))
 		return rc;
 	struct ulma_trace_visitor v = recorder(r);
@@ -964,7 +970,7 @@ static void test_process_names(void)
 	int err = ulma_trace_writer_open(path, &meta, &w);
 	if (!CHECK_EQ_I64(err, 0, "open a writer"))
 		goto out;
-	struct ulma_trace_end end = {2000, 778000, 0, 0, 0, 0};
+	struct ulma_trace_end end = {2000, 778000, 0, 0, 0, 0, 0, 0, 0, 0};
 	err = ulma_trace_process(w, 42, "work.py --n 3", 13);
 	err = err ? err : ulma_trace_process(w, 43, long_name, sizeof(long_name));
 	err = err ? err : ulma_trace_process(w, 42, "renamed", 7);
@@ -998,6 +1004,80 @@ out:
 	free(path);
 }
 
+/* Version 3's OFF records: written between events (and after the last),
+ * read back in place with their state and ns, never counted as events; the
+ * END's split fields round-trip; an OFF record in a version 2 trace is
+ * corrupt. */
+static void test_off_records(void)
+{
+	char *path = temp_path();
+	if (!CHECK(path != NULL, "temp file"))
+		return;
+	struct ulma_trace_meta meta = {0, 42, 1000, 777000, 1000000000u, COMMAND};
+	struct ulma_trace_writer *w;
+	struct ulma_trace_stream *s;
+	int err = ulma_trace_writer_open(path, &meta, &w);
+	err = err ? err : ulma_trace_define_file(w, 0, "m.py", 4);
+	err = err ? err : ulma_trace_define_func(w, 1, ULMA_DEF_PY, 0, 3, "f", 1);
+	err = err ? err : ulma_trace_stream_open(w, 0, 42, 42, &s);
+	if (!CHECK_EQ_I64(err, 0, "a writer with one function and one thread"))
+		goto out;
+	ulma_trace_enter(s, 1100, 0, 1, false);
+	ulma_trace_off(s, 1110, ULMA_OFF_BLOCKED, 500);
+	ulma_trace_off(s, 1120, ULMA_OFF_RUNNABLE, 70);
+	ulma_trace_exit(s, 1200, 1);
+	ulma_trace_off(s, 1210, ULMA_OFF_GIL, 9);
+	struct ulma_trace_end end = {2000, 778000, 2, 0, 0, 0, ULMA_SPLIT_SWITCHES, 123456789, 3, 1};
+	CHECK_EQ_I64(ulma_trace_writer_close(w, &end), 0, "closed");
+	struct record r;
+	struct ulma_trace_status st;
+	struct ulma_trace_visitor v = recorder(&r);
+	err = ulma_trace_read_path(path, &v, &st);
+	CHECK(err == 0 && st.complete && st.events == 2 && r.nevents == 5, "2 events and 3 OFF records read (%d, %s)",
+	      err, st.error);
+	if (r.nevents == 5) {
+		const struct ulma_trace_event *e = r.events;
+		CHECK(e[0].kind == ULMA_EV_ENTER && e[1].kind == ULMA_EV_OFF && e[1].ticks == 1110 &&
+			      e[1].off == ULMA_OFF_BLOCKED && e[1].count == 500,
+		      "blocked 500 ns from 1110, after the entry");
+		CHECK(e[2].kind == ULMA_EV_OFF && e[2].ticks == 1120 && e[2].off == ULMA_OFF_RUNNABLE && e[2].count == 70,
+		      "runnable 70 ns from 1120");
+		CHECK(e[3].kind == ULMA_EV_EXIT && e[3].ticks == 1200 && e[3].cpu == 1, "the exit at 1200 on cpu 1");
+		CHECK(e[4].kind == ULMA_EV_OFF && e[4].ticks == 1210 && e[4].off == ULMA_OFF_GIL && e[4].count == 9,
+		      "a GIL wait after the last event ends the chunk");
+	}
+	CHECK(r.end.split == ULMA_SPLIT_SWITCHES && r.end.monitor_cpu_ns == 123456789 && r.end.switches_lost == 3 &&
+		      r.end.gil_split == 1,
+	      "END's split method, monitor CPU, lost switches and GIL split");
+	free(r.events);
+
+	/* an OFF record in a version 2 trace: corrupt */
+	struct bytes b = {.len = 0}, p = {.len = 0};
+	b_file_header(&b);
+	put_u32le(b.data + 8, 2);
+	b_meta_chunk(&b);
+	struct bytes t = {.len = 0};
+	b_varint(&t, 0);
+	b_varint(&t, 1);
+	b_varint(&t, 1);
+	b_chunk(&b, ULMA_CHUNK_THREAD, &t);
+	b_varint(&p, 0);    /* serial */
+	b_varint(&p, 0);    /* no event */
+	b_varint(&p, 0);    /* cpu */
+	b_varint(&p, 100);  /* base time */
+	b_varint(&p, ULMA_TAG_EXT);
+	b_varint(&p, ULMA_EXT_OFF);
+	b_varint(&p, 0);
+	b_varint(&p, 5);
+	b_chunk(&b, ULMA_CHUNK_EVENTS, &p);
+	int rc = read_bytes(b.data, b.len, &r, &st);
+	CHECK(rc == -EPROTO && strstr(st.error, "unknown event extension 2"), "version 2 with an OFF record: %s",
+	      st.error);
+out:
+	unlink(path);
+	free(path);
+}
+
 static void test_foreign(void)
 {
 	struct record r;
@@ -1024,6 +1104,7 @@ static void test_foreign(void)
 int main(void)
 {
 	test_round_trip();
+	test_off_records();
 	test_big_stream();
 	test_process_names();
 	test_abandon();
