@@ -63,6 +63,23 @@ def _report(exc):
     sys.excepthook(type(exc), exc, tb)
 
 
+def _become_attachable(own):
+    """`ulma run --attachable`.  A control directory that is refused (another
+    user's, a symlink, open to others) or any other failure to make the
+    control file must not stop the program: it runs untraced and not
+    attachable, after one line saying so."""
+    import ulma
+
+    try:
+        ulma._attachable(own)
+    except OSError as exc:
+        why = " ".join(str(exc).split())  # one line, whatever the path holds
+        if not why.startswith("ulma: "):
+            why = "ulma: cannot make the control file: " + why
+        sys.stderr.write("%s; the program runs untraced and cannot be attached\n" % why)
+        sys.stderr.flush()
+
+
 def main():
     # `ulma run --attachable`: no session; untraced until `ulma top PID` attaches
     attachable = os.environ.pop("ULMA_ATTACHABLE", None) == "1"
@@ -95,9 +112,7 @@ def main():
     # our frames (this function, the -c code that called it) are never recorded
     own = (_finish.__code__, sys._getframe(0).f_code, sys._getframe(1).f_code)
     if attachable:
-        import ulma
-
-        ulma._attachable(own)
+        _become_attachable(own)
     else:
         _ulma.start(fd, own)
     try:

@@ -64,11 +64,14 @@ static void put_cstr(struct ulma_sbuf *b, const char *s)
 	ulma_sbuf_put(b, s, strlen(s) + 1);
 }
 
+/* s as valid UTF-8, in a string of its own; NULL only when out of memory.
+ * An empty s (exec of code compiled with file name "") is an empty string. */
 static char *clean(const char *s)
 {
 	struct ulma_sbuf b = {0};
+	ulma_sbuf_put(&b, "", 0); /* allocates: the result is a string even when s adds nothing */
 	ulma_sbuf_utf8(&b, s);
-	if (b.nomem || !b.p) {
+	if (b.nomem) {
 		ulma_sbuf_free(&b);
 		return NULL;
 	}

@@ -29,7 +29,9 @@ static void coarsen(struct ulma_lane *l)
 	l->used = (l->used + 1) / 2;
 }
 
-/* Charge [t0, t1) with on-CPU fraction `frac` on `cpu`, split over bins. */
+/* Charge [t0, t1) with on-CPU fraction `frac` on `cpu`, split over bins.
+ * Bin ends are measured from t0, never as origin + (bin + 1) * width: near
+ * 2^64 ticks that sum wraps, and the loop would never end. */
 static void charge(struct ulma_lane *l, uint64_t t0, uint64_t t1, double frac, uint32_t cpu)
 {
 	if (t0 < l->origin)
@@ -38,8 +40,8 @@ static void charge(struct ulma_lane *l, uint64_t t0, uint64_t t1, double frac, u
 		while ((t0 - l->origin) / l->width >= ULMA_LANE_BINS)
 			coarsen(l);
 		uint64_t bin = (t0 - l->origin) / l->width;
-		uint64_t end = l->origin + (bin + 1) * l->width;
-		uint64_t stop = t1 < end ? t1 : end;
+		uint64_t left = l->width - (t0 - l->origin) % l->width; /* ticks to the bin's end, >= 1 */
+		uint64_t stop = t1 - t0 < left ? t1 : t0 + left;        /* t0 + left <= t1: no wrap */
 		double len = (double)(stop - t0), on = len * frac;
 		l->span[bin] += len;
 		l->oncpu[bin] += on;
@@ -75,14 +77,28 @@ static char cpu_char(uint16_t cpu)
 	return cpu < sizeof(digits) - 1 ? digits[cpu] : '#';
 }
 
+/* Where bin b starts, or UINT64_MAX past the end of time. */
+static uint64_t bin_start(const struct ulma_lane *l, uint64_t b)
+{
+	uint64_t room = UINT64_MAX - l->origin;
+	return b > room / l->width ? UINT64_MAX : l->origin + b * l->width;
+}
+
+/* The start of column c of cols over [from, to), without overflow. */
+static uint64_t column_start(uint64_t from, uint64_t to, size_t c, size_t cols)
+{
+	uint64_t range = to - from;
+	return from + range / cols * c + range % cols * c / cols;
+}
+
 void ulma_lane_render(const struct ulma_lane *l, uint64_t from, uint64_t to, char *out, size_t cols)
 {
 	for (size_t c = 0; c < cols; c++) {
-		uint64_t c0 = from + (to - from) * c / cols, c1 = from + (to - from) * (c + 1) / cols;
+		uint64_t c0 = column_start(from, to, c, cols), c1 = column_start(from, to, c + 1, cols);
 		double span = 0, on = 0, best = 0;
 		uint16_t cpu = 0;
 		for (uint32_t b = 0; b < l->used; b++) {
-			uint64_t b0 = l->origin + b * l->width, b1 = b0 + l->width;
+			uint64_t b0 = bin_start(l, b), b1 = bin_start(l, b + 1);
 			if (b1 <= c0 || b0 >= c1 || l->span[b] == 0)
 				continue;
 			span += l->span[b];

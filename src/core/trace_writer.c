@@ -3,13 +3,13 @@
 #include "trace_writer.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
 #include "crc32c.h"
+#include "safe_file.h"
 #include "ulma/trace_format.h"
 #include "varint.h"
 
@@ -173,9 +173,9 @@ int ulma_trace_writer_open(const char *path, const struct ulma_trace_meta *meta,
 	*out = NULL;
 	if (!w)
 		return -ENOMEM;
-	w->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	w->fd = ulma_safe_create(path, 0644);
 	if (w->fd < 0) {
-		err = -errno;
+		err = w->fd;
 		goto err_free;
 	}
 	uint8_t fh[ULMA_TRACE_FILE_HEADER] = {0};

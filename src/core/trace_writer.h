@@ -77,7 +77,8 @@ struct ulma_trace_end {
 	uint32_t gil_split;      /* 1: blocked time was told apart from GIL waits */
 };
 
-/* Create path (truncating) and write the file header and META chunk.
+/* Create path anew (safe_file.h: whatever was there is replaced, never
+ * written through) and write the file header and META chunk.
  * Returns 0 or -errno; on error nothing is left open. */
 int ulma_trace_writer_open(const char *path, const struct ulma_trace_meta *meta,
 			   struct ulma_trace_writer **out);

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "../analysis/export.h"
+#include "../core/safe_file.h"
 #include "commands.h"
 
 #define MAX_PATTERNS 64
@@ -65,16 +66,40 @@ static int parse_time(const char *opt, const char *s, uint64_t *out)
 	return -1;
 }
 
-/* Write a file format to path via a temporary file beside it. */
+/* Write a file format straight into out: stdout, or a device or FIFO. */
+static int write_stream(const struct ulma_export_format *fmt, FILE *in, const struct ulma_export_opts *o,
+			FILE *out, struct ulma_export_result *res, int *werr)
+{
+	int err = fmt->write(in, o, out, NULL, res);
+	if (!err && fflush(out) != 0)
+		err = -EIO;
+	*werr = err == -EIO ? errno : 0;
+	return err;
+}
+
+/* Write a file format to path via a temporary file beside it; into path
+ * itself for `-` (stdout) or a device or FIFO (`-o /dev/null`), which the
+ * rename would replace. */
 static int write_file(const struct ulma_export_format *fmt, FILE *in, const struct ulma_export_opts *o,
 		      const char *path, struct ulma_export_result *res, int *werr)
 {
-	if (strcmp(path, "-") == 0) {
-		int err = fmt->write(in, o, stdout, NULL, res);
-		if (!err && fflush(stdout) != 0)
-			err = -EIO;
-		*werr = err == -EIO ? errno : 0;
+	if (strcmp(path, "-") == 0)
+		return write_stream(fmt, in, o, stdout, res, werr);
+	int special = ulma_open_special(path);
+	if (special >= 0) {
+		FILE *out = fdopen(special, "wb");
+		if (!out) {
+			*werr = errno;
+			close(special);
+			return -EIO;
+		}
+		int err = write_stream(fmt, in, o, out, res, werr);
+		fclose(out);
 		return err;
+	}
+	if (special != -ENOENT) {
+		*werr = -special;
+		return -EIO;
 	}
 	size_t n = strlen(path);
 	char *tmp = malloc(n + 16);
@@ -172,6 +197,10 @@ static int write_dir(const struct ulma_export_format *fmt, FILE *in, const struc
 static int export_one(const struct ulma_export_format *fmt, const char *path, const char *output,
 		      const struct ulma_export_opts *o)
 {
+	if (strcmp(output, "-") != 0 && ulma_same_file(output, path)) {
+		ulma_die_msg("the output '%s' is the trace '%s' being read: write it elsewhere", output, path);
+		return ULMA_EXIT_USAGE;
+	}
 	FILE *in = fopen(path, "rb");
 	if (!in) {
 		ulma_die_msg("cannot open trace '%s': %s", path, strerror(errno));

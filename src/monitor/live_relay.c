@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -18,6 +19,10 @@
 
 #define LEAVE_SEQ "\033[0m\033[?7h\033[?25h\033[?1049l" /* as live_term.c */
 #define GONE_NOTE "ulma: the monitor ended unexpectedly; the program runs on, its output follows\r\n"
+
+/* Control bytes on the socket between the monitor and the relay. */
+#define CTL_RELEASE 'R' /* monitor: the view is closed, let the output through */
+#define CTL_FULL 'F'    /* relay: the spool cannot take more; close the view */
 
 /* An unlinked file for the held output: disk, not memory, holds a chatty
  * program's output however long the view stays open. */
@@ -39,18 +44,27 @@ static int open_spool(void)
 	return fd;
 }
 
-static bool write_all(int fd, const char *p, size_t n)
+/* Bytes written before the first failure (errno says why), or n. */
+static size_t write_some(int fd, const char *p, size_t n)
 {
-	while (n > 0) {
-		ssize_t w = write(fd, p, n);
+	size_t done = 0;
+	while (done < n) {
+		ssize_t w = write(fd, p + done, n - done);
 		if (w < 0 && errno == EINTR)
 			continue;
-		if (w <= 0)
-			return false;
-		p += w;
-		n -= (size_t)w;
+		if (w <= 0) {
+			if (w == 0)
+				errno = ENOSPC;
+			break;
+		}
+		done += (size_t)w;
 	}
-	return true;
+	return done;
+}
+
+static bool write_all(int fd, const char *p, size_t n)
+{
+	return write_some(fd, p, n) == n;
 }
 
 /* Close every descriptor but the ones in keep (ascending). */
@@ -90,20 +104,56 @@ static void follow_size(int out, int master)
 		ioctl(master, TIOCSWINSZ, &ws);
 }
 
-/* Copy the held output to the terminal; the spool is not needed after. */
-static void flush_spool(int spool, int out, char *buf, size_t cap)
+/* Output the spool could not take: the rest of one read from the master,
+ * which is not read again until this has gone to the terminal, so the
+ * program waits (its pseudo-terminal fills) rather than lose a byte. */
+struct unsaved {
+	char bytes[65536];
+	size_t len;
+	int error; /* why the spool failed; 0 while it has not */
+};
+
+/* Copy the held output to the terminal, then what the spool could not
+ * take, after a line saying why it could not; the spool is not needed
+ * after. */
+static void flush_held(int spool, int out, char *buf, size_t cap, struct unsaved *u)
 {
-	if (spool < 0 || lseek(spool, 0, SEEK_SET) < 0)
+	if (u->error) {
+		char note[256];
+		int n = snprintf(note, sizeof(note),
+				 "ulma: cannot hold the program's output in $TMPDIR (%s): the live view closed, "
+				 "and the output goes straight through\r\n",
+				 strerror(u->error));
+		write_all(out, note, (size_t)n < sizeof(note) ? (size_t)n : sizeof(note) - 1);
+	}
+	if (spool >= 0 && lseek(spool, 0, SEEK_SET) == 0) {
+		ssize_t k;
+		while ((k = read(spool, buf, cap)) > 0 || (k < 0 && errno == EINTR))
+			if (k > 0 && !write_all(out, buf, (size_t)k))
+				break;
+	}
+	write_all(out, u->bytes, u->len);
+	u->len = 0;
+}
+
+/* Hold a read from the master.  When the spool fails (a full disk, a file
+ * size limit), keep the rest and ask the monitor to close the view. */
+static void hold_output(int spool, int ctl, const char *p, size_t n, struct unsaved *u)
+{
+	size_t kept = u->error ? 0 : write_some(spool, p, n);
+	if (kept == n)
 		return;
-	ssize_t k;
-	while ((k = read(spool, buf, cap)) > 0 || (k < 0 && errno == EINTR))
-		if (k > 0 && !write_all(out, buf, (size_t)k))
-			break;
+	if (!u->error) {
+		u->error = errno ? errno : EIO;
+		(void)!write(ctl, (char[]){CTL_FULL}, 1);
+	}
+	memcpy(u->bytes + u->len, p + kept, n - kept);
+	u->len += n - kept;
 }
 
 /* In the forked child: 0-2 on /dev/null (hold none of the monitor's files
  * or pipes: a reader of its stdout must see the end when the program's
- * copies close, not ours), the master, control pipe and spool on 3-5, and
+ * copies close, not ours), the master, control socket and spool on 3-5, and
  * nothing else open. */
 static void relay_arrange_fds(int master, int ctl, int spool)
 {
@@ -121,7 +171,8 @@ static void relay_arrange_fds(int master, int ctl, int spool)
 
 static void relay_setup_process(void)
 {
-	static const int ignored[] = {SIGINT, SIGQUIT, SIGTERM, SIGHUP, SIGPIPE};
+	/* SIGXFSZ: a spool over RLIMIT_FSIZE is a failed write, handled, not death */
+	static const int ignored[] = {SIGINT, SIGQUIT, SIGTERM, SIGHUP, SIGPIPE, SIGXFSZ};
 	static const int dflt[] = {SIGTSTP, SIGCONT, SIGTTOU, SIGTTIN, SIGUSR1, SIGUSR2,
 				   SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT};
 	struct sigaction sa;
@@ -146,6 +197,7 @@ static void relay_setup_process(void)
 __attribute__((noreturn)) static void relay_main(const struct termios *modes)
 {
 	static char buf[65536];
+	static struct unsaved unsaved;
 	const int master = 3, ctl = 4, spool = 5;
 	relay_setup_process();
 	/* a blocking descriptor of our own: the monitor's is non-blocking */
@@ -157,7 +209,9 @@ __attribute__((noreturn)) static void relay_main(const struct termios *modes)
 			relay_resized = 0;
 			follow_size(out, master);
 		}
-		struct pollfd p[2] = {{master_open ? master : -1, POLLIN, 0}, {ctl_open ? ctl : -1, POLLIN, 0}};
+		/* with unsaved output, the program waits until the view closes */
+		bool take = master_open && !(hold && unsaved.len > 0);
+		struct pollfd p[2] = {{take ? master : -1, POLLIN, 0}, {ctl_open ? ctl : -1, POLLIN, 0}};
 		if (poll(p, 2, -1) < 0) {
 			if (errno == EINTR)
 				continue;
@@ -166,8 +220,8 @@ __attribute__((noreturn)) static void relay_main(const struct termios *modes)
 		if (p[1].revents) {
 			char c;
 			ssize_t k = read(ctl, &c, 1);
-			if (k == 1 && c == 'R' && hold) {
-				flush_spool(spool, out, buf, sizeof(buf));
+			if (k == 1 && c == CTL_RELEASE && hold) {
+				flush_held(spool, out, buf, sizeof(buf), &unsaved);
 				hold = false;
 			} else if (k == 0 || (k < 0 && errno != EINTR && errno != EAGAIN)) {
 				ctl_open = false;
@@ -178,23 +232,25 @@ __attribute__((noreturn)) static void relay_main(const struct termios *modes)
 					tcsetattr(out, TCSANOW, modes);
 					write_all(out, LEAVE_SEQ, sizeof(LEAVE_SEQ) - 1);
 					write_all(out, GONE_NOTE, sizeof(GONE_NOTE) - 1);
-					flush_spool(spool, out, buf, sizeof(buf));
+					flush_held(spool, out, buf, sizeof(buf), &unsaved);
 					hold = false;
 				}
 			}
 		}
-		if (master_open && p[0].revents) {
+		if (take && p[0].revents) {
 			ssize_t k = read(master, buf, sizeof(buf));
-			if (k > 0) {
-				/* a failing terminal or full disk loses output, never blocks the program */
-				(void)write_all(hold ? spool : out, buf, (size_t)k);
+			if (k > 0 && hold) {
+				hold_output(spool, ctl, buf, (size_t)k, &unsaved);
+			} else if (k > 0) {
+				/* a failing terminal loses output, never blocks the program */
+				(void)write_all(out, buf, (size_t)k);
 			} else if (k == 0 || (errno != EINTR && errno != EAGAIN)) {
 				master_open = false; /* EIO: every copy of the slave is closed */
 			}
 		}
 	}
 	if (hold)
-		flush_spool(spool, out, buf, sizeof(buf));
+		flush_held(spool, out, buf, sizeof(buf), &unsaved);
 	_exit(0);
 }
 
@@ -218,10 +274,10 @@ int ulma_relay_start(struct ulma_relay *r, int tty_fd, const struct termios *mod
 {
 	char name[128];
 	struct winsize ws;
-	int pipefd[2] = {-1, -1}, slave = -1, spool = -1, err;
+	int ctlfd[2] = {-1, -1}, slave = -1, spool = -1, err;
 	r->pid = 0;
 	r->slave = r->ctl = -1;
-	r->released = false;
+	r->released = r->hung_up = false;
 
 	int master = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
 	if (master < 0)
@@ -241,7 +297,8 @@ int ulma_relay_start(struct ulma_relay *r, int tty_fd, const struct termios *mod
 		err = spool;
 		goto err_close;
 	}
-	if (pipe2(pipefd, O_CLOEXEC) != 0)
+	/* both ways: releases go to the relay, a full spool comes back */
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ctlfd) != 0)
 		goto err_errno;
 	pid_t pid = fork();
 	if (pid < 0)
@@ -253,25 +310,25 @@ int ulma_relay_start(struct ulma_relay *r, int tty_fd, const struct termios *mod
 		const unsigned char *m = (const unsigned char *)modes;
 		for (size_t i = 0; i < sizeof(*modes); i++)
 			snprintf(hex + 2 * i, 3, "%02x", m[i]);
-		relay_arrange_fds(master, pipefd[0], spool);
+		relay_arrange_fds(master, ctlfd[0], spool);
 		char *argv[] = {"ulma", "__relay", hex, NULL};
 		execv("/proc/self/exe", argv);
 		relay_main(modes); /* no exec: the same, in this copy of the monitor */
 	}
 	close(master);
 	close(spool);
-	close(pipefd[0]);
+	close(ctlfd[0]);
 	r->pid = pid;
 	r->slave = slave;
-	r->ctl = pipefd[1];
+	r->ctl = ctlfd[1];
 	return 0;
 
 err_errno:
 	err = -errno;
 err_close:
-	if (pipefd[0] >= 0) {
-		close(pipefd[0]);
-		close(pipefd[1]);
+	if (ctlfd[0] >= 0) {
+		close(ctlfd[0]);
+		close(ctlfd[1]);
 	}
 	if (spool >= 0)
 		close(spool);
@@ -295,8 +352,27 @@ void ulma_relay_release(struct ulma_relay *r)
 	r->released = true;
 	ssize_t w;
 	do
-		w = write(r->ctl, "R", 1);
+		w = send(r->ctl, (char[]){CTL_RELEASE}, 1, MSG_NOSIGNAL);
 	while (w < 0 && errno == EINTR);
+}
+
+int ulma_relay_fd(const struct ulma_relay *r)
+{
+	return r->released || r->hung_up ? -1 : r->ctl;
+}
+
+bool ulma_relay_full(struct ulma_relay *r)
+{
+	char c;
+	ssize_t k;
+	if (ulma_relay_fd(r) < 0)
+		return false;
+	while ((k = recv(r->ctl, &c, 1, MSG_DONTWAIT)) == 1)
+		if (c == CTL_FULL)
+			return true;
+	if (k == 0 || (errno != EAGAIN && errno != EINTR))
+		r->hung_up = true; /* a relay that died: stop polling for it */
+	return false;
 }
 
 void ulma_relay_finish(struct ulma_relay *r, int timeout_ms)

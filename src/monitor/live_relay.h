@@ -12,10 +12,16 @@
  *
  * The relay is a separate process (the `ulma` program run as `ulma __relay`)
  * so that it outlives the monitor: if the
- * monitor is killed (SIGKILL), the relay sees its control pipe close,
+ * monitor is killed (SIGKILL), the relay sees its control socket close,
  * restores the terminal the monitor left in raw mode on the alternate
  * screen, writes what it held and keeps relaying.  The program never blocks
- * on, nor gets an error from, a dead reader.  The relay ignores SIGINT,
+ * on, nor gets an error from, a dead reader.
+ *
+ * No output is ever dropped.  When the spool cannot take more (a full
+ * $TMPDIR), the relay keeps the bytes it could not write, stops reading
+ * until the view is closed (the program's writes wait meanwhile), and asks
+ * the monitor to close the view; then it says why on the terminal, writes
+ * what it held and relays the rest straight through.  The relay ignores SIGINT,
  * SIGQUIT, SIGTERM, SIGHUP and SIGPIPE, follows the terminal's size, and
  * exits when every holder of the pseudo-terminal (the program and its
  * children) has closed it.
@@ -34,8 +40,9 @@
 struct ulma_relay {
 	pid_t pid;  /* the relay process, 0 if none */
 	int slave;  /* the program's end, until ulma_relay_spawned; -1 after */
-	int ctl;    /* control pipe to the relay; -1 once closed */
+	int ctl;    /* control socket to and from the relay; -1 once closed */
 	bool released;
+	bool hung_up; /* the relay closed its end: nothing more will come */
 };
 
 /* Create the pseudo-terminal with the terminal's modes (`modes`) and size,
@@ -50,6 +57,14 @@ void ulma_relay_spawned(struct ulma_relay *r);
  * was held and let output through from now on. */
 void ulma_relay_release(struct ulma_relay *r);
 
+/* The descriptor to poll for word from the relay until the release, or -1. */
+int ulma_relay_fd(const struct ulma_relay *r);
+
+/* Has the relay said the output can no longer be held (the spool's file
+ * system is full, or a file size limit)?  Then the view must close, so that
+ * the output goes straight through.  Reads without blocking. */
+bool ulma_relay_full(struct ulma_relay *r);
+
 /* Release, then wait up to timeout_ms for the relay to write everything
  * the program wrote and exit (a daemon child still holding the terminal
  * keeps it running; it then finishes on its own). */
@@ -57,6 +72,6 @@ void ulma_relay_finish(struct ulma_relay *r, int timeout_ms);
 
 /* `ulma __relay MODES` (declared in commands.h) is the relay process after
  * exec, not for users: descriptors 3, 4 and 5 are the master, the control
- * pipe and the spool; MODES is the terminal's termios in hex. */
+ * socket and the spool; MODES is the terminal's termios in hex. */
 
 #endif

@@ -54,6 +54,14 @@ static void write_all_raw(int fd, const char *s, size_t n)
 	}
 }
 
+/* Are we the terminal's foreground job?  A background job that reads the
+ * terminal is stopped by SIGTTIN, its whole process group with it (the
+ * relay and the program too), and one that sets its modes by SIGTTOU. */
+static int in_foreground(void)
+{
+	return tcgetpgrp(term.fd) == getpgrp();
+}
+
 static int raw_modes(void)
 {
 	struct termios t = term.saved;
@@ -72,8 +80,17 @@ void ulma_term_leave(void)
 		return;
 	term.entered = 0;
 	int e = errno;
+	/* In the background (continued by `bg` after a SIGSTOP, which on_tstp
+	 * never sees) the modes are the foreground job's to set: only leave the
+	 * alternate screen, even under `stty tostop`, rather than be stopped. */
+	sigset_t ttou, old;
+	sigemptyset(&ttou);
+	sigaddset(&ttou, SIGTTOU);
+	sigprocmask(SIG_BLOCK, &ttou, &old);
 	write_all_raw(term.fd, LEAVE_SEQ, sizeof(LEAVE_SEQ) - 1);
-	tcsetattr(term.fd, TCSANOW, &term.saved);
+	if (in_foreground())
+		tcsetattr(term.fd, TCSANOW, &term.saved);
+	sigprocmask(SIG_SETMASK, &old, NULL);
 	errno = e;
 }
 
@@ -94,6 +111,9 @@ static void on_cont(int sig)
 {
 	(void)sig;
 	term.resumed = 1;
+	/* continued in the background after a stop on_tstp did not see (SIGSTOP) */
+	if (term.entered && !in_foreground())
+		term.lost = 1;
 }
 
 static void on_tstp(int sig)
@@ -115,7 +135,7 @@ static void on_tstp(int sig)
 	sigaction(SIGTSTP, &self, NULL);
 	if (was) {
 		/* `bg` puts us in the background: touching the modes would stop us again */
-		if (tcgetpgrp(term.fd) == getpgrp()) {
+		if (in_foreground()) {
 			raw_modes();
 			write_all_raw(term.fd, ENTER_SEQ, sizeof(ENTER_SEQ) - 1);
 			term.entered = 1;
@@ -318,8 +338,16 @@ static int decode(const unsigned char *b, size_t n, size_t *used)
 
 int ulma_term_key(void)
 {
-	if (term.fd < 0)
+	if (term.fd < 0 || term.lost)
 		return ULMA_KEY_NONE;
+	/* The keyboard belongs to the foreground job: in the background (or
+	 * on a terminal that hung up, where tcgetpgrp fails) the view is lost,
+	 * and a read would stop us, and the program with us, by SIGTTIN. */
+	if (!in_foreground()) {
+		term.lost = 1;
+		term.npending = 0;
+		return ULMA_KEY_NONE;
+	}
 	for (;;) {
 		if (term.npending > 0) {
 			size_t used;

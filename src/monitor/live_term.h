@@ -12,7 +12,10 @@
  * The terminal is restored on every way out this process can see: leaving
  * the view, exit() (an atexit handler), fatal signals (SIGSEGV, SIGBUS,
  * SIGFPE, SIGILL, SIGABRT restore and re-raise), and Ctrl-Z (SIGTSTP leaves
- * the view, stops, and on `fg` enters it again).  SIGKILL is the one way it
+ * the view, stops, and on `fg` enters it again).  Continued in the
+ * background (`bg`, after Ctrl-Z or SIGSTOP) the view is lost, and the
+ * terminal is neither read nor its modes set: either would stop the whole
+ * job again.  SIGKILL is the one way it
  * cannot see; the relay process (live_relay.h) restores the terminal then.
  *
  * There is one terminal per process, so the state is a private singleton

@@ -71,7 +71,8 @@ struct ulma_live {
 	struct text line; /* the line being built */
 	char cwd[4096];
 	bool showing, closed, paused, full_redraw;
-	bool key_ready; /* the last sleep saw the terminal readable */
+	bool key_ready;   /* the last sleep saw the terminal readable */
+	bool relay_ready; /* and word from the relay */
 	enum ulma_live_sort sort;
 	bool split; /* the snapshot has on-CPU and runnable times */
 	bool gil;   /* and GIL waits, and the terminal has room for them */
@@ -598,13 +599,15 @@ int ulma_live_program_fd(const struct ulma_live *lv, int fd)
 	return ulma_term_is_same(fd) ? lv->relay.slave : -1;
 }
 
+/* Give the screen back.  The relay lets the held output through at the
+ * next tick (or at ulma_live_close), once the caller has said why the view
+ * closed: that line then never lands inside the program's output. */
 static void close_view(struct ulma_live *lv)
 {
 	if (lv->showing)
 		ulma_term_leave();
 	lv->showing = false;
 	lv->closed = true;
-	ulma_relay_release(&lv->relay);
 }
 
 void ulma_live_started(struct ulma_live *lv)
@@ -695,10 +698,28 @@ static bool key(struct ulma_live *lv, int k)
 
 enum ulma_live_result ulma_live_tick(struct ulma_live *lv)
 {
-	if (!lv || !lv->showing)
+	if (!lv)
 		return ULMA_LIVE_OFF;
+	if (!lv->showing) {
+		if (lv->closed)
+			ulma_relay_release(&lv->relay);
+		return ULMA_LIVE_OFF;
+	}
 	bool redraw = false;
 	int k;
+	/* first: after Ctrl-Z and `bg` the terminal is not ours to read; and
+	 * output the relay cannot hold must go straight to the terminal */
+	unsigned ev = ulma_term_events();
+	bool relay_full = lv->relay_ready && ulma_relay_full(&lv->relay);
+	lv->relay_ready = false;
+	if ((ev & ULMA_TERM_LOST) || relay_full) {
+		close_view(lv);
+		return ULMA_LIVE_CLOSED;
+	}
+	if (ev & (ULMA_TERM_RESIZED | ULMA_TERM_RESUMED)) {
+		lv->full_redraw = true;
+		redraw = true;
+	}
 	/* read keys only when the last sleep saw the terminal readable */
 	while (lv->key_ready && (k = ulma_term_key()) != ULMA_KEY_NONE) {
 		if (key(lv, k)) {
@@ -708,15 +729,6 @@ enum ulma_live_result ulma_live_tick(struct ulma_live *lv)
 		redraw = true;
 	}
 	lv->key_ready = false;
-	unsigned ev = ulma_term_events();
-	if (ev & ULMA_TERM_LOST) {
-		close_view(lv);
-		return ULMA_LIVE_CLOSED;
-	}
-	if (ev & (ULMA_TERM_RESIZED | ULMA_TERM_RESUMED)) {
-		lv->full_redraw = true;
-		redraw = true;
-	}
 	uint64_t now = ulma_clock_monotonic_ns();
 	if (now >= lv->next_refresh_ns) {
 		if (!lv->paused)
@@ -736,8 +748,12 @@ void ulma_live_sleep(struct ulma_live *lv, long ns)
 		nanosleep(&ts, NULL);
 		return;
 	}
-	struct pollfd p = {ulma_term_fd(), POLLIN, 0};
-	lv->key_ready = ppoll(&p, 1, &ts, NULL) != 0; /* a key, a hang-up, or a signal */
+	struct pollfd p[2] = {{ulma_term_fd(), POLLIN, 0}, {ulma_relay_fd(&lv->relay), POLLIN, 0}};
+	/* a key or a hang-up; not a signal (SIGCONT, SIGWINCH), which tick sees
+	 * through the terminal's events, without reading */
+	bool woken = ppoll(p, 2, &ts, NULL) > 0;
+	lv->key_ready = woken && p[0].revents;
+	lv->relay_ready = woken && p[1].revents;
 }
 
 void ulma_live_close(struct ulma_live *lv)

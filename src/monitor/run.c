@@ -25,6 +25,7 @@
 
 #include "../analysis/summary.h"
 #include "../core/clock.h"
+#include "../core/safe_file.h"
 #include "../core/session.h"
 #include "../core/trace_writer.h"
 #include "collector.h"
@@ -434,6 +435,11 @@ int ulma_cmd_run(int argc, char **argv)
 	const char *python = find_python(o.python, pybuf, sizeof(pybuf));
 	if (o.attachable)
 		return run_attachable(&o, python);
+	if (!o.module && ulma_same_file(o.rec.output, o.args[0])) {
+		ulma_die_msg("the trace '%s' would replace the script '%s': choose another -o", o.rec.output,
+			     o.args[0]);
+		return ULMA_EXIT_USAGE;
+	}
 
 	ulma_session_config_default(&cfg);
 	ulma_record_session_config(&o.rec, &cfg);
@@ -492,7 +498,7 @@ int ulma_cmd_run(int argc, char **argv)
 		ulma_live_close(live);
 		ulma_trace_writer_abandon(writer);
 		ulma_switches_close(switches);
-		unlink(o.rec.output);
+		ulma_safe_discard(o.rec.output);
 		return 1;
 	}
 
@@ -538,7 +544,7 @@ int ulma_cmd_run(int argc, char **argv)
 			     "with --python or ULMA_PYTHON",
 			     python);
 		ulma_trace_writer_abandon(writer);
-		unlink(o.rec.output);
+		ulma_safe_discard(o.rec.output);
 		ulma_collector_free(&col);
 		ulma_switches_close(switches);
 		ulma_session_unmap(&session);

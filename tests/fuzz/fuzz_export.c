@@ -2,25 +2,61 @@
  *
  * Each input is a trace; every complete chunk's CRC-32C is recomputed first
  * so that mutations reach the decoders.  The input's length picks the
- * format (each file format in turn) and a set of filters, so one corpus
- * covers them all (the directory format, ctf, is skipped).  Besides the
- * sanitizers, the harness aborts when an exporter returns anything but 0
- * or -EPROTO, or -EPROTO without a reason.  Output goes to /dev/null.
+ * format (each format in turn) and a set of filters, so one corpus covers
+ * them all.  Besides the sanitizers, the harness aborts when an exporter
+ * returns anything but 0 or -EPROTO, or -EPROTO without a reason.  A file
+ * format writes to /dev/null; the directory format, ctf, into a scratch
+ * directory of the harness's own, emptied after each input.
  *
  * Run: build with -DULMA_FUZZ=ON (target fuzz_export), then
  *     bash tests/fuzz/run.sh build/fuzz/fuzz_export SECONDS
  */
+#include <dirent.h>
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "analysis/export.h"
 #include "fix_checksums.h"
 #include "ulma/trace_format.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static char scratch[4096]; /* the ctf output directory, made at the first input */
+
+static void empty_scratch(void)
+{
+	DIR *d = opendir(scratch);
+	struct dirent *e;
+	while (d && (e = readdir(d)) != NULL)
+		if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0)
+			unlinkat(dirfd(d), e->d_name, 0);
+	if (d)
+		closedir(d);
+}
+
+static void remove_scratch(void)
+{
+	empty_scratch();
+	rmdir(scratch);
+}
+
+static const char *scratch_dir(void)
+{
+	if (!scratch[0]) {
+		const char *tmp = getenv("TMPDIR");
+		snprintf(scratch, sizeof(scratch), "%s/ulma-fuzz-ctf-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+		if (!mkdtemp(scratch)) {
+			perror("fuzz_export: mkdtemp");
+			abort();
+		}
+		atexit(remove_scratch);
+	}
+	return scratch;
+}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -58,15 +94,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	o.counts = (sel & 16) != 0;
 
 	FILE *in = fmemopen(copy, size, "rb");
-	FILE *out = fopen("/dev/null", "wb");
-	if (in && out && !fmt->directory) {
+	FILE *out = fmt->directory ? NULL : fopen("/dev/null", "wb");
+	const char *dir = fmt->directory ? scratch_dir() : NULL;
+	if (in && (out || dir)) {
 		struct ulma_export_result res;
-		int err = fmt->write(in, &o, out, NULL, &res);
+		int err = fmt->write(in, &o, out, dir, &res);
 		if ((err != 0 && err != -EPROTO) || (err == -EPROTO && !res.st.error[0])) {
 			fprintf(stderr, "fuzz_export: %s returned %d (%s)\n", fmt->name, err, res.st.error);
 			abort();
 		}
 	}
+	if (dir)
+		empty_scratch();
 	if (in)
 		fclose(in);
 	if (out)

@@ -7,8 +7,12 @@
  *   cut.ulma    an abandoned writer: no END, a frame left open
  *   wide.ulma   many functions (every kind of definition) and files, long
  *               names, large time deltas
+ *   empty.ulma  an empty file name (exec of code compiled as "") and an
+ *               empty function name
+ *   far.ulma    times near 2^64 ticks, where time arithmetic wraps
  */
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -135,13 +139,67 @@ static int write_wide(const char *path)
 	return ulma_trace_writer_close(w, &end);
 }
 
+static int write_empty_names(const char *path)
+{
+	struct ulma_trace_meta meta = {0, 3, 10, 20, 1000000000u, ""};
+	struct ulma_trace_writer *w;
+	struct ulma_trace_stream *a;
+	int err = ulma_trace_writer_open(path, &meta, &w);
+	if (err)
+		return err;
+	ulma_trace_define_file(w, 0, "", 0);
+	ulma_trace_define_func(w, 1, ULMA_DEF_PY, 0, 1, "<module>", 8);
+	ulma_trace_define_func(w, 2, ULMA_DEF_PY, 0, 1, "f", 1);
+	ulma_trace_define_func(w, 3, ULMA_DEF_PY, 0, 2, "", 0);
+	if ((err = ulma_trace_stream_open(w, 0, 3, 3, &a))) {
+		ulma_trace_writer_abandon(w);
+		return err;
+	}
+	ulma_trace_enter(a, 100, 0, 1, same_fn(1, 0));
+	ulma_trace_enter(a, 110, 0, 2, same_fn(2, 1));
+	ulma_trace_exit(a, 120, 0);
+	ulma_trace_enter(a, 130, 0, 3, same_fn(3, 1));
+	ulma_trace_exit(a, 140, 0);
+	ulma_trace_exit(a, 150, 0);
+	struct ulma_trace_end end = {200, 120, 6, 0, 0, 0, 0, 0, 0, 0};
+	return ulma_trace_writer_close(w, &end);
+}
+
+static int write_far(const char *path)
+{
+	const uint64_t top = UINT64_MAX;
+	struct ulma_trace_meta meta = {0, 5, 0, 0, 1000000000u, "far.py"};
+	struct ulma_trace_writer *w;
+	struct ulma_trace_stream *a;
+	int err = ulma_trace_writer_open(path, &meta, &w);
+	if (err)
+		return err;
+	ulma_trace_define_file(w, 0, "far.py", 6);
+	ulma_trace_define_func(w, 1, ULMA_DEF_PY, 0, 1, "main", 4);
+	ulma_trace_define_func(w, 2, ULMA_DEF_PY, 0, 5, "late", 4);
+	if ((err = ulma_trace_stream_open(w, 0, 5, 5, &a))) {
+		ulma_trace_writer_abandon(w);
+		return err;
+	}
+	ulma_trace_enter(a, 10, 0, 1, same_fn(1, 0));
+	ulma_trace_enter(a, top - 300, 1, 2, same_fn(2, 1));
+	ulma_trace_exit(a, top - 200, 1);
+	ulma_trace_exit(a, top - 100, 0);
+	struct ulma_trace_end end = {top - 1, top - 1, 4, 0, 0, 0, 0, 0, 0, 0};
+	return ulma_trace_writer_close(w, &end);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct {
 		const char *name;
 		int (*write)(const char *);
 		int complete;
-	} seeds[] = {{"basic.ulma", write_basic, 1}, {"cut.ulma", write_cut, 0}, {"wide.ulma", write_wide, 1}};
+	} seeds[] = {{"basic.ulma", write_basic, 1},
+		     {"cut.ulma", write_cut, 0},
+		     {"wide.ulma", write_wide, 1},
+		     {"empty.ulma", write_empty_names, 1},
+		     {"far.ulma", write_far, 1}};
 	char path[4096];
 	if (argc != 2) {
 		fprintf(stderr, "usage: %s DIR\n", argv[0]);

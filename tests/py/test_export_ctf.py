@@ -28,7 +28,7 @@ EVENT = re.compile(
 )
 
 
-ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "a": "\a", "b": "\b", "f": "\f", "v": "\v", '"': '"', "'": "'", "\\": "\\"}
+ESCAPES = {"?": "?", "n": "\n", "t": "\t", "r": "\r", "a": "\a", "b": "\b", "f": "\f", "v": "\v", '"': '"', "'": "'", "\\": "\\"}
 
 
 def unescape(s):
@@ -150,3 +150,20 @@ def test_corrupt_trace_leaves_nothing(export_trace, run_ulma, tmp_path):
     proc = run_ulma(["export", str(bad), "--format", "ctf", "-o", str(tmp_path / "out.ctf")])
     assert proc.returncode == 1 and b"checksum" in proc.stderr
     assert sorted(os.listdir(str(tmp_path))) == ["bad.trace"]
+
+
+def test_empty_file_and_function_names(export_trace, run_export, tmp_path):
+    """Code compiled with file name "" (exec(compile(src, "", "exec"))) and a
+    function whose name is "": both export, and babeltrace2 reads every
+    event; the nameless function is "?", as in the other formats' rows."""
+    t = export_trace("empty_names.py")
+    run_export(t["trace"], "ctf", tmp_path / "empty.ctf")
+    events = babeltrace(tmp_path / "empty.ctf")
+    assert len(events) == t["report"]["events"]
+    entries = {}
+    for e in events:
+        if e["kind"] == "entry":
+            k = (unescape(e["name"]), unescape(e["file"]), int(e["line"]))
+            entries[k] = entries.get(k, 0) + 1
+    assert entries[("f", "", 1)] == 3, sorted(entries)
+    assert entries[("?", t["path"], 8)] == 2, sorted(entries)

@@ -248,3 +248,46 @@ def test_top_q_detaches(program, ulma_bin, tmp_path):
     assert control(p.pid) == (0, 0, STATE_DETACHED)
     code, out, err = p.finish()
     assert code == 5, err
+
+
+# the control directory's bad states, each made by a shell in a private mount namespace
+UNUSABLE_DIRS = {
+    "another user's": "mkdir -m 0700 {dir} && chown 65534 {dir}",
+    "a symlink": "mkdir -m 0700 /tmp/elsewhere && ln -s /tmp/elsewhere {dir}",
+    "open to others": "mkdir -m 0755 {dir}",
+}
+
+
+@pytest.mark.parametrize("state", sorted(UNUSABLE_DIRS))
+def test_run_attachable_with_an_unusable_control_dir_runs_untraced(state, ulma_bin, prog):
+    """The control directory is refused, so the program is not attachable
+    (no other local user may stop it this way), but it still runs, untraced,
+    with its own output and exit code, after a one-line warning; no
+    traceback.  In a mount namespace of the test's own, /run is a fresh
+    tmpfs (so there is no runtime directory) and /tmp an overlay of itself
+    whose changes stay in that tmpfs: the machine's real control directory
+    is untouched, and whatever else lives in /tmp (this checkout, say) is
+    still there."""
+    if os.geteuid() != 0 or subprocess.run(["unshare", "-m", "true"], stderr=subprocess.DEVNULL).returncode:
+        pytest.skip("needs root and unshare for a private /tmp")
+    control_dir = "/tmp/ulma-%d" % os.getuid()
+    setup = " && ".join([
+        "mount -t tmpfs tmpfs /run",
+        "mkdir /run/upper /run/work",
+        "mount -t overlay overlay -o lowerdir=/tmp,upperdir=/run/upper,workdir=/run/work /tmp",
+        "rm -rf %s" % control_dir,
+        UNUSABLE_DIRS[state].format(dir=control_dir),
+    ])
+    script = '{ %s; } || exit 99; exec "$0" run --attachable "$1"' % setup
+    proc = subprocess.run(["unshare", "-m", "--propagation", "private", "sh", "-c", script, ulma_bin,
+                           prog("exit3.py")], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, env=base_env(), timeout=TIMEOUT)
+    err = proc.stderr.decode(errors="replace")
+    if proc.returncode == 99:
+        pytest.skip("cannot make a private /tmp here: " + err.strip())
+    assert proc.returncode == 3, err
+    assert proc.stdout == b"leaving\n"
+    lines = err.splitlines()
+    assert len(lines) == 1 and "Traceback" not in err, err
+    assert lines[0].startswith("ulma: cannot use %s for the control file" % control_dir), err
+    assert lines[0].endswith("the program runs untraced and cannot be attached"), err

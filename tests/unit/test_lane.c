@@ -1,7 +1,8 @@
 /* test_lane.c - CPU lanes (src/analysis/lane.c): intervals charged to the
- * CPU of their first event, on/off-CPU rendering, and bins that coarsen
- * as the session outgrows them. */
+ * CPU of their first event, on/off-CPU rendering, bins that coarsen as
+ * the session outgrows them, and times up to 2^64 - 1 without a wrap. */
 #include <string.h>
+#include <unistd.h>
 
 #include "analysis/lane.h"
 #include "tap.h"
@@ -40,5 +41,23 @@ int main(void)
 	}
 	ulma_lane_render(&l, 0, 800, out, 8);
 	CHECK(strcmp(out, "00000000") == 0, "half the time on CPU 0 shows as CPU 0: got '%s'", out);
+
+	/* times near 2^64 (a trace's ticks are whatever its file says): the bin
+	 * arithmetic must not wrap, or charging never ends; alarm() turns such
+	 * a hang into a failure */
+	alarm(10);
+	const uint64_t top = UINT64_MAX;
+	ulma_lane_init(&l, 0, 1000000);
+	ulma_lane_event(&l, top - 40, 5, 0, 1.0);
+	ulma_lane_event(&l, top, 5, 40, 1.0); /* the last 40 ticks of time, on CPU 5 */
+	CHECK(l.used == (top - 40) / l.width + 1, "the charge lands in the bin of 2^64 - 41 (used %u)", l.used);
+	ulma_lane_render(&l, 0, top, out, 8);
+	CHECK(strcmp(out, "       5") == 0, "the end of time renders in the last column: got '%s'", out);
+	ulma_lane_init(&l, top - 1000, 10);
+	ulma_lane_event(&l, top - 1000, 1, 0, 1.0);
+	ulma_lane_event(&l, top, 1, 1000, 1.0); /* a session that ends at 2^64 - 1 */
+	ulma_lane_render(&l, top - 1000, top, out, 8);
+	CHECK(strcmp(out, "11111111") == 0, "a session ending at 2^64 - 1 renders whole: got '%s'", out);
+	alarm(0);
 	return tap_done();
 }

@@ -1,0 +1,74 @@
+"""Hand-made traces for tests that need what `ulma run` never writes (times
+near 2^64, say): the file format of docs/trace-format.md, version 2, from
+Python.  Only what such tests need: META, definitions, threads, enter and
+exit events, END."""
+import struct
+
+META, DEFS, THREAD, EVENTS, END = 1, 2, 3, 4, 5
+PY = 1
+
+
+def _crc32c_table():
+    table = []
+    for i in range(256):
+        c = i
+        for _ in range(8):
+            c = (c >> 1) ^ 0x82F63B78 if c & 1 else c >> 1
+        table.append(c)
+    return table
+
+
+_TABLE = _crc32c_table()
+
+
+def crc32c(data):
+    c = 0xFFFFFFFF
+    for b in data:
+        c = _TABLE[(c ^ b) & 0xFF] ^ (c >> 8)
+    return c ^ 0xFFFFFFFF
+
+
+def varint(n):
+    out = bytearray()
+    while True:
+        b = n & 0x7F
+        n >>= 7
+        out.append(b | (0x80 if n else 0))
+        if not n:
+            return bytes(out)
+
+
+def string(s):
+    b = s.encode()
+    return varint(len(b)) + b
+
+
+def chunk(kind, payload):
+    return struct.pack("<III", kind, len(payload), crc32c(payload)) + payload
+
+
+def trace(start_ticks, start_ns, end_ticks, end_ns, events, pid=7, command="made.py", func_names=("main",)):
+    """A complete trace of one thread (tid = pid) whose ticks are ns.
+    events: [(ticks, "enter", func_index) or (ticks, "exit")], in time
+    order; functions are numbered from 1 in func_names' order, in made.py."""
+    meta = varint(0) + varint(pid) + varint(start_ticks) + varint(start_ns) + varint(10**9) + string(command)
+    defs = varint(1) + varint(0) + string("made.py")
+    for i, name in enumerate(func_names, 1):
+        defs += varint(2) + varint(i) + varint(PY) + varint(0) + varint(i) + string(name)
+    out = b"ULMATRC\x01" + struct.pack("<II", 2, 0)
+    out += chunk(META, meta) + chunk(DEFS, defs)
+    out += chunk(THREAD, varint(0) + varint(pid) + varint(pid))
+    # a delta must fit in 62 bits beside its tag: past that, a new chunk, which opens with an absolute time
+    runs = []
+    for ev in events:
+        if not runs or ev[0] - runs[-1][-1][0] >= 2**62:
+            runs.append([])
+        runs[-1].append(ev)
+    for run in runs:
+        body, last = bytearray(varint(run[0][0])), run[0][0]
+        for ev in run:
+            delta, last = ev[0] - last, ev[0]
+            body += varint(delta << 2 | 1) + varint(ev[2]) if ev[1] == "enter" else varint(delta << 2)
+        out += chunk(EVENTS, varint(0) + varint(len(run)) + varint(0) + bytes(body))
+    end = [end_ticks, end_ns, len(events), 0, 0, 0]
+    return out + chunk(END, b"".join(varint(v) for v in end))
