@@ -280,13 +280,14 @@ enum apply_mode {
 	APPLY_SAMPLED = 1u << 2,  /* off-CPU time interpolated from schedstat */
 };
 
-/* Apply records [*tail, head) of the ring, up to `horizon` ticks; stop
- * early at an entry whose definition has not arrived (unless final).
- * This loop is the monitor's per-event cost: it is compiled once per mode,
- * so that each copy holds only what its mode needs in registers. */
+/* Apply the records [from, end) (contiguous in the ring), up to `horizon`
+ * ticks; stop early at an entry whose definition has not arrived (unless
+ * final).  Returns the number consumed.  This loop is the monitor's
+ * per-event cost: it is compiled once per mode, so that each copy holds
+ * only what its mode needs in registers, and it walks a pointer. */
 static inline __attribute__((always_inline)) long
-apply_loop(struct ulma_collector *c, struct ulma_collector_slot *cs, const struct ulma_record *ring, uint64_t mask,
-	   uint64_t *tailp, uint64_t head, uint64_t horizon, bool final, const unsigned mode)
+apply_loop(struct ulma_collector *c, struct ulma_collector_slot *cs, const struct ulma_record *from,
+	   const struct ulma_record *end, uint64_t horizon, bool final, const unsigned mode)
 {
 	struct ulma_profile *p = &c->profile;
 	const uint32_t thread = cs->thread;
@@ -295,18 +296,17 @@ apply_loop(struct ulma_collector *c, struct ulma_collector_slot *cs, const struc
 	struct ulma_trace_cursor cur = {0};
 	const uint32_t *by_id = c->by_id;
 	uint32_t nby_id = c->nby_id;
-	const uint64_t first = *tailp;
-	uint64_t tail = first, last = cs->last_ticks;
+	const struct ulma_record *r = from;
+	uint64_t last = cs->last_ticks;
 	uint64_t wake = (mode & APPLY_SWITCHES) ? cs->off->wake_at : UINT64_MAX; /* next work for the switches */
 	if (mode & APPLY_STREAM)
 		ulma_trace_cursor_get(st, &cur);
 /* around anything that writes to the stream other than the cursor */
 #define CURSOR_PUT() ((mode & APPLY_STREAM) ? ulma_trace_cursor_put(st, &cur) : (void)0)
 #define CURSOR_GET() ((mode & APPLY_STREAM) ? ulma_trace_cursor_get(st, &cur) : (void)0)
-	for (; tail < head; tail++) {
-		const struct ulma_record *r = &ring[tail & mask];
-		if ((tail & 3) == 0 && tail + PREFETCH_RECORDS < head) /* a line the writer has finished */
-			__builtin_prefetch(&ring[(tail + PREFETCH_RECORDS) & mask]);
+	for (; r < end; r++) {
+		if (((uintptr_t)r & 63) == 0 && r + PREFETCH_RECORDS < end) /* a line the writer has finished */
+			__builtin_prefetch(r + PREFETCH_RECORDS);
 		uint64_t t = r->time > last ? r->time : last;
 		uint32_t sid = r->id, idx;
 		if (mode & APPLY_SAMPLED) {
@@ -359,8 +359,8 @@ apply_loop(struct ulma_collector *c, struct ulma_collector_slot *cs, const struc
 			}
 		} else {
 			cs->last_ticks = last;
-			if (tail > first)
-				cs->cpu = ring[(tail - 1) & mask].cpu;
+			if (r > from)
+				cs->cpu = r[-1].cpu;
 			CURSOR_PUT();
 			bool timed = apply_rare(c, cs, r, t);
 			CURSOR_GET();
@@ -376,25 +376,42 @@ apply_loop(struct ulma_collector *c, struct ulma_collector_slot *cs, const struc
 	CURSOR_PUT();
 #undef CURSOR_PUT
 #undef CURSOR_GET
-	*tailp = tail;
 	cs->last_ticks = last;
-	if (tail > first)
-		cs->cpu = ring[(tail - 1) & mask].cpu; /* the CPU the thread was last seen on */
-	return (long)(tail - first);
+	if (r > from)
+		cs->cpu = r[-1].cpu; /* the CPU the thread was last seen on */
+	return (long)(r - from);
 }
 
-static long apply_records(struct ulma_collector *c, struct ulma_collector_slot *cs, const struct ulma_record *ring,
-			  uint64_t mask, uint64_t *tailp, uint64_t head, uint64_t horizon, bool final)
+static long apply_span(struct ulma_collector *c, struct ulma_collector_slot *cs, const struct ulma_record *from,
+		       const struct ulma_record *end, uint64_t horizon, bool final)
 {
 	bool stream = cs->stream != NULL;
 	if (cs->off)
-		return stream ? apply_loop(c, cs, ring, mask, tailp, head, horizon, final, APPLY_STREAM | APPLY_SWITCHES)
-			      : apply_loop(c, cs, ring, mask, tailp, head, horizon, final, APPLY_SWITCHES);
+		return stream ? apply_loop(c, cs, from, end, horizon, final, APPLY_STREAM | APPLY_SWITCHES)
+			      : apply_loop(c, cs, from, end, horizon, final, APPLY_SWITCHES);
 	if (cs->sched_fd >= 0 || !ulma_schedline_empty(&cs->line))
-		return apply_loop(c, cs, ring, mask, tailp, head, horizon, final,
-				  (stream ? APPLY_STREAM : 0) | APPLY_SAMPLED);
-	return stream ? apply_loop(c, cs, ring, mask, tailp, head, horizon, final, APPLY_STREAM)
-		      : apply_loop(c, cs, ring, mask, tailp, head, horizon, final, 0);
+		return apply_loop(c, cs, from, end, horizon, final, (stream ? APPLY_STREAM : 0) | APPLY_SAMPLED);
+	return stream ? apply_loop(c, cs, from, end, horizon, final, APPLY_STREAM)
+		      : apply_loop(c, cs, from, end, horizon, final, 0);
+}
+
+/* Apply records [*tail, head) of the ring (of mask + 1 records), in the
+ * one or two contiguous spans they make. */
+static long apply_records(struct ulma_collector *c, struct ulma_collector_slot *cs, const struct ulma_record *ring,
+			  uint64_t mask, uint64_t *tailp, uint64_t head, uint64_t horizon, bool final)
+{
+	long n = 0;
+	while (*tailp < head) {
+		uint64_t at = *tailp & mask, len = head - *tailp;
+		if (len > mask + 1 - at)
+			len = mask + 1 - at; /* up to the ring's end; the rest from its start */
+		long done = apply_span(c, cs, ring + at, ring + at + len, horizon, final);
+		*tailp += (uint64_t)done;
+		n += done;
+		if ((uint64_t)done < len)
+			break;
+	}
+	return n;
 }
 
 /* The process is gone: take the records it wrote after its last batch
