@@ -58,6 +58,7 @@ int ulma_profile_add_thread(struct ulma_profile *p, uint32_t index, uint64_t ser
 	if (ulma_array_grow((void **)&p->threads, &p->cap_threads, index, sizeof(*p->threads)))
 		return -ENOMEM;
 	struct ulma_thread_row *t = &p->threads[index];
+	t->top = ULMA_PROFILE_NO_FRAME;
 	t->serial = serial;
 	t->pid = pid;
 	t->tid = tid;
@@ -103,7 +104,7 @@ void ulma_profile_off(struct ulma_profile *p, uint32_t thread, uint64_t blocked_
 		p->has_gil = 1;
 	if (t->depth == 0)
 		return; /* between frames: the thread's, no function's */
-	struct ulma_func_row *r = &p->funcs[t->stack[t->depth - 1].func];
+	struct ulma_func_row *r = &p->funcs[t->top];
 	r->self_blocked_ns += blocked_ns;
 	r->self_runnable_ns += runnable_ns;
 	r->self_gil_ns += gil_ns;
@@ -119,7 +120,7 @@ void ulma_profile_lost(struct ulma_profile *p, uint32_t thread, uint64_t ticks, 
 	struct ulma_thread_row *t = &p->threads[thread];
 	ulma_profile_charge(p, t, ticks);
 	if (t->depth) /* the charge counted an event that was not one */
-		p->funcs[t->stack[t->depth - 1].func].self_events--;
+		p->funcs[t->top].self_events--;
 	t->lost += count;
 	p->lost += count;
 }
@@ -147,7 +148,7 @@ void ulma_profile_finish(struct ulma_profile *p, uint64_t ticks)
 			continue;
 		uint64_t end = ticks > t->last_ticks ? ticks : t->last_ticks;
 		ulma_profile_charge(p, t, end);
-		p->funcs[t->stack[t->depth - 1].func].self_events--; /* no event: the frames end with the session */
+		p->funcs[t->top].self_events--; /* no event: the frames end with the session */
 		while (t->depth)
 			ulma_profile_pop(p, t);
 	}

@@ -83,10 +83,13 @@ struct ulma_frame {
 	struct ulma_thread_clocks at; /* its clocks at the entry */
 };
 
+#define ULMA_PROFILE_NO_FRAME UINT32_MAX
+
 struct ulma_thread_row {
 	struct ulma_frame *stack;
 	uint32_t depth;
 	uint32_t cap;
+	uint32_t top; /* function of the top frame (stack[depth - 1].func), ULMA_PROFILE_NO_FRAME if none */
 	uint32_t *active; /* open frames per function, for recursion-safe totals */
 	uint32_t nactive;
 	int seen;             /* any event yet */
@@ -151,7 +154,7 @@ static inline void ulma_profile_charge(struct ulma_profile *p, struct ulma_threa
 	}
 	uint64_t d = ticks > t->last_ticks ? ticks - t->last_ticks : 0;
 	if (ULMA_LIKELY(t->depth)) {
-		struct ulma_func_row *r = &p->funcs[t->stack[t->depth - 1].func];
+		struct ulma_func_row *r = &p->funcs[t->top];
 		r->self_ticks += d;
 		r->self_events++;
 		t->self_ticks += d;
@@ -172,6 +175,7 @@ static inline int ulma_profile_enter(struct ulma_profile *p, uint32_t thread, ui
 	f->start = t->last_ticks;
 	f->events0 = ++t->events;
 	f->at = t->now;
+	t->top = func;
 	t->active[func]++;
 	p->funcs[func].calls++;
 	return 0;
@@ -185,6 +189,7 @@ void ulma_profile_total_off(struct ulma_func_row *r, const struct ulma_thread_ro
 static inline void ulma_profile_pop(struct ulma_profile *p, struct ulma_thread_row *t)
 {
 	const struct ulma_frame *f = &t->stack[--t->depth];
+	t->top = t->depth ? f[-1].func : ULMA_PROFILE_NO_FRAME;
 	if (ULMA_LIKELY(--t->active[f->func] != 0))
 		return; /* a recursive frame: its total counts at the outermost one */
 	struct ulma_func_row *r = &p->funcs[f->func];

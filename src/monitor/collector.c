@@ -330,7 +330,7 @@ apply_loop(struct ulma_collector *c, struct ulma_collector_slot *cs, const struc
 				if (idx == UINT32_MAX)
 					break; /* its definition is on its way */
 			}
-			bool same = th->depth && th->stack[th->depth - 1].func == idx;
+			bool same = th->top == idx;
 			if (ULMA_UNLIKELY(ulma_profile_enter(p, thread, idx, t))) {
 				set_error(c, -ENOMEM);
 				break;
@@ -346,7 +346,7 @@ apply_loop(struct ulma_collector *c, struct ulma_collector_slot *cs, const struc
 				by_id = c->by_id;
 				nby_id = c->nby_id;
 			}
-			if (ULMA_LIKELY(th->depth && th->stack[th->depth - 1].func == idx)) {
+			if (ULMA_LIKELY(th->top == idx)) {
 				ulma_profile_exit(p, thread, t);
 				if (mode & APPLY_STREAM)
 					ulma_trace_cursor_exit(st, &cur, t, r->cpu);
