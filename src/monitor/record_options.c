@@ -97,9 +97,9 @@ long ulma_record_nap_ns(long *idle, long n)
 		return 10000000;
 	if (n > 0) {
 		*idle = 0;
-		return 1000000;
+		return 2000000;
 	}
-	*idle = *idle ? (*idle < 1000000 ? *idle * 2 : 2000000) : 500000;
+	*idle = *idle ? (*idle < 2000000 ? *idle * 2 : 4000000) : 1000000;
 	return *idle;
 }
 
