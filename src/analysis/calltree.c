@@ -117,3 +117,48 @@ static int sink_close(void *ctx, const struct ulma_walk *w, uint32_t thread, con
 }
 
 const struct ulma_walk_sink ulma_calltree_sink_template = {NULL, NULL, NULL, sink_open, sink_close};
+
+int ulma_calltree_totals(const struct ulma_calltree *t, uint32_t nkeys, struct ulma_ct_totals *out)
+{
+	memset(out, 0, (size_t)nkeys * sizeof(*out));
+	if (t->nnodes <= 1)
+		return 0;
+	/* depth first with a count of open nodes per key: a node is outermost
+	 * for its function when that count was 0 as it opened */
+	uint32_t *active = calloc(nkeys ? nkeys : 1, sizeof(*active));
+	uint32_t *stack = malloc((size_t)t->nnodes * sizeof(*stack));
+	if (!active || !stack) {
+		free(active);
+		free(stack);
+		return -ENOMEM;
+	}
+	uint32_t depth = 0, n = t->nodes[0].first_child;
+	while (n) {
+		const struct ulma_ct_node *nd = &t->nodes[n];
+		if (nd->key < nkeys) {
+			struct ulma_ct_totals *o = &out[nd->key];
+			o->calls += nd->calls;
+			o->self_ns += nd->self_ns;
+			if (active[nd->key]++ == 0)
+				o->total_ns += nd->total_ns;
+		}
+		stack[depth++] = n;
+		if (nd->first_child) { /* down */
+			n = nd->first_child;
+			continue;
+		}
+		while (depth) { /* up, closing nodes, until one has a next sibling */
+			uint32_t done = stack[--depth];
+			if (t->nodes[done].key < nkeys)
+				active[t->nodes[done].key]--;
+			if (t->nodes[done].next_sibling) {
+				n = t->nodes[done].next_sibling;
+				break;
+			}
+			n = 0;
+		}
+	}
+	free(active);
+	free(stack);
+	return 0;
+}

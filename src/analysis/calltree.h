@@ -52,6 +52,18 @@ int ulma_calltree_open(struct ulma_calltree *t, const struct ulma_walk *w, uint3
 int ulma_calltree_close(struct ulma_calltree *t, const struct ulma_walk *w, uint32_t thread,
 			const struct ulma_walk_frame *f);
 
+/* Per-function totals from the tree, as cProfile counts them: calls and
+ * self time summed over a function's nodes, total time over its nodes
+ * with no ancestor of the same function (the outermost frames of a
+ * recursion).  out[key] for every key below nkeys (zeroed first).
+ * Returns 0 or -ENOMEM. */
+struct ulma_ct_totals {
+	uint64_t calls;
+	uint64_t self_ns;
+	uint64_t total_ns;
+};
+int ulma_calltree_totals(const struct ulma_calltree *t, uint32_t nkeys, struct ulma_ct_totals *out);
+
 /* A sink feeding the tree (set ctx to it). */
 extern const struct ulma_walk_sink ulma_calltree_sink_template;
 

@@ -18,7 +18,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "callgraph.h"
 #include "calltree.h"
 #include "export.h"
 #include "export_html_page.h"
@@ -40,7 +39,6 @@ struct lane {
 };
 
 struct html {
-	struct ulma_callgraph g;
 	struct ulma_calltree t;
 	struct lane *lanes;
 	uint32_t nlanes;
@@ -92,16 +90,13 @@ static int add_span(struct html *h, uint32_t thread, const struct ulma_walk *w, 
 static int on_open(void *ctx, const struct ulma_walk *w, uint32_t thread, const struct ulma_walk_frame *f)
 {
 	struct html *h = ctx;
-	int err = ulma_callgraph_open(&h->g, w, thread, f);
-	return err ? err : ulma_calltree_open(&h->t, w, thread, f);
+	return ulma_calltree_open(&h->t, w, thread, f);
 }
 
 static int on_close(void *ctx, const struct ulma_walk *w, uint32_t thread, const struct ulma_walk_frame *f)
 {
 	struct html *h = ctx;
-	int err = ulma_callgraph_close(&h->g, w, thread, f);
-	if (!err)
-		err = ulma_calltree_close(&h->t, w, thread, f);
+	int err = ulma_calltree_close(&h->t, w, thread, f);
 	return err ? err : add_span(h, thread, w, f);
 }
 
@@ -122,7 +117,8 @@ static int write_data(FILE *out, const struct ulma_walk *w, struct html *h)
 	uint32_t *index = malloc(nf * sizeof(*index)); /* key -> row in "funcs" */
 	uint32_t *order = malloc((size_t)h->t.nnodes * sizeof(*order));
 	uint32_t *newid = malloc((size_t)h->t.nnodes * sizeof(*newid));
-	int err = index && order && newid ? 0 : -ENOMEM;
+	struct ulma_ct_totals *fn = malloc(nf * sizeof(*fn)); /* the function table, from the tree */
+	int err = index && order && newid && fn ? ulma_calltree_totals(&h->t, w->nfuncs, fn) : -ENOMEM;
 	uint32_t nrows = 0, nkept = 0;
 
 	char note[ULMA_WALK_NOTE_MAX];
@@ -139,9 +135,9 @@ static int write_data(FILE *out, const struct ulma_walk *w, struct html *h)
 	for (uint32_t k = 0; k < w->nfuncs && !err; k++) {
 		index[k] = UINT32_MAX;
 		const struct ulma_walk_func *f = &w->funcs[k];
-		if (f->key != k || k >= h->g.nfuncs || h->g.funcs[k].calls == 0)
+		if (f->key != k || fn[k].calls == 0)
 			continue;
-		const struct ulma_cg_func *cf = &h->g.funcs[k];
+		const struct ulma_ct_totals *cf = &fn[k];
 		index[k] = nrows++;
 		ulma_sbuf_puts(&b, nrows > 1 ? ",\n[" : "\n[");
 		ulma_sbuf_json(&b, f->name);
@@ -236,6 +232,7 @@ static int write_data(FILE *out, const struct ulma_walk *w, struct html *h)
 	free(index);
 	free(order);
 	free(newid);
+	free(fn);
 	return err;
 }
 
@@ -245,7 +242,6 @@ int ulma_export_html(FILE *in, const struct ulma_export_opts *o, FILE *out, cons
 	struct html h = {0};
 	struct ulma_walk w;
 	(void)dir;
-	ulma_callgraph_init(&h.g);
 	int err = ulma_calltree_init(&h.t);
 	if (err)
 		return err;
@@ -261,7 +257,6 @@ int ulma_export_html(FILE *in, const struct ulma_export_opts *o, FILE *out, cons
 		free(h.lanes[i].s);
 	free(h.lanes);
 	ulma_calltree_free(&h.t);
-	ulma_callgraph_free(&h.g);
 	ulma_walk_free(&w);
 	return err;
 }
