@@ -1,11 +1,11 @@
-/* callgraph.c - cProfile-style function and edge totals (see callgraph.h). */
+/* callgraph.c - cProfile-style function and edge totals, made from a call
+ * tree (see callgraph.h). */
 #include "callgraph.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "../core/array.h"
 
 void ulma_callgraph_init(struct ulma_callgraph *g)
 {
@@ -14,12 +14,6 @@ void ulma_callgraph_init(struct ulma_callgraph *g)
 
 void ulma_callgraph_free(struct ulma_callgraph *g)
 {
-	for (uint32_t i = 0; i < g->nthreads; i++) {
-		free(g->threads[i].fn_active);
-		free(g->threads[i].edge_active);
-		free(g->threads[i].edges);
-	}
-	free(g->threads);
 	free(g->funcs);
 	free(g->edges);
 	ulma_idmap_free(&g->edge_ids);
@@ -40,20 +34,6 @@ static int ensure_funcs(struct ulma_callgraph *g, uint32_t n)
 		f[i] = (struct ulma_cg_func){.first_in = ULMA_WALK_NONE, .first_out = ULMA_WALK_NONE};
 	g->funcs = f;
 	g->nfuncs = ncap;
-	return 0;
-}
-
-static int ensure_thread(struct ulma_callgraph *g, uint32_t thread)
-{
-	if (thread < g->nthreads)
-		return 0;
-	uint32_t n = thread + 1 > g->nthreads * 2 ? thread + 1 : g->nthreads * 2;
-	struct ulma_cg_thread *t = realloc(g->threads, (size_t)n * sizeof(*t));
-	if (!t)
-		return -ENOMEM;
-	memset(t + g->nthreads, 0, (size_t)(n - g->nthreads) * sizeof(*t));
-	g->threads = t;
-	g->nthreads = n;
 	return 0;
 }
 
@@ -98,109 +78,104 @@ static inline uint32_t key_of(const struct ulma_callgraph *g, const struct ulma_
 	return g->keys ? g->keys[func] : w->funcs[func].key;
 }
 
-/* One more open frame at counts[index], growing the array; the new count. */
-static inline int level_up(uint32_t **counts, uint32_t *n, uint32_t index, uint32_t *now)
+/* One node of the tree into g; level: open nodes above it, per key and per edge. */
+static int add_node(struct ulma_callgraph *g, const struct ulma_walk *w, const struct ulma_calltree *t,
+		    uint32_t n, uint32_t *fn_open, uint32_t *edge_open, uint32_t *edge_of_node)
 {
-	if (index >= *n && ulma_array_grow((void **)counts, n, index, sizeof(**counts)))
-		return -ENOMEM;
-	*now = ++(*counts)[index];
-	return 0;
-}
-
-/* One fewer (never below 0); the new count. */
-static uint32_t level_down(uint32_t *counts, uint32_t n, uint32_t index)
-{
-	if (index >= n || counts[index] == 0)
-		return 0;
-	return --counts[index];
-}
-
-int ulma_callgraph_open(struct ulma_callgraph *g, const struct ulma_walk *w, uint32_t thread,
-			const struct ulma_walk_frame *f)
-{
-	uint32_t k = key_of(g, w, f->func), e = ULMA_WALK_NONE, now;
-	int err;
-	if ((w->nfuncs > g->nfuncs && (err = ensure_funcs(g, w->nfuncs))) ||
-	    (thread >= g->nthreads && (err = ensure_thread(g, thread))))
-		return err;
-	struct ulma_cg_thread *t = &g->threads[thread];
-	if (t->depth == t->cap) {
-		uint32_t ncap = t->cap ? t->cap * 2 : 64;
-		uint32_t *s = realloc(t->edges, (size_t)ncap * sizeof(*s));
-		if (!s)
-			return -ENOMEM;
-		t->edges = s;
-		t->cap = ncap;
-	}
-	if ((err = level_up(&t->fn_active, &t->nfn_active, k, &now)))
-		return err;
-	if (f->parent != ULMA_WALK_NONE) {
-		if ((err = edge_of(g, key_of(g, w, f->parent), k, &e)))
-			return err;
-		if ((err = level_up(&t->edge_active, &t->nedge_active, e, &now)))
-			return err;
-	}
-	t->edges[t->depth++] = e;
-	return 0;
-}
-
-int ulma_callgraph_close(struct ulma_callgraph *g, const struct ulma_walk *w, uint32_t thread,
-			 const struct ulma_walk_frame *f)
-{
-	if (thread >= g->nthreads || g->threads[thread].depth == 0)
-		return -EINVAL; /* a close without its open: the walker's contract broken */
-	struct ulma_cg_thread *t = &g->threads[thread];
-	uint32_t k = key_of(g, w, f->func), e = t->edges[--t->depth];
-	uint64_t dur = f->end_ns - f->start_ns;
-	uint32_t fn_level = level_down(t->fn_active, t->nfn_active, k);
+	const struct ulma_ct_node *nd = &t->nodes[n];
+	uint32_t k = key_of(g, w, nd->key), e = ULMA_WALK_NONE;
 	struct ulma_cg_func *fn = &g->funcs[k];
-	fn->calls++;
-	fn->self_ns += f->self_ns;
-	if (fn_level == 0)
-		fn->total_ns += dur;
+	bool outermost = fn_open[k]++ == 0;
+	fn->calls += nd->calls;
+	fn->self_ns += nd->self_ns;
+	if (outermost)
+		fn->total_ns += nd->total_ns;
 	else
-		fn->reccalls++;
-	if (e == ULMA_WALK_NONE) {
-		fn->root_calls++;
-		fn->root_ns += dur;
-		return 0;
+		fn->reccalls += nd->calls;
+	if (nd->parent == 0) {
+		fn->root_calls += nd->calls;
+		fn->root_ns += nd->total_ns;
+	} else {
+		int err = edge_of(g, key_of(g, w, t->nodes[nd->parent].key), k, &e);
+		if (err)
+			return err;
+		if (e >= t->nnodes) /* edge_open has one count per node: one edge at most each */
+			return -ENOMEM;
+		struct ulma_cg_edge *ed = &g->edges[e];
+		bool pair_outermost = edge_open[e]++ == 0;
+		ed->calls += nd->calls;
+		ed->self_ns += nd->self_ns;
+		if (pair_outermost)
+			ed->total_ns += nd->total_ns;
+		else
+			ed->reccalls += nd->calls;
+		if (outermost)
+			ed->incl_ns += nd->total_ns;
 	}
-	uint32_t pair_level = level_down(t->edge_active, t->nedge_active, e);
-	struct ulma_cg_edge *ed = &g->edges[e];
-	ed->calls++;
-	ed->self_ns += f->self_ns;
-	if (pair_level == 0)
-		ed->total_ns += dur;
-	else
-		ed->reccalls++;
-	if (fn_level == 0)
-		ed->incl_ns += dur;
+	edge_of_node[n] = e;
 	return 0;
 }
 
-static int sink_open(void *ctx, const struct ulma_walk *w, uint32_t thread, const struct ulma_walk_frame *f)
+int ulma_callgraph_from_tree(struct ulma_callgraph *g, const struct ulma_walk *w, const struct ulma_calltree *t)
 {
-	return ulma_callgraph_open(ctx, w, thread, f);
+	int err = ensure_funcs(g, w->nfuncs ? w->nfuncs : 1);
+	if (err || t->nnodes <= 1)
+		return err;
+	/* at most one edge per node: room for them all, so the open counts can be arrays */
+	if (g->cap_edges < t->nnodes) {
+		struct ulma_cg_edge *v = realloc(g->edges, (size_t)t->nnodes * sizeof(*v));
+		if (!v)
+			return -ENOMEM;
+		g->edges = v;
+		g->cap_edges = t->nnodes;
+	}
+	uint32_t *fn_open = calloc(g->nfuncs, sizeof(*fn_open));
+	uint32_t *edge_open = calloc(t->nnodes, sizeof(*edge_open));
+	uint32_t *edge_of_node = malloc((size_t)t->nnodes * sizeof(*edge_of_node));
+	uint32_t *stack = malloc((size_t)t->nnodes * sizeof(*stack));
+	err = fn_open && edge_open && edge_of_node && stack ? 0 : -ENOMEM;
+	/* depth first, counting the open nodes of each function and edge */
+	uint32_t depth = 0, n = t->nodes[0].first_child;
+	while (n && !err) {
+		err = add_node(g, w, t, n, fn_open, edge_open, edge_of_node);
+		stack[depth++] = n;
+		if (t->nodes[n].first_child) {
+			n = t->nodes[n].first_child;
+			continue;
+		}
+		for (n = 0; depth && !n;) {
+			uint32_t done = stack[--depth];
+			fn_open[key_of(g, w, t->nodes[done].key)]--;
+			if (edge_of_node[done] != ULMA_WALK_NONE)
+				edge_open[edge_of_node[done]]--;
+			n = t->nodes[done].next_sibling;
+		}
+	}
+	free(fn_open);
+	free(edge_open);
+	free(edge_of_node);
+	free(stack);
+	return err;
 }
-
-static int sink_close(void *ctx, const struct ulma_walk *w, uint32_t thread, const struct ulma_walk_frame *f)
-{
-	return ulma_callgraph_close(ctx, w, thread, f);
-}
-
-const struct ulma_walk_sink ulma_callgraph_sink_template = {NULL, NULL, NULL, sink_open, sink_close};
 
 int ulma_callgraph_export(FILE *in, const struct ulma_export_opts *o, FILE *out, struct ulma_export_result *res,
 			  int (*write)(FILE *out, const struct ulma_walk *w, const struct ulma_callgraph *g))
 {
 	struct ulma_walk w;
 	struct ulma_callgraph g;
+	struct ulma_calltree t;
 	ulma_callgraph_init(&g);
-	struct ulma_walk_sink sink = ulma_callgraph_sink_template;
-	sink.ctx = &g;
-	int err = ulma_export_walk(in, o, &w, &sink, res);
+	int err = ulma_calltree_init(&t);
+	if (err)
+		return err;
+	struct ulma_walk_sink sink = ulma_calltree_sink_template;
+	sink.ctx = &t;
+	err = ulma_export_walk(in, o, &w, &sink, res);
+	if (!err)
+		err = ulma_callgraph_from_tree(&g, &w, &t);
 	if (!err)
 		err = write(out, &w, &g);
+	ulma_calltree_free(&t);
 	ulma_callgraph_free(&g);
 	ulma_walk_free(&w);
 	return err;

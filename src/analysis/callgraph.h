@@ -1,9 +1,10 @@
 /* callgraph.h - per-function and per-call-edge totals of a walked trace,
  * with cProfile's semantics, for the pstats and callgrind exporters.
  *
- * Fed by the frames of export_walk.h (functions merged on their key, or on
- * keys of the caller's choosing), it
- * counts for each function its calls, the calls made while it was already
+ * Made from the calling-context tree of a walk (calltree.h; functions
+ * merged on their key, or on keys of the caller's choosing) once the walk
+ * is over, which costs a walk only the tree's per-frame work.  It counts
+ * for each function its calls, the calls made while it was already
  * active on the same thread (recursive calls), its self time, and its total
  * time counted at the outermost frame only.  For each edge caller -> callee
  * it counts the same four figures, recursion being judged on the pair, as
@@ -21,6 +22,7 @@
 #include <stdint.h>
 
 #include "../core/idmap.h"
+#include "calltree.h"
 #include "export.h"
 #include "export_walk.h"
 
@@ -47,16 +49,6 @@ struct ulma_cg_edge {
 	uint64_t incl_ns;  /* callee time where the callee was not already active */
 };
 
-struct ulma_cg_thread {
-	uint32_t *fn_active;   /* open frames per function key */
-	uint32_t nfn_active;
-	uint32_t *edge_active; /* open frames per edge */
-	uint32_t nedge_active;
-	uint32_t *edges;       /* edge of each open kept frame, or ULMA_WALK_NONE */
-	uint32_t depth;
-	uint32_t cap;
-};
-
 #define ULMA_CG_EDGE_CACHE 4096 /* recent (caller, callee) -> edge, before the hash */
 
 struct ulma_callgraph {
@@ -73,21 +65,16 @@ struct ulma_callgraph {
 	struct ulma_idmap edge_ids; /* caller << 32 | callee, + 1 -> edge */
 	uint64_t edge_cache_key[ULMA_CG_EDGE_CACHE];
 	uint32_t edge_cache_id[ULMA_CG_EDGE_CACHE];
-	struct ulma_cg_thread *threads;
-	uint32_t nthreads;
 };
 
 void ulma_callgraph_init(struct ulma_callgraph *g);
 void ulma_callgraph_free(struct ulma_callgraph *g);
 
-/* Frames from the walker, in its order. */
-int ulma_callgraph_open(struct ulma_callgraph *g, const struct ulma_walk *w, uint32_t thread,
-			const struct ulma_walk_frame *f);
-int ulma_callgraph_close(struct ulma_callgraph *g, const struct ulma_walk *w, uint32_t thread,
-			 const struct ulma_walk_frame *f);
-
-/* A sink feeding g (ctx = g), for walkers with no other consumer. */
-extern const struct ulma_walk_sink ulma_callgraph_sink_template;
+/* Build g from the call tree of a whole walk instead of from every frame:
+ * the same figures (a frame's recursion is judged by the nodes above it,
+ * which are the frames under it), computed once per node, so a walk need
+ * only feed the tree.  Returns 0 or -ENOMEM. */
+int ulma_callgraph_from_tree(struct ulma_callgraph *g, const struct ulma_walk *w, const struct ulma_calltree *t);
 
 /* Walk the trace `in` into a call graph, then hand both to `write`, which
  * renders them to `out` (the pstats and callgrind exporters).  Returns

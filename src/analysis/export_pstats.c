@@ -121,6 +121,7 @@ static void pstats_name(struct ulma_sbuf *b, const struct ulma_walk_func *f)
 /* Functions merged on their pstats key: the callgraph's keys.  names[k]
  * is the pstats name of function k where k is the first with its key. */
 struct pstats_keys {
+	struct ulma_calltree t; /* fed by the walk; the call graph is made from it */
 	struct ulma_callgraph g;
 	uint32_t *keys;
 	char **names;
@@ -187,12 +188,12 @@ static int on_func(void *ctx, const struct ulma_walk *w, uint32_t func)
 
 static int on_open(void *ctx, const struct ulma_walk *w, uint32_t thread, const struct ulma_walk_frame *f)
 {
-	return ulma_callgraph_open(&((struct pstats_keys *)ctx)->g, w, thread, f);
+	return ulma_calltree_open(&((struct pstats_keys *)ctx)->t, w, thread, f);
 }
 
 static int on_close(void *ctx, const struct ulma_walk *w, uint32_t thread, const struct ulma_walk_frame *f)
 {
-	return ulma_callgraph_close(&((struct pstats_keys *)ctx)->g, w, thread, f);
+	return ulma_calltree_close(&((struct pstats_keys *)ctx)->t, w, thread, f);
 }
 
 /* The (file, line, name) key of function k, the first with its key. */
@@ -252,8 +253,13 @@ int ulma_export_pstats(FILE *in, const struct ulma_export_opts *o, FILE *out, co
 	struct pstats_keys pk = {0};
 	struct ulma_walk w;
 	ulma_callgraph_init(&pk.g);
+	int err = ulma_calltree_init(&pk.t);
+	if (err)
+		return err;
 	const struct ulma_walk_sink sink = {&pk, on_func, NULL, on_open, on_close};
-	int err = ulma_export_walk(in, o, &w, &sink, res);
+	err = ulma_export_walk(in, o, &w, &sink, res);
+	if (!err)
+		err = ulma_callgraph_from_tree(&pk.g, &w, &pk.t);
 	if (!err)
 		err = write_stats(out, &w, &pk);
 	for (uint32_t k = 0; k < pk.cap; k++)
@@ -261,6 +267,7 @@ int ulma_export_pstats(FILE *in, const struct ulma_export_opts *o, FILE *out, co
 	free(pk.names);
 	free(pk.keys);
 	ulma_idmap_free(&pk.first);
+	ulma_calltree_free(&pk.t);
 	ulma_callgraph_free(&pk.g);
 	ulma_walk_free(&w);
 	return err;

@@ -443,7 +443,9 @@ static void test_callgraph(void)
 	w.funcs = funcs;
 	w.nfuncs = 3;
 	struct ulma_callgraph g;
+	struct ulma_calltree tree;
 	ulma_callgraph_init(&g);
+	ulma_calltree_init(&tree);
 	struct step {
 		char kind;
 		uint32_t func, parent;
@@ -458,9 +460,10 @@ static void test_callgraph(void)
 	for (size_t i = 0; i < sizeof(steps) / sizeof(steps[0]) && !err; i++) {
 		struct ulma_walk_frame f = {steps[i].func, steps[i].parent, 0, 0, steps[i].start, steps[i].end,
 					    steps[i].self};
-		err = steps[i].kind == 'O' ? ulma_callgraph_open(&g, &w, 0, &f) : ulma_callgraph_close(&g, &w, 0, &f);
+		err = steps[i].kind == 'O' ? ulma_calltree_open(&tree, &w, 0, &f) : ulma_calltree_close(&tree, &w, 0, &f);
 	}
-	CHECK_EQ_I64(err, 0, "call graph fed");
+	CHECK_EQ_I64(err, 0, "call tree fed");
+	CHECK_EQ_I64(ulma_callgraph_from_tree(&g, &w, &tree), 0, "call graph made from the tree");
 	const struct ulma_cg_func *fib = &g.funcs[1], *mainf = &g.funcs[0];
 	CHECK(fib->calls == 3 && fib->reccalls == 2 && fib->self_ns == 70 && fib->total_ns == 80,
 	      "fib: 3 calls, 2 recursive, self 70, total 80 (outermost only)");
@@ -493,7 +496,8 @@ static void test_callgraph(void)
 		in++;
 	CHECK(in == 2 && g.funcs[0].first_in == ULMA_WALK_NONE, "fib has two callers, main none");
 	struct ulma_walk_frame stray = {0, ULMA_WALK_NONE, 0, 0, 0, 1, 1};
-	CHECK(ulma_callgraph_close(&g, &w, 0, &stray) == -EINVAL, "a close without an open is refused");
+	CHECK(ulma_calltree_close(&tree, &w, 0, &stray) == -EINVAL, "a close without an open is refused");
+	ulma_calltree_free(&tree);
 	ulma_callgraph_free(&g);
 }
 
