@@ -170,6 +170,7 @@ int ulma_callgraph_export(FILE *in, const struct ulma_export_opts *o, FILE *out,
 		return err;
 	struct ulma_walk_sink sink = ulma_calltree_sink_template;
 	sink.ctx = &t;
+	sink.tree = &t;
 	err = ulma_export_walk(in, o, &w, &sink, res);
 	if (!err)
 		err = ulma_callgraph_from_tree(&g, &w, &t);

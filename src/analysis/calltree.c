@@ -20,7 +20,7 @@ int ulma_calltree_init(struct ulma_calltree *t)
 void ulma_calltree_free(struct ulma_calltree *t)
 {
 	for (uint32_t i = 0; i < t->nthreads; i++)
-		free(t->threads[i].nodes);
+		free(t->threads[i].frames);
 	free(t->threads);
 	free(t->nodes);
 	ulma_idmap_free(&t->children);
@@ -63,8 +63,8 @@ static int child_of(struct ulma_calltree *t, uint32_t parent, uint32_t key, uint
 	return 0;
 }
 
-int ulma_calltree_open(struct ulma_calltree *t, const struct ulma_walk *w, uint32_t thread,
-		       const struct ulma_walk_frame *f)
+/* Room for one more open frame on thread. */
+static int reserve_frame(struct ulma_calltree *t, uint32_t thread)
 {
 	if (thread >= t->nthreads) {
 		uint32_t n = thread + 1 > t->nthreads * 2 ? thread + 1 : t->nthreads * 2;
@@ -78,19 +78,33 @@ int ulma_calltree_open(struct ulma_calltree *t, const struct ulma_walk *w, uint3
 	struct ulma_ct_thread *th = &t->threads[thread];
 	if (th->depth == th->cap) {
 		uint32_t ncap = th->cap ? th->cap * 2 : 64;
-		uint32_t *s = realloc(th->nodes, (size_t)ncap * sizeof(*s));
+		struct ulma_ct_frame *s = realloc(th->frames, (size_t)ncap * sizeof(*s));
 		if (!s)
 			return -ENOMEM;
-		th->nodes = s;
+		th->frames = s;
 		th->cap = ncap;
 	}
-	uint32_t parent = th->depth ? th->nodes[th->depth - 1] : ULMA_CALLTREE_ROOT, node;
-	int err = child_of(t, parent, w->funcs[f->func].key, &node);
+	return 0;
+}
+
+int ulma_calltree_enter_slow(struct ulma_calltree *t, uint32_t thread, uint32_t key, uint64_t ns)
+{
+	int err = reserve_frame(t, thread);
 	if (err)
 		return err;
+	struct ulma_ct_thread *th = &t->threads[thread];
+	uint32_t parent = th->depth ? th->frames[th->depth - 1].node : ULMA_CALLTREE_ROOT, node;
+	if ((err = child_of(t, parent, key, &node)))
+		return err;
 	t->nodes[node].calls++;
-	th->nodes[th->depth++] = node;
+	th->frames[th->depth++] = (struct ulma_ct_frame){node, ns, 0};
 	return 0;
+}
+
+int ulma_calltree_open(struct ulma_calltree *t, const struct ulma_walk *w, uint32_t thread,
+		       const struct ulma_walk_frame *f)
+{
+	return ulma_calltree_enter_slow(t, thread, w->funcs[f->func].key, f->start_ns);
 }
 
 int ulma_calltree_close(struct ulma_calltree *t, const struct ulma_walk *w, uint32_t thread,
@@ -100,7 +114,7 @@ int ulma_calltree_close(struct ulma_calltree *t, const struct ulma_walk *w, uint
 	if (thread >= t->nthreads || t->threads[thread].depth == 0)
 		return -EINVAL;
 	struct ulma_ct_thread *th = &t->threads[thread];
-	struct ulma_ct_node *n = &t->nodes[th->nodes[--th->depth]];
+	struct ulma_ct_node *n = &t->nodes[th->frames[--th->depth].node];
 	n->self_ns += f->self_ns;
 	n->total_ns += f->end_ns - f->start_ns;
 	return 0;
@@ -116,7 +130,7 @@ static int sink_close(void *ctx, const struct ulma_walk *w, uint32_t thread, con
 	return ulma_calltree_close(ctx, w, thread, f);
 }
 
-const struct ulma_walk_sink ulma_calltree_sink_template = {NULL, NULL, NULL, sink_open, sink_close};
+const struct ulma_walk_sink ulma_calltree_sink_template = {NULL, NULL, NULL, sink_open, sink_close, NULL};
 
 int ulma_calltree_totals(const struct ulma_calltree *t, uint32_t nkeys, struct ulma_ct_totals *out)
 {

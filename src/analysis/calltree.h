@@ -29,8 +29,14 @@ struct ulma_ct_node {
 	uint64_t total_ns;    /* time of the frames at this node */
 };
 
+struct ulma_ct_frame {
+	uint32_t node;
+	uint64_t start; /* ns: fed by ulma_calltree_enter only */
+	uint64_t child; /* ns in callees, the same */
+};
+
 struct ulma_ct_thread {
-	uint32_t *nodes; /* open frames' nodes */
+	struct ulma_ct_frame *frames; /* open frames */
 	uint32_t depth;
 	uint32_t cap;
 };
@@ -64,7 +70,48 @@ struct ulma_ct_totals {
 };
 int ulma_calltree_totals(const struct ulma_calltree *t, uint32_t nkeys, struct ulma_ct_totals *out);
 
-/* A sink feeding the tree (set ctx to it). */
+/* A sink feeding the tree (set ctx and tree to it). */
 extern const struct ulma_walk_sink ulma_calltree_sink_template;
+
+/* Fed straight from the walker's events when nothing is filtered (the
+ * sink's `tree`): enter a frame of function `key` at ns, leave the top one
+ * at ns.  The same figures as open/close, without building frames. */
+int ulma_calltree_enter_slow(struct ulma_calltree *t, uint32_t thread, uint32_t key, uint64_t ns);
+
+static inline int ulma_calltree_enter(struct ulma_calltree *t, uint32_t thread, uint32_t key, uint64_t ns)
+{
+	if (__builtin_expect(thread < t->nthreads, 1)) {
+		struct ulma_ct_thread *th = &t->threads[thread];
+		if (__builtin_expect(th->depth < th->cap, 1)) {
+			uint32_t parent = th->depth ? th->frames[th->depth - 1].node : ULMA_CALLTREE_ROOT;
+			uint32_t guess = t->nodes[parent].recent;
+			if (__builtin_expect(guess && t->nodes[guess].key == key, 1)) {
+				t->nodes[guess].calls++;
+				th->frames[th->depth++] = (struct ulma_ct_frame){guess, ns, 0};
+				return 0;
+			}
+		}
+	}
+	return ulma_calltree_enter_slow(t, thread, key, ns);
+}
+
+/* Frames open on a thread (0 for a thread never seen). */
+static inline uint32_t ulma_calltree_depth(const struct ulma_calltree *t, uint32_t thread)
+{
+	return thread < t->nthreads ? t->threads[thread].depth : 0;
+}
+
+/* Leave the top frame of a thread with ulma_calltree_depth > 0. */
+static inline void ulma_calltree_leave(struct ulma_calltree *t, uint32_t thread, uint64_t ns)
+{
+	struct ulma_ct_thread *th = &t->threads[thread];
+	const struct ulma_ct_frame *f = &th->frames[--th->depth];
+	uint64_t dur = ns > f->start ? ns - f->start : 0;
+	struct ulma_ct_node *n = &t->nodes[f->node];
+	n->total_ns += dur;
+	n->self_ns += dur > f->child ? dur - f->child : 0;
+	if (th->depth)
+		th->frames[th->depth - 1].child += dur;
+}
 
 #endif

@@ -159,6 +159,7 @@ int ulma_export_folded(FILE *in, const struct ulma_export_opts *o, FILE *out, co
 		return err;
 	struct ulma_walk_sink sink = ulma_calltree_sink_template;
 	sink.ctx = &t;
+	sink.tree = &t;
 	err = ulma_export_walk(in, o, &w, &sink, res);
 	if (!err)
 		err = write_folded(out, &w, &t, o->counts);

@@ -245,7 +245,7 @@ int ulma_export_html(FILE *in, const struct ulma_export_opts *o, FILE *out, cons
 	int err = ulma_calltree_init(&h.t);
 	if (err)
 		return err;
-	struct ulma_walk_sink sink = {&h, NULL, NULL, on_open, on_close};
+	struct ulma_walk_sink sink = {&h, NULL, NULL, on_open, on_close, NULL};
 	err = ulma_export_walk(in, o, &w, &sink, res);
 	if (!err && fputs(ulma_html_head, out) == EOF)
 		err = -EIO;

@@ -12,6 +12,8 @@
 #include "../core/array.h"
 #include "export_walk.h"
 
+#include "calltree.h"
+
 #include <errno.h>
 #include <fnmatch.h>
 #include <math.h>
@@ -482,11 +484,49 @@ static int on_events_all(struct ulma_walk *w, uint32_t thread, const struct ulma
 	return err;
 }
 
+/* on_events_all for a sink that only builds a call tree: the events go
+ * straight into it, with no frame built and no callback per frame. */
+static int on_events_tree(struct ulma_walk *w, uint32_t thread, const struct ulma_trace_event *ev, size_t n)
+{
+	struct ulma_walk_thread *t = &w->threads[thread];
+	struct ulma_calltree *tree = w->sink->tree;
+	uint64_t events = 0;
+	int err = 0;
+	for (size_t i = 0; i < n && !err; i++) {
+		const struct ulma_trace_event *e = &ev[i];
+		if (e->kind == ULMA_EV_OFF)
+			continue; /* time off the CPU: not a frame boundary */
+		events++;
+		uint64_t ns = thread_ns(w, t, e->ticks);
+		if (__builtin_expect(!t->seen, 0)) {
+			t->seen = true;
+			t->first_ns = ns;
+		}
+		t->last_ns = ns;
+		t->cpu = e->cpu;
+		if (e->kind == ULMA_EV_ENTER) {
+			err = ulma_calltree_enter(tree, thread, w->funcs[e->func].key, ns);
+			t->kept++;
+		} else if (e->kind == ULMA_EV_EXIT) {
+			if (ulma_calltree_depth(tree, thread))
+				ulma_calltree_leave(tree, thread, ns);
+		} else {
+			t->lost += e->count;
+			w->lost += e->count;
+		}
+	}
+	w->events += events;
+	w->frames = 0;
+	for (uint32_t k = 0; k < w->nthreads; k++) /* every frame kept */
+		w->frames += w->threads[k].kept;
+	return err;
+}
+
 static int on_events(void *ctx, uint32_t thread, const struct ulma_trace_event *ev, size_t n)
 {
 	struct ulma_walk *w = ctx;
 	if (w->keep_all)
-		return on_events_all(w, thread, ev, n);
+		return w->sink->tree ? on_events_tree(w, thread, ev, n) : on_events_all(w, thread, ev, n);
 	struct ulma_walk_thread *t = &w->threads[thread];
 	for (size_t i = 0; i < n; i++) {
 		const struct ulma_trace_event *e = &ev[i];
@@ -573,6 +613,9 @@ int ulma_walk_run(struct ulma_walk *w, FILE *f, const struct ulma_walk_sink *sin
 		uint64_t shift = t->shift_fp >> 32, at = end > shift ? end - shift : 0;
 		if (at < t->last_ns)
 			at = t->last_ns;
+		if (w->keep_all && w->sink->tree) /* frames still open in the tree fed directly */
+			while (ulma_calltree_depth(w->sink->tree, i))
+				ulma_calltree_leave(w->sink->tree, i, at);
 		while (t->depth)
 			if ((err = pop(w, i, at, t->cpu)))
 				return err;

@@ -100,6 +100,7 @@ struct ulma_walk_thread {
 };
 
 struct ulma_walk;
+struct ulma_calltree;
 
 /* What an exporter receives.  Each callback may be NULL.  A non-zero
  * return stops the walk and is returned by ulma_walk_run. */
@@ -109,6 +110,10 @@ struct ulma_walk_sink {
 	int (*on_thread)(void *ctx, const struct ulma_walk *w, uint32_t thread); /* passing threads only */
 	int (*on_open)(void *ctx, const struct ulma_walk *w, uint32_t thread, const struct ulma_walk_frame *f);
 	int (*on_close)(void *ctx, const struct ulma_walk *w, uint32_t thread, const struct ulma_walk_frame *f);
+	/* a sink that only builds a call tree: when nothing is filtered the
+	 * walker feeds it straight from the events (calltree.h), and
+	 * on_open/on_close are not called */
+	struct ulma_calltree *tree;
 };
 
 struct ulma_walk {

@@ -151,7 +151,7 @@ static int write_small_trace(void)
 /* Walk the small trace with filter f; fills rc.  Returns the walk's result. */
 static int walk_small(const struct ulma_walk_filter *f, struct recorder *rc, struct ulma_walk *w)
 {
-	struct ulma_walk_sink sink = {rc, NULL, on_thread, on_open, on_close};
+	struct ulma_walk_sink sink = {rc, NULL, on_thread, on_open, on_close, NULL};
 	struct ulma_trace_status st;
 	memset(rc, 0, sizeof(*rc));
 	ulma_walk_init(w, f);
@@ -401,7 +401,7 @@ static void test_random_invariants(void)
 		}
 		struct recorder rc;
 		struct ulma_walk w;
-		struct ulma_walk_sink sink = {&rc, NULL, NULL, on_open, on_close};
+		struct ulma_walk_sink sink = {&rc, NULL, NULL, on_open, on_close, NULL};
 		struct ulma_trace_status st;
 		memset(&rc, 0, sizeof(rc));
 		ulma_walk_init(&w, &f);
@@ -428,6 +428,55 @@ static void test_random_invariants(void)
 		ulma_walk_free(&w);
 	}
 	CHECK(bad == 0, "40 random filters on a 60000-event trace: nested, ordered, self time conserved");
+	unlink(path);
+}
+
+/* A call tree fed straight from the events (the sink's tree: folded,
+ * pstats, callgrind) equals one fed frame by frame, node for node, on the
+ * random trace with frames left open at its end. */
+static void test_tree_fed_directly(void)
+{
+	char path[4096];
+	const char *dir = getenv("TMPDIR");
+	snprintf(path, sizeof(path), "%s/ulma-test-walk-tree-XXXXXX", dir && *dir ? dir : "/tmp");
+	int fd = mkstemp(path);
+	uint64_t frames;
+	if (fd >= 0)
+		close(fd);
+	if (!CHECK(fd >= 0 && write_random_trace(path, &frames) == 0, "random trace written"))
+		return;
+	struct ulma_calltree direct, framed;
+	ulma_calltree_init(&direct);
+	ulma_calltree_init(&framed);
+	struct ulma_walk_sink by_events = ulma_calltree_sink_template, by_frames = ulma_calltree_sink_template;
+	by_events.ctx = by_events.tree = &direct;
+	by_frames.ctx = &framed;
+	int err = 0;
+	for (int k = 0; k < 2 && !err; k++) {
+		struct ulma_walk w;
+		struct ulma_trace_status st;
+		FILE *f = fopen(path, "rb");
+		ulma_walk_init(&w, NULL);
+		err = f ? ulma_walk_run(&w, f, k ? &by_frames : &by_events, &st) : -EIO;
+		if (f)
+			fclose(f);
+		CHECK(err == 0 && w.frames == frames, "walk %d: %llu frames (%d)", k, (unsigned long long)w.frames, err);
+		ulma_walk_free(&w);
+	}
+	int same = direct.nnodes == framed.nnodes;
+	for (uint32_t i = 0; same && i < direct.nnodes; i++) {
+		const struct ulma_ct_node *a = &direct.nodes[i], *b = &framed.nodes[i];
+		same = a->key == b->key && a->parent == b->parent && a->calls == b->calls && a->self_ns == b->self_ns &&
+		       a->total_ns == b->total_ns;
+		if (!same)
+			tap_diag("node %u: calls %llu/%llu self %llu/%llu total %llu/%llu", i, (unsigned long long)a->calls,
+				 (unsigned long long)b->calls, (unsigned long long)a->self_ns,
+				 (unsigned long long)b->self_ns, (unsigned long long)a->total_ns,
+				 (unsigned long long)b->total_ns);
+	}
+	CHECK(same && direct.nnodes > 100, "the same %u nodes, with the same calls, self and total", direct.nnodes);
+	ulma_calltree_free(&direct);
+	ulma_calltree_free(&framed);
 	unlink(path);
 }
 
@@ -546,6 +595,7 @@ static void test_escaping(void)
 
 int main(void)
 {
+	test_tree_fed_directly();
 	int err = write_small_trace();
 	if (CHECK(err == 0, "small trace written (%d)", err)) {
 		test_unfiltered();
