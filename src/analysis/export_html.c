@@ -90,13 +90,14 @@ static int add_span(struct html *h, uint32_t thread, const struct ulma_walk *w, 
 static int on_open(void *ctx, const struct ulma_walk *w, uint32_t thread, const struct ulma_walk_frame *f)
 {
 	struct html *h = ctx;
-	return ulma_calltree_open(&h->t, w, thread, f);
+	return ulma_calltree_open(&h->t, w, thread, f); /* only when the walk filters */
 }
 
 static int on_close(void *ctx, const struct ulma_walk *w, uint32_t thread, const struct ulma_walk_frame *f)
 {
 	struct html *h = ctx;
-	int err = ulma_calltree_close(&h->t, w, thread, f);
+	/* unfiltered, the walk feeds the tree and brings the long frames only */
+	int err = ulma_walk_feeds_tree(w) ? 0 : ulma_calltree_close(&h->t, w, thread, f);
 	return err ? err : add_span(h, thread, w, f);
 }
 
@@ -245,7 +246,7 @@ int ulma_export_html(FILE *in, const struct ulma_export_opts *o, FILE *out, cons
 	int err = ulma_calltree_init(&h.t);
 	if (err)
 		return err;
-	struct ulma_walk_sink sink = {&h, NULL, NULL, on_open, on_close, NULL};
+	struct ulma_walk_sink sink = {&h, NULL, NULL, on_open, on_close, &h.t, &h.min_span};
 	err = ulma_export_walk(in, o, &w, &sink, res);
 	if (!err && fputs(ulma_html_head, out) == EOF)
 		err = -EIO;

@@ -484,8 +484,26 @@ static int on_events_all(struct ulma_walk *w, uint32_t thread, const struct ulma
 	return err;
 }
 
-/* on_events_all for a sink that only builds a call tree: the events go
- * straight into it, with no frame built and no callback per frame. */
+/* A frame the tree was fed directly, for on_close (close_from). */
+static int close_tree_frame(struct ulma_walk *w, uint32_t thread, uint32_t node, uint32_t depth, uint32_t cpu,
+			    uint64_t start, uint64_t end, uint64_t child)
+{
+	const struct ulma_calltree *tree = w->sink->tree;
+	uint32_t parent = tree->nodes[node].parent;
+	uint64_t dur = end - start;
+	struct ulma_walk_frame f = {tree->nodes[node].key,
+				    parent == ULMA_CALLTREE_ROOT ? ULMA_WALK_NONE : tree->nodes[parent].key,
+				    depth,
+				    cpu,
+				    start,
+				    end,
+				    dur > child ? dur - child : 0};
+	return w->sink->on_close(w->sink->ctx, w, thread, &f);
+}
+
+/* on_events_all for a sink that builds a call tree: the events go
+ * straight into it, with no frame built and no callback per frame (but
+ * for the long frames close_from asks for). */
 static int on_events_tree(struct ulma_walk *w, uint32_t thread, const struct ulma_trace_event *ev, size_t n)
 {
 	struct ulma_walk_thread *t = &w->threads[thread];
@@ -508,8 +526,15 @@ static int on_events_tree(struct ulma_walk *w, uint32_t thread, const struct ulm
 			err = ulma_calltree_enter(tree, thread, w->funcs[e->func].key, ns);
 			t->kept++;
 		} else if (e->kind == ULMA_EV_EXIT) {
-			if (ulma_calltree_depth(tree, thread))
-				ulma_calltree_leave(tree, thread, ns);
+			uint32_t d = ulma_calltree_depth(tree, thread);
+			if (!d)
+				continue;
+			const struct ulma_ct_frame *fr = &tree->threads[thread].frames[d - 1];
+			uint64_t start = fr->start, child = fr->child;
+			uint32_t node = fr->node;
+			ulma_calltree_leave(tree, thread, ns);
+			if (w->sink->close_from && ns - start >= *w->sink->close_from && w->sink->on_close)
+				err = close_tree_frame(w, thread, node, d - 1, e->cpu, start, ns, child);
 		} else {
 			t->lost += e->count;
 			w->lost += e->count;
@@ -613,9 +638,15 @@ int ulma_walk_run(struct ulma_walk *w, FILE *f, const struct ulma_walk_sink *sin
 		uint64_t shift = t->shift_fp >> 32, at = end > shift ? end - shift : 0;
 		if (at < t->last_ns)
 			at = t->last_ns;
-		if (w->keep_all && w->sink->tree) /* frames still open in the tree fed directly */
-			while (ulma_calltree_depth(w->sink->tree, i))
+		if (ulma_walk_feeds_tree(w)) /* frames still open in the tree fed directly */
+			while (ulma_calltree_depth(w->sink->tree, i)) {
+				uint32_t d = ulma_calltree_depth(w->sink->tree, i);
+				const struct ulma_ct_frame fr = w->sink->tree->threads[i].frames[d - 1];
 				ulma_calltree_leave(w->sink->tree, i, at);
+				if (w->sink->close_from && at - fr.start >= *w->sink->close_from && w->sink->on_close &&
+				    (err = close_tree_frame(w, i, fr.node, d - 1, t->cpu, fr.start, at, fr.child)))
+					return err;
+			}
 		while (t->depth)
 			if ((err = pop(w, i, at, t->cpu)))
 				return err;

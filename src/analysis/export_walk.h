@@ -110,10 +110,13 @@ struct ulma_walk_sink {
 	int (*on_thread)(void *ctx, const struct ulma_walk *w, uint32_t thread); /* passing threads only */
 	int (*on_open)(void *ctx, const struct ulma_walk *w, uint32_t thread, const struct ulma_walk_frame *f);
 	int (*on_close)(void *ctx, const struct ulma_walk *w, uint32_t thread, const struct ulma_walk_frame *f);
-	/* a sink that only builds a call tree: when nothing is filtered the
-	 * walker feeds it straight from the events (calltree.h), and
-	 * on_open/on_close are not called */
+	/* a sink that builds a call tree: when nothing is filtered the walker
+	 * feeds it straight from the events (calltree.h, and
+	 * ulma_walk_feeds_tree says so); on_open is then not called, and
+	 * on_close only for frames lasting at least *close_from (never if it
+	 * is NULL) */
 	struct ulma_calltree *tree;
+	const uint64_t *close_from;
 };
 
 struct ulma_walk {
@@ -162,6 +165,12 @@ const char *ulma_walk_process_name(const struct ulma_walk *w, uint32_t pid);
  * Cut to `cap` bytes, NUL included. */
 #define ULMA_WALK_LABEL_MAX 320
 void ulma_walk_thread_label(const struct ulma_walk *w, const struct ulma_walk_thread *t, char *out, size_t cap);
+
+/* Whether the walk feeds the sink's tree itself (see ulma_walk_sink). */
+static inline bool ulma_walk_feeds_tree(const struct ulma_walk *w)
+{
+	return w->keep_all && w->sink && w->sink->tree;
+}
 
 /* One line saying which times the output holds: the hook's cost taken out
  * (and how much per event), or as measured. */
