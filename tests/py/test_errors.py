@@ -158,6 +158,38 @@ def test_report_rejects_non_traces(kind, fmt, run_ulma, tmp_path):
     assert os.path.basename(path) in line
 
 
+# a trace that is not a regular file: `ulma report`, `report --html` and
+# `export` each refuse it at once, with what it is
+READERS = {
+    "report": lambda path, out: ["report", path],
+    "report-json": lambda path, out: ["report", path, "--format", "json"],
+    "report-html": lambda path, out: ["report", path, "--html", out],
+    "export": lambda path, out: ["export", path, "--format", "folded", "-o", out],
+}
+
+
+@pytest.mark.parametrize("reader", sorted(READERS))
+def test_directory_as_trace_says_so(reader, run_ulma, tmp_path):
+    (tmp_path / "traces").mkdir()
+    out = str(tmp_path / "out")
+    line = _one_line_error(run_ulma(READERS[reader](str(tmp_path / "traces"), out)), 1)
+    assert "traces" in line and "is a directory" in line, line
+    assert "Input/output error" not in line, line
+    assert not os.path.exists(out)
+
+
+@pytest.mark.parametrize("reader", sorted(READERS))
+def test_fifo_as_trace_is_refused_without_waiting_for_a_writer(reader, run_ulma, tmp_path):
+    """A FIFO nobody writes to: open() would wait forever.  (A hang fails
+    the test through the process timeout, not a timing assertion.)"""
+    fifo = tmp_path / "pipe.trace"
+    os.mkfifo(str(fifo))
+    out = str(tmp_path / "out")
+    line = _one_line_error(run_ulma(READERS[reader](str(fifo), out)), 1)
+    assert "pipe.trace" in line and "FIFO" in line and "not a regular file" in line, line
+    assert not os.path.exists(out)
+
+
 # --- ulma report on damaged real traces -----------------------------------------
 
 
