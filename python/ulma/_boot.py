@@ -84,6 +84,8 @@ def main():
     # `ulma run --attachable`: no session; untraced until `ulma top PID` attaches
     attachable = os.environ.pop("ULMA_ATTACHABLE", None) == "1"
     fd = None if attachable else int(os.environ.pop("ULMA_SESSION_FD"))
+    if fd is not None:
+        _ulma._announce(fd)  # the monitor tells a program that ends before start() from no Python
     args = sys.argv[1:]
     module_mode = args[0] == "-m"
     if module_mode:

@@ -87,6 +87,24 @@ def test_run_with_interpreter_lacking_ulma(prog, run_ulma, tmp_path):
     assert not marker.exists()
 
 
+@pytest.mark.parametrize("code", [0, 1, 3])
+def test_run_with_a_program_that_is_not_python(code, prog, run_ulma, tmp_path):
+    """`--python /bin/true` (or anything that never runs ulma's bootstrap):
+    ulma says the program never started tracing, keeps no empty trace, and
+    exits with the program's own status, not an empty summary and 0."""
+    fake = tmp_path / "not-python"
+    fake.write_text("#!/bin/sh\nexit %d\n" % code)
+    fake.chmod(0o755)
+    python = {0: "/bin/true", 1: "/bin/false"}.get(code, str(fake))
+    out = tmp_path / "x.trace"
+    proc = run_ulma(["run", "--python", python, "-o", str(out), prog("make_marker.py"), str(tmp_path / "m")],
+                    cwd=str(tmp_path))
+    line = _one_line_error(proc, code)
+    assert "never started tracing" in line and python in line and "status %d" % code in line, line
+    assert "calls" not in proc.stderr.decode()  # no summary of nothing
+    assert not out.exists(), "an empty trace was left behind"
+
+
 @pytest.mark.parametrize(
     "opts", [["--ring-records", "100"], ["--ring-records", "32"], ["--limit", "x"], ["--limit", "0"], ["--bogus"]]
 )
