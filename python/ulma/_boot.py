@@ -108,11 +108,12 @@ def main():
             code = compile(source, path, "exec", dont_inherit=True)
         except BaseException as exc:
             _report(exc)
-            sys.exit(1)
+            raise SystemExit(1)
 
     atexit.register(_finish)
-    # our frames (this function, the -c code that called it) are never recorded
-    own = (_finish.__code__, sys._getframe(0).f_code, sys._getframe(1).f_code)
+    # our frames (this function, the -c code that called it, the report of an
+    # uncaught exception) are never recorded
+    own = (_finish.__code__, _report.__code__, sys._getframe(0).f_code, sys._getframe(1).f_code)
     if attachable:
         _become_attachable(own)
     else:
@@ -131,4 +132,4 @@ def main():
         _state["die_by_sigint"] = True
     except BaseException as exc:
         _report(exc)
-        sys.exit(1)
+        raise SystemExit(1)  # a statement: sys.exit would be a call of ulma's in the profile

@@ -103,6 +103,25 @@ def test_uncaught_exception_exits_1(prog, run_python, run_ulma, trace_path, repo
     assert len(divide) == 1 and divide[0]["calls"] == 1
 
 
+@pytest.mark.parametrize("program", ["raises.py", "wait_for_sigint.py"])
+def test_uncaught_exception_leaves_ulmas_frames_out_of_the_profile(program, prog, run_ulma, ulma_bin, trace_path,
+                                                                   report_json):
+    """The report of an uncaught exception is ulma's work, as the rest of its
+    bootstrap: neither its function nor a sys.exit of its own is in the
+    profile (the traceback printing itself, sys.excepthook, is the
+    interpreter's, as untraced)."""
+    if program == "raises.py":
+        traced = run_ulma(["run", "--summary", "none", "-o", trace_path, prog(program)])
+        assert traced.returncode == 1, traced.stderr
+    else:  # KeyboardInterrupt: ulma reports it, then dies by SIGINT
+        rc, _, err = _interrupt([ulma_bin, "run", "--summary", "none", "-o", trace_path, prog(program)])
+        assert rc == -signal.SIGINT and b"KeyboardInterrupt" in err, err
+    data, _ = report_json(trace_path)
+    ours = [f for f in data["functions"] if "ulma" in os.path.basename(os.path.dirname(f["file"]))
+            or f["name"] in ("_report", "sys.exit")]
+    assert ours == [], ours
+
+
 def test_uncaught_exception_traceback_is_the_programs(prog, run_python, run_ulma, trace_path):
     plain, traced = _both(run_python, run_ulma, trace_path, [prog("raises.py")])
     err = traced.stderr.decode()
