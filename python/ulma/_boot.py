@@ -67,7 +67,9 @@ def _become_attachable(own):
     """`ulma run --attachable`.  A control directory that is refused (another
     user's, a symlink, open to others) or any other failure to make the
     control file must not stop the program: it runs untraced and not
-    attachable, after one line saying so."""
+    attachable, after one line saying so.  Else one line says the pid to
+    attach to: this process's, which `$!` is not when python runs through a
+    shim that forks (pyenv's, a wrapper script)."""
     import ulma
 
     try:
@@ -76,8 +78,14 @@ def _become_attachable(own):
         why = " ".join(str(exc).split())  # one line, whatever the path holds
         if not why.startswith("ulma: "):
             why = "ulma: cannot make the control file: " + why
-        sys.stderr.write("%s; the program runs untraced and cannot be attached\n" % why)
+        line = "%s; the program runs untraced and cannot be attached\n" % why
+    else:
+        line = "ulma: attach with `ulma top %d`\n" % os.getpid()
+    try:
+        sys.stderr.write(line)
         sys.stderr.flush()
+    except Exception:
+        pass  # no stderr (closed): nowhere to say it
 
 
 def main():
@@ -87,6 +95,7 @@ def main():
     if fd is not None:
         _ulma._announce(fd)  # the monitor tells a program that ends before start() from no Python
     args = sys.argv[1:]
+    _ulma._show_untraced_command(len(args))  # ps shows `python script.py args`, not our -c code
     module_mode = args[0] == "-m"
     if module_mode:
         target = args[1]

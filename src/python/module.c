@@ -33,6 +33,7 @@ static PyMethodDef module_methods[] = {
 	{"stop", stop, METH_NOARGS, "stop()\n--\n\nStop tracing and hand every thread's last records over."},
 	{"is_active", is_active, METH_NOARGS, "is_active()\n--\n\nTrue while this process is traced."},
 	{"_announce", announce, METH_O, NULL}, /* `ulma run`'s bootstrap is running: see announce() */
+	{"_show_untraced_command", ulma_show_untraced_command, METH_O, NULL}, /* cmdline.c */
 	/* attach.c: untraced until a monitor attaches (docs/live.md) */
 	{"attachable", (PyCFunction)(void (*)(void))ulma_attachable, METH_FASTCALL,
 	 "attachable(skip=())\n--\n\nLet `ulma top PID` and `ulma record PID` attach to this process later;\n"

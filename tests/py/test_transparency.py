@@ -68,6 +68,23 @@ def test_module_mode_is_unchanged(prog, run_python, run_ulma, trace_path):
     assert (traced.returncode, traced.stdout) == (0, plain.stdout), traced.stderr
 
 
+@pytest.mark.parametrize("module", [False, True], ids=["script", "-m"])
+def test_ps_shows_the_program_not_the_bootstrap(module, prog, run_python, run_ulma, trace_path):
+    """/proc/PID/cmdline (ps, pgrep -f, top) is the untraced run's,
+    `python script.py args` or `python -m mod args`, without ulma's `-c
+    CODE`; the bytes that held it are NULs at the end (src/python/cmdline.c)."""
+    import ast
+
+    cwd = os.path.dirname(prog("show_cmdline.py"))
+    args = (["-m", "show_cmdline"] if module else [prog("show_cmdline.py")]) + ["one", "two words", "", "-c", "x"]
+    plain = run_python(args, cwd=cwd)
+    traced = run_ulma(["run", "--summary", "none", "-o", trace_path] + args, cwd=cwd)
+    assert plain.returncode == traced.returncode == 0, traced.stderr
+    plain_cmdline, traced_cmdline = ast.literal_eval(plain.stdout.decode()), ast.literal_eval(traced.stdout.decode())
+    assert traced_cmdline.startswith(plain_cmdline), traced_cmdline
+    assert traced_cmdline[len(plain_cmdline):].strip(b"\0") == b"", traced_cmdline
+
+
 def test_main_module_namespace_is_unchanged(prog, run_python, run_ulma, trace_path):
     plain, traced = _both(run_python, run_ulma, trace_path, [prog("main_globals.py")])
     assert plain.returncode == traced.returncode == 0
