@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define ULMA_PAGE 4096u
@@ -84,6 +85,9 @@ int ulma_session_create(const struct ulma_session_config *cfg, struct ulma_sessi
 	out->fd = memfd_create("ulma-session", MFD_CLOEXEC);
 	if (out->fd < 0)
 		return -errno;
+	/* memfd_create makes it 0777; opening /proc/<pid>/fd/<n> checks the mode */
+	if (fchmod(out->fd, 0600) < 0)
+		goto err_fd;
 	if (ftruncate(out->fd, (off_t)geo.total_size) < 0)
 		goto err_fd;
 	err = map_view(out->fd, geo.total_size, out);

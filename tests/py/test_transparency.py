@@ -85,6 +85,58 @@ def test_ps_shows_the_program_not_the_bootstrap(module, prog, run_python, run_ul
     assert traced_cmdline[len(plain_cmdline):].strip(b"\0") == b"", traced_cmdline
 
 
+# What tracing needs loaded before the program starts (docs/design.md, "What
+# the program sees"): ulma itself, atexit to stop tracing after the
+# program's own exit handlers, and on 3.9-3.11 _lsprof, whose Profiler.enable
+# is intercepted so a cProfile the program runs does not take ulma's hook.
+LOADED_BY_ULMA = {"ulma", "ulma._boot", "ulma._ulma", "atexit"} | ({"_lsprof"} if sys.version_info < (3, 12) else set())
+
+
+@pytest.mark.parametrize("module", [False, True], ids=["script", "-m"])
+def test_orig_argv_and_loaded_modules_are_an_untraced_runs(module, prog, run_python, run_ulma, trace_path):
+    """sys.orig_argv is `[python, script, args...]` (or the -m form), not
+    ulma's `-c` bootstrap, and the program starts with the modules an
+    untraced run has, plus only what tracing needs (no threading)."""
+    import json
+
+    cwd = os.path.dirname(prog("show_start.py"))
+    args = (["-m", "show_start"] if module else [prog("show_start.py")]) + ["one", "-c", "x", ""]
+    plain = run_python(args, cwd=cwd)
+    traced = run_ulma(["run", "--summary", "none", "-o", trace_path] + args, cwd=cwd)
+    assert plain.returncode == traced.returncode == 0, traced.stderr
+    untraced, seen = json.loads(plain.stdout), json.loads(traced.stdout)
+    assert seen["argv"] == untraced["argv"]
+    assert seen["orig_argv"] == untraced["orig_argv"]
+    if sys.version_info >= (3, 10):
+        assert seen["orig_argv"] == [sys.executable] + args
+    missing = set(untraced["modules"]) - set(seen["modules"])
+    extra = set(seen["modules"]) - set(untraced["modules"])
+    assert missing == set(), missing
+    assert extra <= LOADED_BY_ULMA, sorted(extra - LOADED_BY_ULMA)
+
+
+def test_threads_started_with_thread_directly(prog, run_python, run_ulma, trace_path, report_json):
+    """A thread started by _thread.start_new_thread, not threading, is traced
+    like any other (3.9-3.11: it starts under ulma's hook, without ulma
+    importing threading), and its errors read as untraced: an exception as
+    unraisable "in thread started by" the program's function, SystemExit
+    silently."""
+    import re
+
+    plain, traced = _both(run_python, run_ulma, trace_path, [prog("raw_threads.py")])
+    assert plain.returncode == traced.returncode == 0, traced.stderr
+    assert traced.stdout == plain.stdout == b"worker 5050\nthreading loaded: False\n"
+
+    def unraisable(err):
+        return re.sub(rb"0x[0-9a-f]+", b"0x?", err)
+
+    assert re.search(rb"in thread started by:? <function boom", plain.stderr), plain.stderr
+    assert unraisable(traced.stderr) == unraisable(plain.stderr)
+    data, _ = report_json(trace_path)
+    calls = {f["name"]: f["calls"] for f in data["functions"] if f["file"] == prog("raw_threads.py")}
+    assert (calls.get("work"), calls.get("leaf"), calls.get("boom"), calls.get("leave")) == (1, 100, 1, 1), calls
+
+
 def test_main_module_namespace_is_unchanged(prog, run_python, run_ulma, trace_path):
     plain, traced = _both(run_python, run_ulma, trace_path, [prog("main_globals.py")])
     assert plain.returncode == traced.returncode == 0
