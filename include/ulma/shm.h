@@ -114,7 +114,8 @@ struct ulma_shm_header {
 	_Atomic uint64_t next_serial;   /* next thread serial */
 	_Atomic uint64_t lost_unmarked; /* drops no LOST marker reports: no free slot, or a ring still full at thread exit */
 	_Atomic uint64_t heartbeat_ns;  /* monitor's CLOCK_MONOTONIC, refreshed while alive */
-	_Atomic uint32_t program_pid;   /* first process that started tracing */
+	_Atomic uint32_t program_pid;   /* the process that ran `ulma run`'s bootstrap, else the
+					 * first that started tracing (0: neither yet) */
 	_Atomic uint32_t tracing;       /* 1 while some process traces into the session */
 	_Atomic uint64_t started;       /* count of start() calls on the session */
 	_Atomic uint64_t overhead_ps;   /* the hook's cost per event in ps, measured by the

@@ -4,9 +4,11 @@
 in the traced program's environment. Every Python process started from
 there, whether by subprocess or by multiprocessing's spawn and forkserver,
 inherits it. The `ulma-autostart.pth` file that pip puts in site-packages
-imports this module at interpreter start-up when the variable is set. It
-opens the session and traces the process until its atexit. Forked children
-need none of this: they inherit the hook (see src/python/threads.c).
+imports this module at interpreter start-up when the variable is set (and
+ULMA_SESSION_FD is not: that is `ulma run`'s own program, which _boot
+starts, and which loads nothing it does not need). It opens the session
+and traces the process until its atexit. Forked children need none of
+this: they inherit the hook (see src/python/threads.c).
 
 This never raises and never prints: a process that cannot join, for
 example because the session is gone, runs untraced.

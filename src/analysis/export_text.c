@@ -114,6 +114,28 @@ size_t ulma_utf8_seq(const unsigned char *s, size_t n)
 	return len;
 }
 
+uint32_t ulma_utf8_code_point(const unsigned char *s, size_t k)
+{
+	static const unsigned char lead_bits[5] = {0, 0x7f, 0x1f, 0x0f, 0x07};
+	uint32_t cp = s[0] & lead_bits[k < 5 ? k : 0];
+	for (size_t i = 1; i < k; i++)
+		cp = cp << 6 | (s[i] & 0x3f);
+	return cp;
+}
+
+bool ulma_is_terminal_control(uint32_t cp)
+{
+	return cp < 0x20 || (cp >= 0x7f && cp <= 0x9f) || cp == 0x2028 || cp == 0x2029 ||
+	       (cp >= 0x202a && cp <= 0x202e) || (cp >= 0x2066 && cp <= 0x2069);
+}
+
+size_t ulma_terminal_char(const unsigned char *s, size_t n, bool *printable)
+{
+	size_t k = ulma_utf8_seq(s, n);
+	*printable = k && !ulma_is_terminal_control(ulma_utf8_code_point(s, k));
+	return k ? k : 1;
+}
+
 static const char replacement[] = "\xef\xbf\xbd"; /* U+FFFD */
 
 void ulma_sbuf_utf8(struct ulma_sbuf *b, const char *s)

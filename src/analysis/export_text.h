@@ -33,6 +33,22 @@ void ulma_sbuf_u64(struct ulma_sbuf *b, uint64_t v);
 /* Length of the valid UTF-8 sequence at s[0..n), or 0 if it is invalid. */
 size_t ulma_utf8_seq(const unsigned char *s, size_t n);
 
+/* For text bound for a terminal (the summary, the live view): the bytes
+ * the character at s[0..n) takes (n > 0; 1 for a byte that starts no
+ * valid UTF-8 character), and whether it may be printed as it is.  It may
+ * not if it is invalid or a control: C0 and DEL, C1 (U+0080-U+009F: some
+ * terminals take U+009B for CSI), the line and paragraph separators U+2028
+ * and U+2029, and the bidirectional embeddings, overrides and isolates
+ * (U+202A-U+202E, U+2066-U+2069), which reorder the text after them.
+ * Names and paths are the traced program's to choose. */
+size_t ulma_terminal_char(const unsigned char *s, size_t n, bool *printable);
+
+/* Whether code point cp is one of those controls (JSON escapes them). */
+bool ulma_is_terminal_control(uint32_t cp);
+
+/* The code point of the valid UTF-8 sequence s[0..k) (k from ulma_utf8_seq). */
+uint32_t ulma_utf8_code_point(const unsigned char *s, size_t k);
+
 /* s as valid UTF-8 (invalid bytes become U+FFFD). */
 void ulma_sbuf_utf8(struct ulma_sbuf *b, const char *s);
 

@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "export_text.h"
 #include "overhead.h"
 #include "ulma/shm.h"
 
@@ -152,15 +153,35 @@ const char *ulma_summary_split_method(const struct ulma_summary *s)
 	}
 }
 
-/* At most `max` bytes of s, control characters shown as '?': function
- * names and command lines are the traced program's to choose, newlines and
- * escape sequences included.  Returns the bytes written. */
+#define CUT_MARK "..."
+
+/* s with each character the terminal must not get raw shown as '?': a
+ * control (newlines, escape sequences, U+2028, ...) or invalid UTF-8
+ * (ulma_terminal_char).  Function names and command lines are the traced
+ * program's to choose.  At most `max` (> 3) characters: a longer s is cut
+ * before a whole character and ends in "...", so the cut shows.  Returns
+ * the characters written. */
 static size_t put_printable(FILE *out, const char *s, size_t max)
 {
-	size_t i = 0;
-	for (; s[i] && i < max; i++)
-		fputc((unsigned char)s[i] < 0x20 || s[i] == 0x7f ? '?' : s[i], out);
-	return i;
+	const unsigned char *p = (const unsigned char *)s;
+	size_t n = strlen(s), chars = 0;
+	bool printable;
+	for (size_t left = n; left; chars++) /* count first: is there a cut? */
+		left -= ulma_terminal_char(p + (n - left), left, &printable);
+	bool cut = chars > max;
+	size_t keep = cut ? max - (sizeof(CUT_MARK) - 1) : chars;
+	for (size_t i = 0; i < keep; i++) {
+		size_t k = ulma_terminal_char(p, n, &printable);
+		if (printable)
+			fwrite(p, 1, k, out);
+		else
+			fputc('?', out);
+		p += k;
+		n -= k;
+	}
+	if (cut)
+		fputs(CUT_MARK, out);
+	return cut ? max : chars;
 }
 
 /* One row per process, in order of appearance, with its command where known. */
@@ -329,7 +350,7 @@ static void json_string(FILE *out, const char *s)
 			fputc('\\', out);
 			fputc((int)c, out);
 			p++;
-		} else if (c < 0x20) {
+		} else if (c < 0x20 || c == 0x7f) {
 			fprintf(out, "\\u%04x", c);
 			p++;
 		} else if (c < 0x80) {
@@ -346,7 +367,11 @@ static void json_string(FILE *out, const char *s)
 				ok = 0; /* surrogate */
 			if (ok && n == 3 && ((c == 0xf0 && p[1] < 0x90) || (c == 0xf4 && p[1] >= 0x90)))
 				ok = 0;
-			if (ok) {
+			if (ok && ulma_is_terminal_control(ulma_utf8_code_point(p, (size_t)n + 1))) {
+				/* C1, U+2028 ...: escaped, so JSON on a terminal does not act on them */
+				fprintf(out, "\\u%04x", (unsigned)ulma_utf8_code_point(p, (size_t)n + 1));
+				p += n + 1;
+			} else if (ok) {
 				fwrite(p, 1, (size_t)n + 1, out);
 				p += n + 1;
 			} else {

@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define ULMA_PAGE 4096u
@@ -84,6 +85,9 @@ int ulma_session_create(const struct ulma_session_config *cfg, struct ulma_sessi
 	out->fd = memfd_create("ulma-session", MFD_CLOEXEC);
 	if (out->fd < 0)
 		return -errno;
+	/* memfd_create makes it 0777; opening /proc/<pid>/fd/<n> checks the mode */
+	if (fchmod(out->fd, 0600) < 0)
+		goto err_fd;
 	if (ftruncate(out->fd, (off_t)geo.total_size) < 0)
 		goto err_fd;
 	err = map_view(out->fd, geo.total_size, out);
@@ -234,15 +238,61 @@ void ulma_session_recycle_slot(struct ulma_session *s, uint32_t i)
 	atomic_store_explicit(&slot->state, ULMA_SLOT_FREE, memory_order_release);
 }
 
+static const char nul_stand_in[] = "\xef\xbf\xbd"; /* U+FFFD */
+#define NUL_STAND_IN_LEN (sizeof(nul_stand_in) - 1)
+#define CUT_MARK_LEN (sizeof(ULMA_DEF_CUT_MARK) - 1)
+
+/* How a string is stored (ulma_session_define): NUL bytes grow to U+FFFD,
+ * and past UINT16_MAX bytes it is cut before a whole character and marked. */
+struct stored_string {
+	size_t kept; /* bytes of the string stored */
+	size_t size; /* bytes stored, the cut mark included */
+	bool cut;
+};
+
+static size_t stored_size(char c)
+{
+	return c ? 1 : NUL_STAND_IN_LEN;
+}
+
+static struct stored_string plan_string(const char *s, size_t len)
+{
+	struct stored_string p = {len, 0, false};
+	for (size_t i = 0; i < len; i++)
+		p.size += stored_size(s[i]);
+	if (p.size <= UINT16_MAX)
+		return p;
+	size_t room = UINT16_MAX - CUT_MARK_LEN, i = 0, size = 0;
+	while (size + stored_size(s[i]) <= room) /* stops before len: the whole does not fit */
+		size += stored_size(s[i++]);
+	while (i > 0 && ((unsigned char)s[i] & 0xc0) == 0x80) /* s[i] continues a character: drop it all */
+		size -= stored_size(s[--i]);
+	return (struct stored_string){i, size + CUT_MARK_LEN, true};
+}
+
+static uint8_t *store_string(uint8_t *out, const char *s, struct stored_string p)
+{
+	for (size_t i = 0; i < p.kept; i++) {
+		if (s[i]) {
+			*out++ = (uint8_t)s[i];
+		} else {
+			memcpy(out, nul_stand_in, NUL_STAND_IN_LEN);
+			out += NUL_STAND_IN_LEN;
+		}
+	}
+	if (p.cut) {
+		memcpy(out, ULMA_DEF_CUT_MARK, CUT_MARK_LEN);
+		out += CUT_MARK_LEN;
+	}
+	return out;
+}
+
 uint32_t ulma_session_define(struct ulma_session *s, uint8_t kind, const char *name, size_t name_len,
 			     const char *file, size_t file_len, uint32_t line)
 {
 	struct ulma_shm_header *h = s->hdr;
-	if (name_len > UINT16_MAX)
-		name_len = UINT16_MAX;
-	if (file_len > UINT16_MAX)
-		file_len = UINT16_MAX;
-	uint64_t need = align_up(sizeof(struct ulma_shm_def) + name_len + file_len, 8);
+	struct stored_string name_plan = plan_string(name, name_len), file_plan = plan_string(file, file_len);
+	uint64_t need = align_up(sizeof(struct ulma_shm_def) + name_plan.size + file_plan.size, 8);
 	uint64_t off = atomic_fetch_add_explicit(&h->defs_used, need, memory_order_relaxed);
 	if (off + need > h->defs_size) {
 		atomic_fetch_or_explicit(&h->failures, ULMA_FAIL_DEFS_FULL, memory_order_relaxed);
@@ -254,10 +304,9 @@ uint32_t ulma_session_define(struct ulma_session *s, uint8_t kind, const char *n
 	d->id = id;
 	d->line = line;
 	d->kind = kind;
-	d->name_len = (uint16_t)name_len;
-	d->file_len = (uint16_t)file_len;
-	memcpy((uint8_t *)(d + 1), name, name_len);
-	memcpy((uint8_t *)(d + 1) + name_len, file, file_len);
+	d->name_len = (uint16_t)name_plan.size;
+	d->file_len = (uint16_t)file_plan.size;
+	store_string(store_string((uint8_t *)(d + 1), name, name_plan), file, file_plan);
 	/* release: the entry's bytes are complete before its size says so */
 	atomic_store_explicit(&d->size, (uint32_t)need, memory_order_release);
 	return id;

@@ -76,7 +76,12 @@ int ulma_session_claim_slot(struct ulma_session *s, uint32_t pid, uint32_t tid,
 void ulma_session_close_slot(struct ulma_ring_writer *w);
 
 /* Writer: store a definition and return its new id, or 0 if the area is
- * full (failure bit set).  Strings longer than 65535 bytes are cut. */
+ * full (failure bit set).  Every reader takes a name for a C string, so a
+ * NUL byte in name or file is stored as U+FFFD (the rest of the name
+ * follows).  A string that does not fit the 16-bit length (65535 bytes)
+ * is cut at a character boundary and ends in ULMA_DEF_CUT_MARK, so the
+ * cut shows wherever the name does. */
+#define ULMA_DEF_CUT_MARK "..."
 uint32_t ulma_session_define(struct ulma_session *s, uint8_t kind, const char *name, size_t name_len,
 			     const char *file, size_t file_len, uint32_t line);
 

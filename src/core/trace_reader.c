@@ -3,9 +3,12 @@
 #include "trace_reader.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "crc32c.h"
 #include "array.h"
@@ -532,15 +535,64 @@ int ulma_trace_read(FILE *f, const struct ulma_trace_visitor *v, struct ulma_tra
 	return err;
 }
 
+/* Why a file of this type is no trace, or NULL for a regular file. */
+static const char *not_a_trace(mode_t mode)
+{
+	if (S_ISREG(mode))
+		return NULL;
+	if (S_ISDIR(mode))
+		return "it is a directory";
+	if (S_ISFIFO(mode))
+		return "it is a FIFO, not a regular file";
+	if (S_ISSOCK(mode))
+		return "it is a socket, not a regular file";
+	if (S_ISCHR(mode))
+		return "it is a character device, not a regular file";
+	if (S_ISBLK(mode))
+		return "it is a block device, not a regular file";
+	return "it is not a regular file";
+}
+
+int ulma_trace_open(const char *path, FILE **out, const char **why)
+{
+	struct stat st;
+	*out = NULL;
+	*why = NULL;
+	/* O_NONBLOCK: a FIFO is refused below, not waited on */
+	int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) != 0) {
+		int e = errno;
+		close(fd);
+		return -e;
+	}
+	*why = not_a_trace(st.st_mode);
+	if (*why) {
+		close(fd);
+		return S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL;
+	}
+	(void)fcntl(fd, F_SETFL, 0); /* plain blocking reads from here on */
+	*out = fdopen(fd, "rb");
+	if (!*out) {
+		int e = errno;
+		close(fd);
+		return -e;
+	}
+	return 0;
+}
+
 int ulma_trace_read_path(const char *path, const struct ulma_trace_visitor *v,
 			 struct ulma_trace_status *st)
 {
-	FILE *f = fopen(path, "rb");
-	if (!f) {
+	FILE *f;
+	const char *why;
+	int err = ulma_trace_open(path, &f, &why);
+	if (err) {
 		memset(st, 0, sizeof(*st));
-		return -errno;
+		return err;
 	}
-	int err = ulma_trace_read(f, v, st);
+	err = ulma_trace_read(f, v, st);
 	fclose(f);
 	return err;
 }

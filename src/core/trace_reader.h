@@ -101,7 +101,14 @@ struct ulma_trace_status {
  * or a visitor's non-zero value. */
 int ulma_trace_read(FILE *f, const struct ulma_trace_visitor *v, struct ulma_trace_status *st);
 
-/* Convenience: open path and decode. */
+/* Open the trace at path for reading.  Only a regular file is a trace:
+ * the open never blocks (a FIFO with no writer would wait forever in
+ * open) and anything else is refused.  Returns 0 with *out, or -errno:
+ * -EISDIR for a directory, -EINVAL for a FIFO, socket or device.  For
+ * those two, *why is the reason in words ("it is a directory"), else NULL. */
+int ulma_trace_open(const char *path, FILE **out, const char **why);
+
+/* Convenience: open path (ulma_trace_open) and decode. */
 int ulma_trace_read_path(const char *path, const struct ulma_trace_visitor *v,
 			 struct ulma_trace_status *st);
 

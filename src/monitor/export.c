@@ -201,9 +201,11 @@ static int export_one(const struct ulma_export_format *fmt, const char *path, co
 		ulma_die_msg("the output '%s' is the trace '%s' being read: write it elsewhere", output, path);
 		return ULMA_EXIT_USAGE;
 	}
-	FILE *in = fopen(path, "rb");
-	if (!in) {
-		ulma_die_msg("cannot open trace '%s': %s", path, strerror(errno));
+	FILE *in;
+	const char *why;
+	int open_err = ulma_trace_open(path, &in, &why);
+	if (open_err) {
+		ulma_die_msg("cannot open trace '%s': %s", path, why ? why : strerror(-open_err));
 		return 1;
 	}
 	struct ulma_export_result res;

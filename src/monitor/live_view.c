@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../analysis/export_text.h"
 #include "live_relay.h"
 #include "live_table.h"
 #include "live_term.h"
@@ -171,17 +172,24 @@ static size_t head_len(const char *s, size_t n, unsigned keep)
 	return i;
 }
 
-/* Names and paths come from the program: no control byte reaches the terminal. */
+/* Names and paths come from the program: no control character (U+2028
+ * and C1 included) nor invalid UTF-8 reaches the terminal
+ * (ulma_terminal_char); each shows as '?', in the one column width_of
+ * counted for it (a stray continuation byte, counted none, shows nothing). */
 static void put_clean(struct text *t, const char *s, size_t n)
 {
-	size_t run = 0;
-	for (size_t i = 0; i < n; i++) {
-		unsigned char c = (unsigned char)s[i];
-		if (c < 0x20 || c == 0x7f) {
+	const unsigned char *p = (const unsigned char *)s;
+	size_t run = 0, i = 0;
+	while (i < n) {
+		bool printable;
+		size_t k = ulma_terminal_char(p + i, n - i, &printable);
+		if (!printable) {
 			put(t, s + run, i - run);
-			put(t, "?", 1);
-			run = i + 1;
+			if ((p[i] & 0xc0) != 0x80)
+				put(t, "?", 1);
+			run = i + k;
 		}
+		i += k;
 	}
 	put(t, s + run, n - run);
 }

@@ -231,9 +231,11 @@ int ulma_cmd_report(int argc, char **argv)
 				       .on_sched = on_sched,
 				       .on_process = on_process};
 	struct ulma_trace_status st;
-	FILE *f = fopen(path, "rb");
-	if (!f) {
-		ulma_die_msg("cannot open trace '%s': %s", path, strerror(errno));
+	FILE *f;
+	const char *why;
+	int open_err = ulma_trace_open(path, &f, &why);
+	if (open_err) {
+		ulma_die_msg("cannot open trace '%s': %s", path, why ? why : strerror(-open_err));
 		return 1;
 	}
 	fseek(f, 0, SEEK_END);

@@ -417,6 +417,30 @@ static int pass_through(int status)
 	return 1;
 }
 
+/* The child ended before ulma's bootstrap ran (run.c's boot_code, then
+ * _boot.py announces itself): say why nothing was traced.  Returns the
+ * exit status: the program's own, except when the interpreter could not
+ * import ulma, whose status is the bootstrap's. */
+static int say_never_started(const char *python, int status, const char *output)
+{
+	if (WIFEXITED(status) && WEXITSTATUS(status) == BOOT_NO_ULMA) {
+		ulma_die_msg("the interpreter '%s' cannot load the ulma package; choose one that has it "
+			     "with --python or ULMA_PYTHON",
+			     python);
+		return 1;
+	}
+	if (WIFSIGNALED(status))
+		ulma_die_msg("the program never started tracing: '%s' was killed by signal %d (%s) before "
+			     "ulma's bootstrap ran; no trace kept at %s",
+			     python, WTERMSIG(status), strsignal(WTERMSIG(status)), output);
+	else
+		ulma_die_msg("the program never started tracing: '%s' exited with status %d without running "
+			     "ulma's bootstrap (is it a Python interpreter? choose one with --python or "
+			     "ULMA_PYTHON); no trace kept at %s",
+			     python, WIFEXITED(status) ? WEXITSTATUS(status) : -1, output);
+	return pass_through(status);
+}
+
 int ulma_cmd_run(int argc, char **argv)
 {
 	struct run_options o;
@@ -538,17 +562,15 @@ int ulma_cmd_run(int argc, char **argv)
 	ulma_collector_close_all(&col, endp.ticks);
 	ulma_live_close(live); /* the program's held output comes before anything we print */
 
-	if (WIFEXITED(status) && WEXITSTATUS(status) == BOOT_NO_ULMA &&
-	    atomic_load(&session.hdr->started) == 0) {
-		ulma_die_msg("the interpreter '%s' cannot load the ulma package; choose one that has it "
-			     "with --python or ULMA_PYTHON",
-			     python);
+	if (atomic_load(&session.hdr->program_pid) == 0 && atomic_load(&session.hdr->started) == 0) {
+		/* ulma's bootstrap never ran: there is nothing to keep */
+		int code = say_never_started(python, status, o.rec.output);
 		ulma_trace_writer_abandon(writer);
 		ulma_safe_discard(o.rec.output);
 		ulma_collector_free(&col);
 		ulma_switches_close(switches);
 		ulma_session_unmap(&session);
-		return 1;
+		return code;
 	}
 	uint64_t monitor_cpu = ulma_record_self_cpu_ns();
 	ulma_record_close_trace(&o.rec, &col, writer, &endp, status, monitor_cpu);

@@ -77,18 +77,12 @@ PyObject *ulma_chain_set_aside(void);
 void ulma_chain_put_back(PyObject *chained);
 
 /* profile_intercept.c: route the program's calls that set or read a
- * profile function (sys.setprofile, sys.getprofile, threading.setprofile,
- * threading.getprofile, _lsprof.Profiler.enable and disable) through
- * ulma while it traces, and hand new threads ulma's hook: `thread_start`
- * stands in threading's profile hook for the program's, so each new thread
- * calls sys.setprofile(thread_start) first.  0, or -1 with an exception. */
-int ulma_intercept_install(PyObject *thread_start);
+ * profile function (sys.setprofile, sys.getprofile, _lsprof.Profiler.enable
+ * and disable) through ulma while it traces, and start every new thread
+ * under ulma's hook (_thread.start_new_thread).  Never fails: a builtin
+ * that is not as expected is left alone. */
+void ulma_intercept_install(void);
 void ulma_intercept_remove(void);
-/* profile_intercept.c: a new thread's sys.setprofile(thread_start):
- * install the profile function the program gave threading.setprofile, if
- * any, as CPython would, then ulma's hook in front of it.
- * Returns None, or NULL with the exception CPython's setprofile raised. */
-PyObject *ulma_intercept_start_thread(PyThreadState *ts);
 
 #endif
 #endif

@@ -3,11 +3,11 @@
  * PyEval_SetProfile delivers exactly cProfile's events: "call" for every
  * entry (generator resumes included), "return" for every exit (normal,
  * yield or exception), and c_call / c_return / c_exception around builtins.
- * It is per thread, so start() installs it on every existing thread state
- * and threading's profile hook hands it to threads started later: each new
- * thread calls sys.setprofile(ulma._ulma._thread_start), which ulma
- * intercepts to install the C function directly.  docs/hooks.md explains
- * why this beats a PEP 523 frame-evaluation hook here.
+ * It is per thread, so start() installs it on every existing thread state,
+ * and a thread started later installs it first thing: while ulma traces,
+ * _thread.start_new_thread starts each thread in ulma's entry function
+ * (profile_intercept.c).  docs/hooks.md explains why this beats a PEP 523
+ * frame-evaluation hook here.
  *
  * A profile function the program sets itself does not replace ulma's: it
  * is chained behind it and called after ulma records each event (chain.h).
@@ -45,57 +45,10 @@ int ulma_profile_event(PyObject *chained, PyFrameObject *frame, int what, PyObje
 	return 0;
 }
 
-static int event_code(const char *event)
-{
-	static const char *const names[] = {"call", "exception", "line", "return", "c_call", "c_exception", "c_return"};
-	static const int codes[] = {PyTrace_CALL,   PyTrace_EXCEPTION,   PyTrace_LINE,    PyTrace_RETURN,
-				    PyTrace_C_CALL, PyTrace_C_EXCEPTION, PyTrace_C_RETURN};
-	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
-		if (strcmp(event, names[i]) == 0)
-			return codes[i];
-	return -1;
-}
-
-/* threading's profile hook while ulma traces.  A new thread's
- * sys.setprofile(_thread_start) is intercepted (profile_intercept.c), so
- * this runs only where sys.setprofile could not be: then as a Python
- * profile function, at the thread's first event, which it passes on to the
- * C function it installs.  (An exception the program's own threading hook
- * raises at that first event then unsets ulma's hook with it.) */
-static PyObject *thread_start(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
-{
-	(void)self;
-	if (nargs != 3 || !ulma_tracer.active || !PyFrame_Check(args[0]) || !PyUnicode_Check(args[1]))
-		Py_RETURN_NONE;
-	const char *event = PyUnicode_AsUTF8(args[1]);
-	int what = event ? event_code(event) : -1;
-	if (what < 0) {
-		PyErr_Clear();
-		Py_RETURN_NONE;
-	}
-	PyThreadState *ts = PyThreadState_Get();
-	if (_PyEval_SetProfile(ts, NULL, NULL) < 0) /* this stand-in is done */
-		return NULL;
-	PyObject *r = ulma_intercept_start_thread(ts);
-	if (!r)
-		return NULL;
-	Py_DECREF(r);
-	if (ts->c_profilefunc == ulma_profile_event &&
-	    ulma_profile_event(ts->c_profileobj, (PyFrameObject *)args[0], what, args[2]) < 0)
-		return NULL;
-	Py_RETURN_NONE;
-}
-
-static PyMethodDef thread_start_def = {"_thread_start", (PyCFunction)(void (*)(void))thread_start,
-				       METH_FASTCALL, NULL};
-
 int ulma_hook_install(PyObject *module)
 {
-	static PyObject *thread_start_fn;
-	if (!thread_start_fn && !(thread_start_fn = PyCFunction_New(&thread_start_def, module)))
-		return -1;
-	if (ulma_intercept_install(thread_start_fn) < 0)
-		return -1;
+	(void)module;
+	ulma_intercept_install();
 	ulma_chain_forget_threads();
 	PyInterpreterState *interp = PyInterpreterState_Get();
 	for (PyThreadState *ts = PyInterpreterState_ThreadHead(interp); ts; ts = PyThreadState_Next(ts)) {

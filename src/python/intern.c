@@ -158,20 +158,31 @@ static const char *c_owner(PyObject *callable, PyMethodDef *ml, uint8_t *kind)
 }
 
 /* Define C callable `callable` (method table entry `ml`): "owner.method",
- * or the bare method name where there is no owner. */
+ * or the bare method name where there is no owner.  Whole, however long
+ * (a class's name is the program's to choose): the definition area marks
+ * a cut itself. */
 static uint32_t define_c(PyObject *callable, PyMethodDef *ml)
 {
-	char name[512];
+	char small[256];
 	uint8_t kind;
 	const char *owner = c_owner(callable, ml, &kind);
-	int n;
 	PyErr_Clear(); /* a name we could not read leaves the owner out */
-	if (owner && *owner)
-		n = snprintf(name, sizeof(name), "%s.%s", owner, ml->ml_name);
-	else
-		n = snprintf(name, sizeof(name), "%s", ml->ml_name);
-	size_t len = n < 0 ? 0 : (size_t)n >= sizeof(name) ? sizeof(name) - 1 : (size_t)n;
-	return ulma_session_define(&ulma_tracer.session, kind, name, len, "~", 1, 0);
+	size_t owner_len = owner ? strlen(owner) : 0, method_len = strlen(ml->ml_name);
+	if (owner_len == 0)
+		return ulma_session_define(&ulma_tracer.session, kind, ml->ml_name, method_len, "~", 1, 0);
+	size_t len = owner_len + 1 + method_len;
+	char *name = len <= sizeof(small) ? small : PyMem_RawMalloc(len);
+	if (!name) { /* the method's own name, rather than none */
+		note_nomem();
+		return ulma_session_define(&ulma_tracer.session, kind, ml->ml_name, method_len, "~", 1, 0);
+	}
+	memcpy(name, owner, owner_len);
+	name[owner_len] = '.';
+	memcpy(name + owner_len + 1, ml->ml_name, method_len);
+	uint32_t id = ulma_session_define(&ulma_tracer.session, kind, name, len, "~", 1, 0);
+	if (name != small)
+		PyMem_RawFree(name);
+	return id;
 }
 
 uint32_t ulma_cfunc_id_slow(PyObject *callable, PyMethodDef *ml)

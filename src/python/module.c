@@ -14,6 +14,7 @@
 #include "gil.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -22,6 +23,7 @@ struct ulma_tracer ulma_tracer = {.extra_index = -1, .tool_id = -1};
 static PyObject *start(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
 static PyObject *stop(PyObject *module, PyObject *unused);
 static PyObject *is_active(PyObject *module, PyObject *unused);
+static PyObject *announce(PyObject *module, PyObject *fd_obj);
 
 static PyMethodDef module_methods[] = {
 	{"start", (PyCFunction)(void (*)(void))start, METH_FASTCALL,
@@ -30,6 +32,8 @@ static PyMethodDef module_methods[] = {
 	 "already in are recorded as entered now; the calling thread's too if caller_frames."},
 	{"stop", stop, METH_NOARGS, "stop()\n--\n\nStop tracing and hand every thread's last records over."},
 	{"is_active", is_active, METH_NOARGS, "is_active()\n--\n\nTrue while this process is traced."},
+	{"_announce", announce, METH_O, NULL}, /* `ulma run`'s bootstrap is running: see announce() */
+	{"_show_untraced_command", ulma_show_untraced_command, METH_O, NULL}, /* cmdline.c */
 	/* attach.c: untraced until a monitor attaches (docs/live.md) */
 	{"attachable", (PyCFunction)(void (*)(void))ulma_attachable, METH_FASTCALL,
 	 "attachable(skip=())\n--\n\nLet `ulma top PID` and `ulma record PID` attach to this process later;\n"
@@ -144,6 +148,27 @@ static PyObject *stop(PyObject *module, PyObject *unused)
 	atomic_store(&t->session.hdr->tracing, 0);
 	if (rc < 0)
 		return NULL;
+	Py_RETURN_NONE;
+}
+
+/* `ulma run`'s bootstrap, before it compiles the program: this process is
+ * the program (the session's program_pid).  A session that ends with
+ * neither this nor a start() was never reached by ulma's bootstrap (the
+ * interpreter was no Python, say), and the monitor says so; one with this
+ * alone ran a program that ended before tracing started (a syntax error).
+ * The fd stays open for start().  Never raises: the monitor explains. */
+static PyObject *announce(PyObject *module, PyObject *fd_obj)
+{
+	(void)module;
+	struct ulma_session s;
+	long fd = PyLong_AsLong(fd_obj);
+	if (fd < 0 || fd > INT_MAX || ulma_session_map_fd((int)fd, &s) != 0) {
+		PyErr_Clear();
+		Py_RETURN_NONE;
+	}
+	uint32_t none = 0;
+	atomic_compare_exchange_strong(&s.hdr->program_pid, &none, (uint32_t)getpid());
+	ulma_session_unmap(&s);
 	Py_RETURN_NONE;
 }
 

@@ -1,7 +1,8 @@
 /* profile_intercept.c - while ulma traces (Python 3.9-3.11), the program's
- * calls that set or read a profile function go through ulma.
+ * calls that set or read a profile function go through ulma, and every
+ * thread the program starts runs under ulma's hook from its first frame.
  *
- * The builtins among them are patched in place: the function object
+ * The builtins concerned are patched in place: the function object
  * sys.setprofile, or the method descriptor _lsprof.Profiler.enable, keeps
  * its identity, name, doc and calling convention, but its PyMethodDef
  * points at ulma's, whose function calls the original and then has chain.c
@@ -11,11 +12,19 @@
  * calling convention is checked first: a builtin that is not the one we
  * know is left alone, and what it sets is caught as a replaced hook.
  *
- * threading.setprofile and threading.getprofile are Python functions, so
- * the module's attributes are replaced instead.  threading's hook, which
- * each new thread passes to sys.setprofile, holds ulma's thread_start
- * while tracing; the program's own is kept here, installed on each new
- * thread behind ulma's, and put back at stop.
+ * New threads: _thread.start_new_thread (which threading.Thread.start
+ * calls, as does any other way of starting a Python thread) is patched the
+ * same way.  The thread it starts runs ulma's entry function first, which
+ * installs the hook on the new thread and then calls what the program
+ * asked for, with the error handling CPython's own thread entry has.  So
+ * the threading module is never imported on the program's behalf, and a
+ * thread started with _thread directly is traced too.  threading's own
+ * profile hook (threading.setprofile) is left to threading: the new thread
+ * passes it to sys.setprofile, which chains it behind ulma's.
+ *
+ * _thread is loaded at start-up; _lsprof is imported (without the
+ * program's profiler or debugger seeing it) because cProfile's enable must
+ * be patched before the program can call it.
  *
  * Everything is undone at stop.  A replacement reached after that, through
  * a reference taken meanwhile, calls the original.
@@ -33,11 +42,7 @@ struct patch {
 };
 
 static struct patch sys_setprofile_patch, sys_getprofile_patch, enable_patch, disable_patch;
-
-static PyObject *thread_start;        /* ulma's stand-in for threading's hook */
-static PyObject *threading_module;    /* while intercepted */
-static PyObject *program_thread_hook; /* what the program gave threading.setprofile, or NULL */
-static PyObject *original_threading_setprofile, *original_threading_getprofile;
+static struct patch start_new_thread_patch, start_new_patch; /* _thread.start_new_thread and its old alias */
 
 static PyMethodDef **definition_of(PyObject *obj)
 {
@@ -72,41 +77,12 @@ static void unpatch(struct patch *p)
 	Py_CLEAR(p->target);
 }
 
-/* CPython's own sys.setprofile(func) on the calling thread. */
-static PyObject *cpython_setprofile(PyObject *func)
-{
-	struct patch *p = &sys_setprofile_patch;
-	if (p->target)
-		return p->original->ml_meth(PyCFunction_GET_SELF(p->target), func);
-	PyObject *setprofile = PySys_GetObject("setprofile"); /* borrowed */
-	if (!setprofile) {
-		PyErr_SetString(PyExc_RuntimeError, "lost sys.setprofile");
-		return NULL;
-	}
-	return PyObject_CallOneArg(setprofile, func);
-}
-
-PyObject *ulma_intercept_start_thread(PyThreadState *ts)
-{
-	struct ulma_chain_state before = ulma_chain_before(ts);
-	if (program_thread_hook) {
-		PyObject *r = cpython_setprofile(program_thread_hook);
-		if (!r)
-			return NULL;
-		Py_DECREF(r);
-	}
-	ulma_chain_after(ts, before, &sys_setprofile_patch.replacement);
-	Py_RETURN_NONE;
-}
-
 static PyObject *intercept_sys_setprofile(PyObject *self, PyObject *func)
 {
 	PyCFunction original = sys_setprofile_patch.original->ml_meth;
 	if (!ulma_tracer.active)
 		return original(self, func);
 	PyThreadState *ts = PyThreadState_Get();
-	if (func == thread_start) /* a new thread, in threading's bootstrap */
-		return ulma_intercept_start_thread(ts);
 	struct ulma_chain_state before = ulma_chain_before(ts);
 	PyObject *r = original(self, func);
 	ulma_chain_after(ts, before, &sys_setprofile_patch.replacement);
@@ -145,36 +121,62 @@ static PyObject *intercept_profiler_disable(PyObject *self, PyObject *unused)
 	return r;
 }
 
-static PyObject *intercept_threading_setprofile(PyObject *self, PyObject *func)
+/* A new thread's first code, before what the program asked it to run:
+ * ulma's hook goes on the thread, then the call is CPython's thread
+ * entry's: SystemExit ends the thread silently, any other exception is
+ * reported as unraisable "in thread started by" the program's function.
+ * self: (function, args, kwargs or None). */
+static PyObject *thread_entry(PyObject *self, PyObject *unused)
 {
-	(void)self;
-	if (!threading_module) /* not tracing: a reference taken while it was */
-		return PyObject_CallOneArg(original_threading_setprofile, func);
-	if (func == Py_None || func == thread_start)
-		func = NULL;
-	Py_XINCREF(func);
-	Py_XSETREF(program_thread_hook, func);
+	(void)unused;
+	PyObject *func = PyTuple_GET_ITEM(self, 0), *args = PyTuple_GET_ITEM(self, 1);
+	PyObject *kwargs = PyTuple_GET_ITEM(self, 2) == Py_None ? NULL : PyTuple_GET_ITEM(self, 2);
+	PyThreadState *ts = PyThreadState_Get();
+	if (ulma_tracer.active && ulma_chain_install(ts) < 0)
+		PyErr_Clear(); /* an audit hook refused: the thread runs untraced, as it may */
+	PyObject *r = PyObject_Call(func, args, kwargs);
+	if (r || PyErr_ExceptionMatches(PyExc_SystemExit))
+		return r;
+	_PyErr_WriteUnraisableMsg("in thread started by", func);
 	Py_RETURN_NONE;
 }
 
-static PyObject *intercept_threading_getprofile(PyObject *self, PyObject *unused)
+static PyMethodDef thread_entry_def = {"_thread_entry", thread_entry, METH_NOARGS, NULL};
+
+/* _thread.start_new_thread(function, args[, kwargs]) while tracing: the
+ * thread starts in thread_entry.  Arguments CPython would refuse go to it
+ * unchanged, so its errors are its own. */
+static PyObject *start_thread(const struct patch *p, PyObject *self, PyObject *fargs)
 {
-	(void)self;
-	(void)unused;
-	if (!threading_module)
-		return PyObject_CallNoArgs(original_threading_getprofile);
-	PyObject *hook = program_thread_hook ? program_thread_hook : Py_None;
-	Py_INCREF(hook);
-	return hook;
+	PyCFunction original = p->original->ml_meth;
+	Py_ssize_t n = PyTuple_GET_SIZE(fargs);
+	if (!ulma_tracer.active || n < 2 || n > 3)
+		return original(self, fargs);
+	PyObject *func = PyTuple_GET_ITEM(fargs, 0), *args = PyTuple_GET_ITEM(fargs, 1);
+	PyObject *kwargs = n == 3 ? PyTuple_GET_ITEM(fargs, 2) : Py_None;
+	if (!PyCallable_Check(func) || !PyTuple_Check(args) || (kwargs != Py_None && !PyDict_Check(kwargs)))
+		return original(self, fargs);
+	PyObject *boot = PyTuple_Pack(3, func, args, kwargs);
+	PyObject *entry = boot ? PyCFunction_New(&thread_entry_def, boot) : NULL;
+	PyObject *no_args = entry ? PyTuple_New(0) : NULL;
+	PyObject *entry_args = no_args ? PyTuple_Pack(2, entry, no_args) : NULL;
+	PyObject *r = entry_args ? original(self, entry_args) : NULL;
+	Py_XDECREF(entry_args);
+	Py_XDECREF(no_args);
+	Py_XDECREF(entry);
+	Py_XDECREF(boot);
+	return r;
 }
 
-static PyMethodDef threading_setprofile_def = {
-	"setprofile", intercept_threading_setprofile, METH_O,
-	"setprofile(func)\n--\n\nSet a profile function for every thread the threading module starts\n"
-	"from now on; each passes it to sys.setprofile() before its run() method."};
-static PyMethodDef threading_getprofile_def = {
-	"getprofile", intercept_threading_getprofile, METH_NOARGS,
-	"getprofile()\n--\n\nThe profiler function set by threading.setprofile()."};
+static PyObject *intercept_start_new_thread(PyObject *self, PyObject *fargs)
+{
+	return start_thread(&start_new_thread_patch, self, fargs);
+}
+
+static PyObject *intercept_start_new(PyObject *self, PyObject *fargs)
+{
+	return start_thread(&start_new_patch, self, fargs);
+}
 
 /* Set this thread's trace and profile events aside while ulma imports a
  * module, so that a profiler or debugger the program runs does not see it. */
@@ -201,62 +203,6 @@ static PyObject *import_quietly(const char *name)
 	return m;
 }
 
-/* Replace mod.name by `ours`, remembering the original in *original. */
-static int replace_attr(PyObject *mod, const char *name, PyObject **original, PyMethodDef *ours_def)
-{
-	PyObject *current = PyObject_GetAttrString(mod, name);
-	if (!current) { /* threading.getprofile is new in 3.10 */
-		PyErr_Clear();
-		return 0;
-	}
-	if (PyCFunction_Check(current) && ((PyCFunctionObject *)current)->m_ml == ours_def) {
-		Py_DECREF(current);
-		return 0;
-	}
-	Py_XSETREF(*original, current);
-	PyObject *module_name = PyModule_GetNameObject(mod);
-	PyObject *ours = module_name ? PyCFunction_NewEx(ours_def, NULL, module_name) : NULL;
-	int rc = ours ? PyObject_SetAttrString(mod, name, ours) : -1;
-	Py_XDECREF(ours);
-	Py_XDECREF(module_name);
-	return rc;
-}
-
-/* Put the original mod.name back, unless the program replaced ours. */
-static void restore_attr(PyObject *mod, const char *name, PyObject *original, PyMethodDef *ours_def)
-{
-	PyObject *current = PyObject_GetAttrString(mod, name);
-	if (!current) {
-		PyErr_Clear();
-		return;
-	}
-	if (original && PyCFunction_Check(current) && ((PyCFunctionObject *)current)->m_ml == ours_def &&
-	    PyObject_SetAttrString(mod, name, original) < 0)
-		PyErr_Clear();
-	Py_DECREF(current);
-}
-
-static int install_threading(void)
-{
-	PyObject *threading = import_quietly("threading");
-	if (!threading)
-		return -1;
-	PyObject *hook = PyObject_GetAttrString(threading, "_profile_hook");
-	if (!hook) {
-		Py_DECREF(threading);
-		return -1;
-	}
-	if (hook == Py_None || hook == thread_start)
-		Py_CLEAR(hook);
-	Py_XSETREF(program_thread_hook, hook);
-	Py_XSETREF(threading_module, threading); /* from here on, ulma_intercept_remove undoes it */
-	if (PyObject_SetAttrString(threading, "_profile_hook", thread_start) < 0 ||
-	    replace_attr(threading, "setprofile", &original_threading_setprofile, &threading_setprofile_def) < 0 ||
-	    replace_attr(threading, "getprofile", &original_threading_getprofile, &threading_getprofile_def) < 0)
-		return -1;
-	return 0;
-}
-
 static void patch_lsprof(void)
 {
 	PyObject *lsprof = import_quietly("_lsprof");
@@ -273,24 +219,30 @@ static void patch_lsprof(void)
 	Py_XDECREF(lsprof);
 }
 
-int ulma_intercept_install(PyObject *thread_start_fn)
+/* Patch _thread's start functions, on the module loaded at start-up. */
+static void patch_thread_start(void)
 {
-	if (!thread_start) {
-		Py_INCREF(thread_start_fn);
-		thread_start = thread_start_fn;
+	PyObject *name = PyUnicode_FromString("_thread");
+	PyObject *thread = name ? PyImport_GetModule(name) : NULL;
+	Py_XDECREF(name);
+	if (thread) {
+		PyObject *dict = PyModule_GetDict(thread); /* borrowed lookups */
+		patch(&start_new_thread_patch, PyDict_GetItemString(dict, "start_new_thread"), "start_new_thread",
+		      METH_VARARGS, intercept_start_new_thread);
+		patch(&start_new_patch, PyDict_GetItemString(dict, "start_new"), "start_new", METH_VARARGS,
+		      intercept_start_new);
+		Py_DECREF(thread);
 	}
+	PyErr_Clear(); /* no _thread: no threads to hand the hook to */
+}
+
+void ulma_intercept_install(void)
+{
 	patch(&sys_setprofile_patch, PySys_GetObject("setprofile"), "setprofile", METH_O, intercept_sys_setprofile);
 	patch(&sys_getprofile_patch, PySys_GetObject("getprofile"), "getprofile", METH_NOARGS,
 	      intercept_sys_getprofile);
 	patch_lsprof();
-	if (install_threading() < 0) {
-		PyObject *et, *ev, *tb;
-		PyErr_Fetch(&et, &ev, &tb);
-		ulma_intercept_remove();
-		PyErr_Restore(et, ev, tb);
-		return -1;
-	}
-	return 0;
+	patch_thread_start();
 }
 
 void ulma_intercept_remove(void)
@@ -299,20 +251,8 @@ void ulma_intercept_remove(void)
 	unpatch(&sys_getprofile_patch);
 	unpatch(&enable_patch);
 	unpatch(&disable_patch);
-	if (threading_module) {
-		PyObject *hook = PyObject_GetAttrString(threading_module, "_profile_hook");
-		if (hook == thread_start &&
-		    PyObject_SetAttrString(threading_module, "_profile_hook",
-					   program_thread_hook ? program_thread_hook : Py_None) < 0)
-			PyErr_Clear();
-		if (!hook)
-			PyErr_Clear();
-		Py_XDECREF(hook);
-		restore_attr(threading_module, "setprofile", original_threading_setprofile, &threading_setprofile_def);
-		restore_attr(threading_module, "getprofile", original_threading_getprofile, &threading_getprofile_def);
-		Py_CLEAR(threading_module);
-	}
-	Py_CLEAR(program_thread_hook);
+	unpatch(&start_new_thread_patch);
+	unpatch(&start_new_patch);
 }
 
 #endif

@@ -134,6 +134,11 @@ static inline uint32_t ulma_cfunc_id(PyObject *callable, PyMethodDef *ml)
 	return ulma_cfunc_id_slow(callable, ml);
 }
 
+/* cmdline.c: _show_untraced_command(n): /proc/self/cmdline (what ps shows)
+ * without `ulma run`'s `-c CODE`, which came right before the last n
+ * arguments.  True if done. */
+PyObject *ulma_show_untraced_command(PyObject *module, PyObject *after);
+
 /* attach.c: the attachable() method and its atexit and fork handlers. */
 PyObject *ulma_attachable(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
 PyObject *ulma_attach_shutdown(PyObject *module, PyObject *unused);

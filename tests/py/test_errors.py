@@ -87,6 +87,24 @@ def test_run_with_interpreter_lacking_ulma(prog, run_ulma, tmp_path):
     assert not marker.exists()
 
 
+@pytest.mark.parametrize("code", [0, 1, 3])
+def test_run_with_a_program_that_is_not_python(code, prog, run_ulma, tmp_path):
+    """`--python /bin/true` (or anything that never runs ulma's bootstrap):
+    ulma says the program never started tracing, keeps no empty trace, and
+    exits with the program's own status, not an empty summary and 0."""
+    fake = tmp_path / "not-python"
+    fake.write_text("#!/bin/sh\nexit %d\n" % code)
+    fake.chmod(0o755)
+    python = {0: "/bin/true", 1: "/bin/false"}.get(code, str(fake))
+    out = tmp_path / "x.trace"
+    proc = run_ulma(["run", "--python", python, "-o", str(out), prog("make_marker.py"), str(tmp_path / "m")],
+                    cwd=str(tmp_path))
+    line = _one_line_error(proc, code)
+    assert "never started tracing" in line and python in line and "status %d" % code in line, line
+    assert "calls" not in proc.stderr.decode()  # no summary of nothing
+    assert not out.exists(), "an empty trace was left behind"
+
+
 @pytest.mark.parametrize(
     "opts", [["--ring-records", "100"], ["--ring-records", "32"], ["--limit", "x"], ["--limit", "0"], ["--bogus"]]
 )
@@ -156,6 +174,38 @@ def test_report_rejects_non_traces(kind, fmt, run_ulma, tmp_path):
     path = _bad_trace(kind, tmp_path)
     line = _one_line_error(run_ulma(["report", path, "--format", fmt]), 1)
     assert os.path.basename(path) in line
+
+
+# a trace that is not a regular file: `ulma report`, `report --html` and
+# `export` each refuse it at once, with what it is
+READERS = {
+    "report": lambda path, out: ["report", path],
+    "report-json": lambda path, out: ["report", path, "--format", "json"],
+    "report-html": lambda path, out: ["report", path, "--html", out],
+    "export": lambda path, out: ["export", path, "--format", "folded", "-o", out],
+}
+
+
+@pytest.mark.parametrize("reader", sorted(READERS))
+def test_directory_as_trace_says_so(reader, run_ulma, tmp_path):
+    (tmp_path / "traces").mkdir()
+    out = str(tmp_path / "out")
+    line = _one_line_error(run_ulma(READERS[reader](str(tmp_path / "traces"), out)), 1)
+    assert "traces" in line and "is a directory" in line, line
+    assert "Input/output error" not in line, line
+    assert not os.path.exists(out)
+
+
+@pytest.mark.parametrize("reader", sorted(READERS))
+def test_fifo_as_trace_is_refused_without_waiting_for_a_writer(reader, run_ulma, tmp_path):
+    """A FIFO nobody writes to: open() would wait forever.  (A hang fails
+    the test through the process timeout, not a timing assertion.)"""
+    fifo = tmp_path / "pipe.trace"
+    os.mkfifo(str(fifo))
+    out = str(tmp_path / "out")
+    line = _one_line_error(run_ulma(READERS[reader](str(fifo), out)), 1)
+    assert "pipe.trace" in line and "FIFO" in line and "not a regular file" in line, line
+    assert not os.path.exists(out)
 
 
 # --- ulma report on damaged real traces -----------------------------------------

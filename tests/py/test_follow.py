@@ -133,3 +133,14 @@ def test_a_trace_without_process_names_names_the_program_by_its_command(prog, ru
     program_pid = int(program[0].rsplit(" ", 1)[1].rstrip(")"))
     lanes = [p["name"] for p in json.loads(ss.read_text())["profiles"]]
     assert "%s: main thread %d (pid %d)" % (path, program_pid, program_pid) in lanes, lanes
+
+
+def test_the_session_behind_the_path_is_mode_0600(run_ulma, tmp_path):
+    """docs/design.md: the memfd is mode 0600 (memfd_create makes it 0777).
+    Opening /proc/<monitor>/fd/<n> checks that mode as well as whether the
+    opener may ptrace the monitor (the same user, or root)."""
+    script = tmp_path / "mode.py"
+    script.write_text("import os, stat; print(oct(stat.S_IMODE(os.stat(os.environ['ULMA_SESSION_PATH']).st_mode)))")
+    proc = run_ulma(["run", "--summary", "none", "-o", str(tmp_path / "t.trace"), str(script)])
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == b"0o600\n"

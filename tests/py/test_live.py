@@ -428,6 +428,29 @@ def test_process_view(pane, ulma_bin, prog, tmp_path):
 
 
 @needs_tmux
+def test_control_characters_in_names_never_reach_the_terminal(pane, ulma_bin, prog, tmp_path):
+    """programs/control_names.py's functions (C1, U+2028, U+2029, bidi
+    controls, an escape sequence): the view shows each as '?', and the
+    bytes the terminal receives (tmux's pipe-pane) never hold them raw."""
+    trace, stop, raw = str(tmp_path / "t.trace"), str(tmp_path / "stop"), tmp_path / "raw"
+    p = pane([ulma_bin, "run", "-o", trace, prog("control_names.py"), stop], width=120, height=30)
+    p.tmux("pipe-pane", "-o", "cat > %s" % shlex.quote(str(raw)))
+    shown = ["ls?x", "ps?x", "nel?x", "csi?x", "rlo?x", "lri?x", "esc?]0;T?x"]
+    p.wait("every name, controls shown as '?'", lambda s: all(name in s for name in shown))
+    deadline = time.monotonic() + HANG  # a frame drawn since the pipe started
+    while b"ls?x" not in (raw.read_bytes() if raw.exists() else b""):
+        assert time.monotonic() < deadline, "no frame reached the pipe"
+        time.sleep(0.05)
+    open(stop, "w").close()
+    code, text = p.wait_exit()
+    assert code == 0, text
+    data = raw.read_bytes()
+    found = [c for c in (b"\xe2\x80\xa8", b"\xe2\x80\xa9", b"\xc2\x85", b"\xc2\x9b", b"\xe2\x80\xae",
+                         b"\xe2\x81\xa6", b"\x1b]0;T") if c in data]
+    assert found == [], found
+
+
+@needs_tmux
 def test_no_live_draws_nothing(pane, ulma_bin, prog, tmp_path):
     trace, stop = str(tmp_path / "t.trace"), str(tmp_path / "stop")
     p = pane(live_args(ulma_bin, prog, trace, "--seconds", "60", "--stop", stop, opts=["--no-live"]))

@@ -7,6 +7,8 @@ The control file's words are read directly (include/ulma/attach.h) to see
 whether the program is attached.  Waits poll until a condition holds and
 fail only after a deadline that catches hangs."""
 import os
+import re
+import shutil
 import signal
 import struct
 import subprocess
@@ -134,6 +136,50 @@ def test_top_once_and_record(program, ulma_bin, tmp_path, report_json, via_run):
     lines = [l for l in out.splitlines() if not l.startswith("LIVE-ATTACHABLE")]
     assert lines[0].startswith("LIVE-START") and lines[1:] == ["LIVE-WORKING", "LIVE-DONE"], out
     assert not os.path.exists(control_path(p.pid)), "control file left behind"
+
+
+@pytest.mark.parametrize("through", ["interpreter", "forking shim"])
+def test_run_attachable_says_the_pid_to_attach_to(through, prog, ulma_bin, tmp_path):
+    """`ulma run --attachable x.py &`: `$!` is ulma's pid, the interpreter's
+    only if nothing on the way forks (a pyenv shim or a wrapper script may).
+    One line on stderr at start names the pid `ulma top` takes, and ps
+    shows that process as `python x.py args`, not ulma's bootstrap code."""
+    python = sys.executable
+    if through == "forking shim":
+        shim = tmp_path / "python-shim"
+        shim.write_text('#!/bin/sh\n"%s" "$@"\n' % sys.executable)  # no exec: python is sh's child
+        shim.chmod(0o755)
+        python = str(shim)
+    stop = str(tmp_path / "stop")
+    work = [prog("live_work.py"), "--seconds", "60", "--stop", stop, "--code", "5", "two words", ""]
+    proc = subprocess.Popen([ulma_bin, "run", "--attachable", "--python", python] + work,
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=base_env())
+    try:
+        said = proc.stderr.readline().decode()
+        m = re.fullmatch(r"ulma: attach with `ulma top (\d+)`\n", said)
+        assert m, said
+        pid = int(m.group(1))
+        out = b""
+        while b"LIVE-WORKING\n" not in out:
+            line = proc.stdout.readline()
+            assert line, (out, proc.stderr.read())
+            out += line
+        assert int(out.split(b"pid=")[1].split()[0]) == pid, "not the program's pid"
+        assert (pid == proc.pid) == (through == "interpreter")
+        top = ulma(ulma_bin, "top", pid, "--once")
+        assert top.returncode == 0 and " work " in top.stdout.decode(), top.stderr.decode()
+        with open("/proc/%d/cmdline" % pid, "rb") as f:
+            cmdline = f.read()
+        # freed bytes at the end are NULs (cmdline.c): the arguments are those of `python x.py ...`
+        args = cmdline.rstrip(b"\0").split(b"\0")
+        assert args == [os.fsencode(a) for a in [sys.executable] + work[:-1]], args
+        if shutil.which("ps"):
+            ps = subprocess.run(["ps", "-ww", "-o", "args=", "-p", str(pid)], stdout=subprocess.PIPE, timeout=TIMEOUT)
+            assert ps.stdout.decode().rstrip() == " ".join([sys.executable] + work).rstrip(), ps.stdout
+    finally:
+        open(stop, "w").close()
+        out, err = proc.communicate(timeout=TIMEOUT)
+    assert proc.returncode == 5, err
 
 
 @pytest.mark.parametrize("round", range(3))

@@ -68,6 +68,75 @@ def test_module_mode_is_unchanged(prog, run_python, run_ulma, trace_path):
     assert (traced.returncode, traced.stdout) == (0, plain.stdout), traced.stderr
 
 
+@pytest.mark.parametrize("module", [False, True], ids=["script", "-m"])
+def test_ps_shows_the_program_not_the_bootstrap(module, prog, run_python, run_ulma, trace_path):
+    """/proc/PID/cmdline (ps, pgrep -f, top) is the untraced run's,
+    `python script.py args` or `python -m mod args`, without ulma's `-c
+    CODE`; the bytes that held it are NULs at the end (src/python/cmdline.c)."""
+    import ast
+
+    cwd = os.path.dirname(prog("show_cmdline.py"))
+    args = (["-m", "show_cmdline"] if module else [prog("show_cmdline.py")]) + ["one", "two words", "", "-c", "x"]
+    plain = run_python(args, cwd=cwd)
+    traced = run_ulma(["run", "--summary", "none", "-o", trace_path] + args, cwd=cwd)
+    assert plain.returncode == traced.returncode == 0, traced.stderr
+    plain_cmdline, traced_cmdline = ast.literal_eval(plain.stdout.decode()), ast.literal_eval(traced.stdout.decode())
+    assert traced_cmdline.startswith(plain_cmdline), traced_cmdline
+    assert traced_cmdline[len(plain_cmdline):].strip(b"\0") == b"", traced_cmdline
+
+
+# What tracing needs loaded before the program starts (docs/design.md, "What
+# the program sees"): ulma itself, atexit to stop tracing after the
+# program's own exit handlers, and on 3.9-3.11 _lsprof, whose Profiler.enable
+# is intercepted so a cProfile the program runs does not take ulma's hook.
+LOADED_BY_ULMA = {"ulma", "ulma._boot", "ulma._ulma", "atexit"} | ({"_lsprof"} if sys.version_info < (3, 12) else set())
+
+
+@pytest.mark.parametrize("module", [False, True], ids=["script", "-m"])
+def test_orig_argv_and_loaded_modules_are_an_untraced_runs(module, prog, run_python, run_ulma, trace_path):
+    """sys.orig_argv is `[python, script, args...]` (or the -m form), not
+    ulma's `-c` bootstrap, and the program starts with the modules an
+    untraced run has, plus only what tracing needs (no threading)."""
+    import json
+
+    cwd = os.path.dirname(prog("show_start.py"))
+    args = (["-m", "show_start"] if module else [prog("show_start.py")]) + ["one", "-c", "x", ""]
+    plain = run_python(args, cwd=cwd)
+    traced = run_ulma(["run", "--summary", "none", "-o", trace_path] + args, cwd=cwd)
+    assert plain.returncode == traced.returncode == 0, traced.stderr
+    untraced, seen = json.loads(plain.stdout), json.loads(traced.stdout)
+    assert seen["argv"] == untraced["argv"]
+    assert seen["orig_argv"] == untraced["orig_argv"]
+    if sys.version_info >= (3, 10):
+        assert seen["orig_argv"] == [sys.executable] + args
+    missing = set(untraced["modules"]) - set(seen["modules"])
+    extra = set(seen["modules"]) - set(untraced["modules"])
+    assert missing == set(), missing
+    assert extra <= LOADED_BY_ULMA, sorted(extra - LOADED_BY_ULMA)
+
+
+def test_threads_started_with_thread_directly(prog, run_python, run_ulma, trace_path, report_json):
+    """A thread started by _thread.start_new_thread, not threading, is traced
+    like any other (3.9-3.11: it starts under ulma's hook, without ulma
+    importing threading), and its errors read as untraced: an exception as
+    unraisable "in thread started by" the program's function, SystemExit
+    silently."""
+    import re
+
+    plain, traced = _both(run_python, run_ulma, trace_path, [prog("raw_threads.py")])
+    assert plain.returncode == traced.returncode == 0, traced.stderr
+    assert traced.stdout == plain.stdout == b"worker 5050\nthreading loaded: False\n"
+
+    def unraisable(err):
+        return re.sub(rb"0x[0-9a-f]+", b"0x?", err)
+
+    assert re.search(rb"in thread started by:? <function boom", plain.stderr), plain.stderr
+    assert unraisable(traced.stderr) == unraisable(plain.stderr)
+    data, _ = report_json(trace_path)
+    calls = {f["name"]: f["calls"] for f in data["functions"] if f["file"] == prog("raw_threads.py")}
+    assert (calls.get("work"), calls.get("leaf"), calls.get("boom"), calls.get("leave")) == (1, 100, 1, 1), calls
+
+
 def test_main_module_namespace_is_unchanged(prog, run_python, run_ulma, trace_path):
     plain, traced = _both(run_python, run_ulma, trace_path, [prog("main_globals.py")])
     assert plain.returncode == traced.returncode == 0
@@ -101,6 +170,25 @@ def test_uncaught_exception_exits_1(prog, run_python, run_ulma, trace_path, repo
     assert data["exit_status"] == 1
     divide = [f for f in data["functions"] if f["name"] == "divide"]
     assert len(divide) == 1 and divide[0]["calls"] == 1
+
+
+@pytest.mark.parametrize("program", ["raises.py", "wait_for_sigint.py"])
+def test_uncaught_exception_leaves_ulmas_frames_out_of_the_profile(program, prog, run_ulma, ulma_bin, trace_path,
+                                                                   report_json):
+    """The report of an uncaught exception is ulma's work, as the rest of its
+    bootstrap: neither its function nor a sys.exit of its own is in the
+    profile (the traceback printing itself, sys.excepthook, is the
+    interpreter's, as untraced)."""
+    if program == "raises.py":
+        traced = run_ulma(["run", "--summary", "none", "-o", trace_path, prog(program)])
+        assert traced.returncode == 1, traced.stderr
+    else:  # KeyboardInterrupt: ulma reports it, then dies by SIGINT
+        rc, _, err = _interrupt([ulma_bin, "run", "--summary", "none", "-o", trace_path, prog(program)])
+        assert rc == -signal.SIGINT and b"KeyboardInterrupt" in err, err
+    data, _ = report_json(trace_path)
+    ours = [f for f in data["functions"] if "ulma" in os.path.basename(os.path.dirname(f["file"]))
+            or f["name"] in ("_report", "sys.exit")]
+    assert ours == [], ours
 
 
 def test_uncaught_exception_traceback_is_the_programs(prog, run_python, run_ulma, trace_path):

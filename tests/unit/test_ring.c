@@ -368,18 +368,19 @@ static void test_defs(void)
 		return;
 	memset(name, 'n', big);
 	memset(file, 'f', big);
-	name[65534] = 'N'; /* last byte kept */
-	name[65535] = 'X'; /* first byte cut */
+	name[65531] = 'N'; /* last byte kept: then the 3-byte cut mark */
+	name[65532] = 'X'; /* first byte cut */
 	uint32_t c = ulma_session_define(&s, ULMA_DEF_PY, name, big, file, big, 7);
 	CHECK_EQ_U64(c, 3, "long definition gets id 3");
 	CHECK_EQ_I64(ulma_session_next_def(&s, &cursor, &d), 1, "read long definition");
-	int name_ok = d.name_len == 65535 && d.name[65534] == 'N' && d.name[0] == 'n';
-	int file_ok = d.file_len == 65535 && d.file == d.name + 65535;
-	for (size_t i = 0; file_ok && i < 65535; i++)
+	int name_ok = d.name_len == 65535 && d.name[65531] == 'N' && d.name[0] == 'n' &&
+		      memcmp(d.name + 65532, "...", 3) == 0;
+	int file_ok = d.file_len == 65535 && d.file == d.name + 65535 && memcmp(d.file + 65532, "...", 3) == 0;
+	for (size_t i = 0; file_ok && i < 65532; i++)
 		if (d.file[i] != 'f')
 			file_ok = 0;
-	CHECK(name_ok, "name cut to 65535 bytes (len %u)", d.name_len);
-	CHECK(file_ok, "file cut to 65535 bytes and stored after the name (len %u)", d.file_len);
+	CHECK(name_ok, "name cut to 65535 bytes, the last 3 the cut mark (len %u)", d.name_len);
+	CHECK(file_ok, "file cut the same way and stored after the name (len %u)", d.file_len);
 	CHECK_EQ_U64(cursor - before, (20 + 65535 + 65535 + 7) & ~7u, "long entry size");
 	free(name);
 	free(file);

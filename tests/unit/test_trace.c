@@ -4,7 +4,8 @@
  * direct recursion, cpu changes, a LOST marker, END) and the chunk layout;
  * a large stream split into several chunks; a trace cut at every byte
  * length; flipped bytes; hand-built chunks with valid checksums but
- * inconsistent content; foreign files; visitor early stop. */
+ * inconsistent content; foreign files (a directory, a FIFO with no
+ * writer: refused at once); visitor early stop. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1095,6 +1096,29 @@ static void test_foreign(void)
 
 	rc = ulma_trace_read_path("/nonexistent/dir/x.trace", &(struct ulma_trace_visitor){0}, &st);
 	CHECK_EQ_I64(rc, -ENOENT, "read_path on a missing file: -ENOENT");
+
+	/* not regular files: refused by kind, and a FIFO without waiting for a writer */
+	char *dir = temp_path();
+	if (dir && unlink(dir) == 0 && mkdir(dir, 0700) == 0) {
+		FILE *f = (FILE *)(uintptr_t)1;
+		const char *why = NULL;
+		rc = ulma_trace_open(dir, &f, &why);
+		CHECK(rc == -EISDIR && f == NULL && why && strcmp(why, "it is a directory") == 0,
+		      "a directory: -EISDIR, 'it is a directory' (%d, %s)", rc, why ? why : "-");
+		rc = ulma_trace_read_path(dir, &(struct ulma_trace_visitor){0}, &st);
+		CHECK_EQ_I64(rc, -EISDIR, "read_path on a directory: -EISDIR");
+		char fifo[4200];
+		snprintf(fifo, sizeof(fifo), "%s/fifo", dir);
+		if (mkfifo(fifo, 0600) == 0) {
+			rc = ulma_trace_open(fifo, &f, &why);
+			CHECK(rc == -EINVAL && f == NULL && why && strstr(why, "FIFO"),
+			      "a FIFO with no writer: refused at once (%d, %s)", rc, why ? why : "-");
+			unlink(fifo);
+		}
+		rmdir(dir);
+	}
+	free(dir);
+
 	struct ulma_trace_writer *w = (struct ulma_trace_writer *)(uintptr_t)1;
 	struct ulma_trace_meta meta = {0};
 	rc = ulma_trace_writer_open("/nonexistent/dir/x.trace", &meta, &w);
