@@ -421,6 +421,19 @@ static inline uint64_t thread_ns(const struct ulma_walk *w, struct ulma_walk_thr
 	return ns;
 }
 
+/* The corrected time of a thread's event, noted as its latest. */
+static inline uint64_t event_ns(struct ulma_walk *w, struct ulma_walk_thread *t, const struct ulma_trace_event *e)
+{
+	uint64_t ns = thread_ns(w, t, e->ticks);
+	if (__builtin_expect(!t->seen, 0)) {
+		t->seen = true;
+		t->first_ns = ns;
+	}
+	t->last_ns = ns;
+	t->cpu = e->cpu;
+	return ns;
+}
+
 /* on_events when nothing is filtered out (keep_all): every frame is kept,
  * opened at its entry and closed at its exit, its parent the frame below
  * it; no pattern, window or duration to test.  Most exports of a whole
@@ -436,13 +449,7 @@ static int on_events_all(struct ulma_walk *w, uint32_t thread, const struct ulma
 		if (e->kind == ULMA_EV_OFF)
 			continue; /* time off the CPU: not a frame boundary */
 		events++;
-		uint64_t ns = thread_ns(w, t, e->ticks);
-		if (__builtin_expect(!t->seen, 0)) {
-			t->seen = true;
-			t->first_ns = ns;
-		}
-		t->last_ns = ns;
-		t->cpu = e->cpu;
+		uint64_t ns = event_ns(w, t, e);
 		if (e->kind == ULMA_EV_ENTER) {
 			if (t->depth == t->cap &&
 			    ulma_array_grow((void **)&t->stack, &t->cap, t->depth, sizeof(*t->stack))) {
@@ -515,13 +522,7 @@ static int on_events_tree(struct ulma_walk *w, uint32_t thread, const struct ulm
 		if (e->kind == ULMA_EV_OFF)
 			continue; /* time off the CPU: not a frame boundary */
 		events++;
-		uint64_t ns = thread_ns(w, t, e->ticks);
-		if (__builtin_expect(!t->seen, 0)) {
-			t->seen = true;
-			t->first_ns = ns;
-		}
-		t->last_ns = ns;
-		t->cpu = e->cpu;
+		uint64_t ns = event_ns(w, t, e);
 		if (e->kind == ULMA_EV_ENTER) {
 			err = ulma_calltree_enter(tree, thread, w->funcs[e->func].key, ns);
 			t->kept++;
@@ -562,13 +563,7 @@ static int on_events(void *ctx, uint32_t thread, const struct ulma_trace_event *
 			w->lost += e->count;
 		if (!t->pass)
 			continue;
-		uint64_t ns = thread_ns(w, t, e->ticks);
-		if (!t->seen) {
-			t->seen = true;
-			t->first_ns = ns;
-		}
-		t->last_ns = ns;
-		t->cpu = e->cpu;
+		uint64_t ns = event_ns(w, t, e);
 		int err = 0;
 		switch (e->kind) {
 		case ULMA_EV_ENTER:

@@ -246,20 +246,12 @@ struct ulma_offcpu_thread *ulma_offcpu_claim(struct ulma_offcpu *o, uint32_t pid
 	t->claimed = true;
 	ulma_gilwait_close(&t->gil);
 	ulma_gilwait_open(&t->gil, pid, tid, gil_addr, gil_len);
-	if (!t->known && t->len == 0) {
-		/* no record since they began: on its CPU all along, or asleep since before */
-		t->known = true;
-		if (sleeping_now(pid, tid)) {
-			t->off = true;
-			t->preempted = false;
-			t->off_ticks = claimed_ticks;
-			t->off_ns = ulma_clock_track_ns(&o->clock, claimed_ticks);
-			t->probe = ULMA_BLOCK_NONE;
-			set_wake(t);
-		}
-	} else if (!t->known && t->q[t->head].kind == ULMA_SWITCH_IN) {
-		/* its first record brings it back: it was off its CPU until then */
-		t->known = true;
+	if (t->known)
+		return t;
+	t->known = true;
+	/* no record since they began: on its CPU all along, or asleep since
+	 * before; or its first record brings it back: off its CPU until then */
+	if (t->len == 0 ? sleeping_now(pid, tid) : t->q[t->head].kind == ULMA_SWITCH_IN) {
 		t->off = true;
 		t->preempted = false;
 		t->off_ticks = claimed_ticks;
