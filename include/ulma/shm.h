@@ -19,7 +19,7 @@
 #include <stdint.h>
 
 #define ULMA_SHM_MAGIC UINT64_C(0x314d48534d4c5500) /* "\0ULMSHM1" */
-#define ULMA_SHM_VERSION 3u
+#define ULMA_SHM_VERSION 4u
 #define ULMA_CACHELINE 64
 
 /* Header flags, fixed at session creation. */
@@ -43,7 +43,17 @@ enum ulma_record_kind {
 	ULMA_REC_EXIT = 2,  /* id = function left (used to resynchronise after loss) */
 	ULMA_REC_LOST = 3,  /* id = number of records dropped before this one (saturating) */
 	ULMA_REC_STOP = 4,  /* tracing stopped for this thread: its open frames end at this time */
+	/* Native functions (-finstrument-functions): the function's address,
+	 * below 2^48, is id | cpu << 32; such records carry no CPU number. */
+	ULMA_REC_NATIVE_ENTER = 5,
+	ULMA_REC_NATIVE_EXIT = 6,
+	ULMA_REC_INSTANT = 7,     /* id = ULMA_DEF_MARK naming a point in time */
+	ULMA_REC_VALUE = 8,       /* id = 32 bits of a double, the high half where cpu = 0, the low
+				   * half where cpu = 1: the value of the COUNTER that follows */
+	ULMA_REC_COUNTER = 9,     /* id = ULMA_DEF_MARK naming a counter; its value came just before */
+	ULMA_REC_THREAD_NAME = 10, /* id = ULMA_DEF_MARK: the thread's name from now on */
 };
+#define ULMA_REC_KIND_MAX 10u
 
 /* Record flags. */
 enum ulma_record_flag {
@@ -136,6 +146,12 @@ enum ulma_def_kind {
 	ULMA_DEF_C_CLASSMETHOD = 4, /* a method of a class itself (classmethod, staticmethod, a type's
 				     * __new__): "Class.method", the class defining it */
 	ULMA_DEF_C_UNBOUND = 5,     /* a C function bound to no object: "module.function" or "function" */
+	ULMA_DEF_NATIVE = 6,        /* a native function, named by the monitor from its address */
+	ULMA_DEF_ZONE = 7,          /* a zone of the C API or ulma.zone(): name, file, line */
+	ULMA_DEF_MODULE = 8,        /* session only: an ELF object a process loaded: name = its
+				     * path, file = its load bias in 16 hex digits,
+				     * line = the pid of the process */
+	ULMA_DEF_MARK = 9,          /* the name of an instant, a counter or a thread */
 };
 
 static inline bool ulma_def_is_c(unsigned kind)

@@ -13,7 +13,8 @@
 #include <stdint.h>
 
 #define ULMA_TRACE_MAGIC "ULMATRC\x01"
-#define ULMA_TRACE_VERSION 3u     /* 3: off-CPU intervals in the event stream, END's monitor figures;
+#define ULMA_TRACE_VERSION 4u     /* 4: native functions, zones and marks;
+                                   * 3: off-CPU intervals in the event stream, END's monitor figures;
 				   * 2: SCHED chunks say how many values a sample has */
 #define ULMA_TRACE_MIN_VERSION 1u /* the oldest version this ulma reads */
 #define ULMA_TRACE_FILE_HEADER 16u
@@ -49,6 +50,10 @@ enum ulma_ext_kind {
 	ULMA_EXT_LOST = 1, /* varint count: records dropped here; stacks were resynchronised */
 	ULMA_EXT_OFF = 2,  /* varint ulma_off_state, varint ns: the thread left its CPU at this
 			    * event's time and was off it that long (version 3) */
+	/* marks (version 4); not counted as events */
+	ULMA_EXT_INSTANT = 3,     /* varint id: a point in time named by mark definition id */
+	ULMA_EXT_COUNTER = 4,     /* varint id, varint bits of a double: counter id has this value */
+	ULMA_EXT_THREAD_NAME = 5, /* varint id: the thread is named so from here */
 };
 
 /* Why a thread was off its CPU (ULMA_EXT_OFF), from the scheduler's switch records. */

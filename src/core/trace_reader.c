@@ -341,6 +341,24 @@ static int parse_events(struct reader *r, const uint8_t *p, const uint8_t *end)
 				n++; /* delivered, but not counted as an event */
 				continue;
 			}
+			if ((x == ULMA_EXT_INSTANT || x == ULMA_EXT_COUNTER || x == ULMA_EXT_THREAD_NAME) &&
+			    r->version >= 4) {
+				uint64_t id, bits = 0;
+				what = "mark";
+				GET_VARINT(p, end, id, truncated);
+				if (x == ULMA_EXT_COUNTER)
+					GET_VARINT(p, end, bits, truncated);
+				if ((func = func_index(r, id)) == UINT32_MAX)
+					return corrupt(r, "mark uses undefined name %llu", (unsigned long long)id);
+				if ((err = deliver(r, tidx, batch, n)))
+					return err;
+				n = 0;
+				struct ulma_trace_mark m = {ticks, tidx, func, (uint8_t)x, 0};
+				memcpy(&m.value, &bits, sizeof(bits));
+				if (r->v->on_mark && (err = r->v->on_mark(r->v->ctx, &m)))
+					return err;
+				continue;
+			}
 			if (x != ULMA_EXT_LOST)
 				return corrupt(r, "unknown event extension %llu", (unsigned long long)x);
 			what = "lost count";

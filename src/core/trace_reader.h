@@ -63,6 +63,17 @@ struct ulma_trace_event {
 	uint8_t off;     /* OFF: enum ulma_off_state */
 };
 
+/* A mark in a thread's stream (version 4): an instant, a counter's value,
+ * or the thread's name from then on.  `name` is the dense index of its
+ * definition (kind ULMA_DEF_MARK). */
+struct ulma_trace_mark {
+	uint64_t ticks;
+	uint32_t thread; /* dense */
+	uint32_t name;   /* dense function index of the mark's definition */
+	uint8_t kind;    /* ULMA_EXT_INSTANT, ULMA_EXT_COUNTER or ULMA_EXT_THREAD_NAME */
+	double value;    /* ULMA_EXT_COUNTER */
+};
+
 #define ULMA_TRACE_BATCH 1024 /* events per on_events call, at most */
 
 /* Each callback may be NULL.  A non-zero return stops reading; it is
@@ -83,6 +94,8 @@ struct ulma_trace_visitor {
 	int (*on_events)(void *ctx, uint32_t thread, const struct ulma_trace_event *events, size_t n);
 	/* the hook's cost per event (ps), as the program measured it (OVERHEAD) */
 	int (*on_overhead)(void *ctx, uint64_t ps_per_event);
+	/* a mark, in order with the thread's events (they are delivered first) */
+	int (*on_mark)(void *ctx, const struct ulma_trace_mark *mark);
 };
 
 

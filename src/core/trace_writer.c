@@ -330,6 +330,18 @@ void ulma_trace_off(struct ulma_trace_stream *s, uint64_t ticks, unsigned state,
 	s->len += ulma_varint_put(s->body + s->len, ns);
 }
 
+void ulma_trace_mark(struct ulma_trace_stream *s, uint64_t ticks, unsigned ext, uint32_t id, double value)
+{
+	ext_word(s, ticks, false); /* not an event of its own */
+	s->len += ulma_varint_put(s->body + s->len, ext);
+	s->len += ulma_varint_put(s->body + s->len, id);
+	if (ext == ULMA_EXT_COUNTER) {
+		uint64_t bits;
+		memcpy(&bits, &value, sizeof(bits));
+		s->len += ulma_varint_put(s->body + s->len, bits);
+	}
+}
+
 void ulma_trace_sched(struct ulma_trace_stream *s, const struct ulma_trace_sched *sample)
 {
 	uint64_t v[4] = {sample->ticks, sample->cpu_ns, sample->wait_ns, sample->gil_ns};

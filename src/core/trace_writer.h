@@ -193,6 +193,9 @@ static inline void ulma_trace_exit(struct ulma_trace_stream *s, uint64_t ticks, 
 void ulma_trace_lost(struct ulma_trace_stream *s, uint64_t ticks, uint64_t count);
 /* The thread left its CPU at `ticks` and was off it `ns` (enum ulma_off_state). */
 void ulma_trace_off(struct ulma_trace_stream *s, uint64_t ticks, unsigned state, uint64_t ns);
+/* A mark (ULMA_EXT_INSTANT, _COUNTER with `value`, _THREAD_NAME) of
+ * definition id at `ticks`.  Not an event. */
+void ulma_trace_mark(struct ulma_trace_stream *s, uint64_t ticks, unsigned ext, uint32_t id, double value);
 /* A schedstat sample of the stream's thread.  Samples are written before
  * the events they bracket. */
 void ulma_trace_sched(struct ulma_trace_stream *s, const struct ulma_trace_sched *sample);

@@ -10,6 +10,7 @@
 #include "../analysis/schedline.h"
 #include "../core/clock.h"
 #include "collector_defs.h"
+#include "collector_native.h"
 #include "gilwait.h"
 #include "proc_name.h"
 #include "sampler.h"
@@ -28,7 +29,10 @@ struct ulma_collector_slot {
 	struct ulma_trace_stream *stream;
 	uint64_t last_ticks;
 	uint64_t claimed_at;
+	uint32_t pid;
 	uint32_t cpu;
+	uint64_t value_bits;  /* the counter value the VALUE records so far gave */
+	unsigned value_parts; /* which halves of it: bit 0 high, bit 1 low */
 	struct ulma_offcpu_thread *off; /* switch records of the thread, or NULL */
 	/* schedstat sampling */
 	int sched_fd;            /* schedstat of the thread, -1 if none */
@@ -52,6 +56,8 @@ int ulma_collector_init(struct ulma_collector *c, struct ulma_session *s, struct
 	c->writer = w;
 	c->unknown = UINT32_MAX;
 	ulma_profile_init(&c->profile);
+	if (ulma_collector_native_init(c) < 0)
+		return -ENOMEM;
 	c->use_tsc = (s->hdr->flags & ULMA_SHM_CLOCK_TSC) != 0;
 	c->split = ULMA_SPLIT_SCHEDSTAT;
 	c->ns_per_tick = 1.0;
@@ -123,6 +129,7 @@ void ulma_collector_free(struct ulma_collector *c)
 			stop_sampling(&c->slots[i]);
 	free(c->slots);
 	ulma_collector_defs_free(c);
+	ulma_collector_native_free(c);
 	ulma_offcpu_free(&c->off);
 	ulma_profile_free(&c->profile);
 	memset(c, 0, sizeof(*c));
@@ -158,6 +165,7 @@ static int open_thread(struct ulma_collector *c, struct ulma_collector_slot *cs,
 	cs->thread = index;
 	cs->last_ticks = 0;
 	cs->claimed_at = slot->claimed_at;
+	cs->pid = slot->pid;
 	cs->cpu = 0;
 	cs->off = NULL;
 	stop_sampling(cs);
@@ -255,6 +263,66 @@ static bool exit_deeper(struct ulma_collector *c, struct ulma_collector_slot *cs
 	return true;
 }
 
+/* The function address a native record carries (shm.h). */
+static inline uint64_t native_addr(const struct ulma_record *r)
+{
+	return (uint64_t)r->id | (uint64_t)r->cpu << 32;
+}
+
+/* Records whose cpu field is the CPU (native and value records use it for data). */
+static inline bool has_cpu(uint8_t kind)
+{
+	return kind != ULMA_REC_NATIVE_ENTER && kind != ULMA_REC_NATIVE_EXIT && kind != ULMA_REC_VALUE;
+}
+
+/* A native function entered or left; its CPU is the thread's last known.
+ * Returns false if the record changes no time. */
+static bool apply_native(struct ulma_collector *c, struct ulma_collector_slot *cs, const struct ulma_record *r,
+			 uint64_t t)
+{
+	uint32_t idx = ulma_collector_native(c, cs->pid, native_addr(r));
+	if (idx == UINT32_MAX)
+		return false;
+	const struct ulma_thread_row *th = &c->profile.threads[cs->thread];
+	if (r->kind == ULMA_REC_NATIVE_ENTER) {
+		bool same = th->top == idx;
+		if (ulma_profile_enter(&c->profile, cs->thread, idx, t)) {
+			set_error(c, -ENOMEM);
+			return false;
+		}
+		if (cs->stream)
+			ulma_trace_enter(cs->stream, t, cs->cpu, idx + 1, same);
+		return true;
+	}
+	if (th->top == idx) {
+		emit_exit(c, cs, t, cs->cpu);
+		return true;
+	}
+	return exit_deeper(c, cs, idx, t, cs->cpu);
+}
+
+/* A mark (instant, counter, thread name) goes to the trace as it came. */
+static void apply_mark(struct ulma_collector *c, struct ulma_collector_slot *cs, const struct ulma_record *r,
+		       uint64_t t)
+{
+	unsigned ext = r->kind == ULMA_REC_INSTANT ? ULMA_EXT_INSTANT
+		       : r->kind == ULMA_REC_COUNTER ? ULMA_EXT_COUNTER
+						     : ULMA_EXT_THREAD_NAME;
+	double value = 0;
+	if (ext == ULMA_EXT_COUNTER) {
+		if (cs->value_parts != 3) { /* its value was lost */
+			c->unmatched++;
+			return;
+		}
+		memcpy(&value, &cs->value_bits, sizeof(value));
+		cs->value_parts = 0;
+	}
+	uint32_t idx = ulma_collector_resolve(c, r->id, true);
+	if (idx != UINT32_MAX && cs->stream)
+		ulma_trace_mark(cs->stream, t, ext, idx + 1, value);
+	c->marks++;
+}
+
 /* The records that are not an enter or an exit.  Returns false if the
  * record changes no time (it was skipped). */
 static bool apply_rare(struct ulma_collector *c, struct ulma_collector_slot *cs, const struct ulma_record *r,
@@ -267,6 +335,23 @@ static bool apply_rare(struct ulma_collector *c, struct ulma_collector_slot *cs,
 	case ULMA_REC_STOP: /* a thread idle since its last event was inside its frames until now */
 		close_frames(c, cs, t, ULMA_OFFCPU_ENDS);
 		return false;
+	case ULMA_REC_NATIVE_ENTER:
+	case ULMA_REC_NATIVE_EXIT:
+		return apply_native(c, cs, r, t);
+	case ULMA_REC_VALUE:
+		if (r->cpu > 1)
+			return false;
+		if (r->cpu == 0)
+			cs->value_bits = (uint64_t)r->id << 32 | (cs->value_bits & 0xffffffffu);
+		else
+			cs->value_bits = (cs->value_bits & ~UINT64_C(0xffffffff)) | r->id;
+		cs->value_parts = r->cpu == 0 ? 1u : cs->value_parts | 2u;
+		return false;
+	case ULMA_REC_INSTANT:
+	case ULMA_REC_COUNTER:
+	case ULMA_REC_THREAD_NAME:
+		apply_mark(c, cs, r, t);
+		return true;
 	default:
 		c->unmatched++; /* unknown kind from a newer writer: skip */
 		return false;
@@ -359,7 +444,7 @@ apply_loop(struct ulma_collector *c, struct ulma_collector_slot *cs, const struc
 			}
 		} else {
 			cs->last_ticks = last;
-			if (r > from)
+			if (r > from && has_cpu(r[-1].kind))
 				cs->cpu = r[-1].cpu;
 			CURSOR_PUT();
 			bool timed = apply_rare(c, cs, r, t);
@@ -377,7 +462,7 @@ apply_loop(struct ulma_collector *c, struct ulma_collector_slot *cs, const struc
 #undef CURSOR_PUT
 #undef CURSOR_GET
 	cs->last_ticks = last;
-	if (r > from)
+	if (r > from && has_cpu(r[-1].kind))
 		cs->cpu = r[-1].cpu; /* the CPU the thread was last seen on */
 	return (long)(r - from);
 }
@@ -426,7 +511,7 @@ static long salvage(struct ulma_collector *c, struct ulma_collector_slot *cs, co
 	uint64_t floor = cs->last_ticks > cs->claimed_at ? cs->last_ticks : cs->claimed_at;
 	for (uint32_t k = 0; k < ULMA_RING_BATCH && k < cap; k++) {
 		struct ulma_record r = ring[*tail & (cap - 1)];
-		if (r.kind < ULMA_REC_ENTER || r.kind > ULMA_REC_STOP || r.time < floor || r.time == 0)
+		if (r.kind < ULMA_REC_ENTER || r.kind > ULMA_REC_KIND_MAX || r.time < floor || r.time == 0)
 			break;
 		floor = r.time;
 		uint64_t at = 0;

@@ -41,6 +41,7 @@
 #include "switches.h"
 
 struct ulma_collector_slot;
+struct ulma_symbols;
 
 struct ulma_collector {
 	struct ulma_session *session;
@@ -60,6 +61,12 @@ struct ulma_collector {
 	uint32_t nholes;
 	struct ulma_collector_slot *slots; /* one per session slot */
 	uint32_t unknown;      /* dense index of the "?" function, UINT32_MAX until needed */
+	struct ulma_symbols *symbols;   /* names native addresses (collector_native.c) */
+	struct ulma_idmap native_index; /* process number << 48 | address -> dense index */
+	struct ulma_idmap proc_number;  /* pid -> process number */
+	uint32_t nprocs;
+	uint32_t native_funcs;  /* native functions named */
+	uint64_t marks;         /* instants, counter values and thread names */
 	bool use_tsc;          /* session clock: TSC ticks, else ns */
 	int split;             /* enum ulma_split_method */
 	struct ulma_switches *switches; /* with ULMA_SPLIT_SWITCHES; owned by the caller */

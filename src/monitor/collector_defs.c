@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "../core/clock.h"
+#include "collector_native.h"
 
 #define DENSE_IDS (1u << 24)      /* session ids below this resolve through an array */
 #define DEF_HOLE_NS 100000000u    /* an entry incomplete this long is skipped (and re-read later) */
@@ -125,6 +126,8 @@ static int define(struct ulma_collector *c, uint32_t sid, uint8_t kind, const ch
 static int take_def(struct ulma_collector *c, const struct ulma_def_view *d)
 {
 	uint32_t have;
+	if (d->kind == ULMA_DEF_MODULE)
+		return set_error(c, ulma_collector_take_module(c, d));
 	if (ulma_idmap_get(&c->func_index, d->id, &have))
 		return 0;
 	return define(c, d->id, d->kind, d->name, d->name_len, d->file, d->file_len, d->line, &have);
@@ -202,6 +205,15 @@ uint32_t ulma_collector_resolve(struct ulma_collector *c, uint32_t sid, bool fin
 	if (c->unknown == UINT32_MAX && define(c, UINT32_MAX, ULMA_DEF_PY, "?", 1, "?", 1, 0, &c->unknown) != 0)
 		c->unknown = UINT32_MAX;
 	return c->unknown;
+}
+
+uint32_t ulma_collector_define(struct ulma_collector *c, uint8_t kind, const char *name, size_t name_len,
+			       const char *file, size_t file_len, uint32_t line)
+{
+	uint32_t index;
+	if (define(c, UINT32_MAX, kind, name, name_len, file, file_len, line, &index) != 0)
+		return UINT32_MAX;
+	return index;
 }
 
 void ulma_collector_defs_free(struct ulma_collector *c)

@@ -6,6 +6,7 @@
 #define ULMA_COLLECTOR_DEFS_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "collector.h"
@@ -19,6 +20,12 @@ int ulma_collector_scan_defs(struct ulma_collector *c, bool final);
  * full) name "?" when `final`; before that UINT32_MAX means "wait".  Also
  * UINT32_MAX when out of memory (c->error says). */
 uint32_t ulma_collector_resolve(struct ulma_collector *c, uint32_t sid, bool final);
+
+/* The dense index of the function with this content, defined now if new
+ * (the monitor's own definitions: native functions).  UINT32_MAX when out
+ * of memory (c->error says). */
+uint32_t ulma_collector_define(struct ulma_collector *c, uint8_t kind, const char *name, size_t name_len,
+			       const char *file, size_t file_len, uint32_t line);
 
 /* Free the table (part of ulma_collector_free). */
 void ulma_collector_defs_free(struct ulma_collector *c);

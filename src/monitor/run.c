@@ -31,6 +31,7 @@
 #include "collector.h"
 #include "commands.h"
 #include "live_view.h"
+#include "native_target.h"
 #include "record_options.h"
 #include "ulma/trace_format.h"
 
@@ -60,11 +61,15 @@ struct run_options {
 	bool module; /* -m */
 	int nargs;   /* target and its arguments */
 	char **args;
+	bool native;               /* the target is a native executable (native_target.h) */
+	char native_path[PATH_MAX]; /* ... found here */
+	char runtime[PATH_MAX];     /* libulma_rt.so to preload, "" if none was found */
 };
 
 static const char run_usage[] =
 	"usage: ulma run [options] script.py [args...]\n"
 	"       ulma run [options] -m module [args...]\n"
+	"       ulma run [options] ./program [args...]   (native code: docs/native.md)\n"
 	"  -o, --output FILE      trace file to write (default ulma.trace)\n"
 ULMA_RECORD_USAGE_SPLIT
 	"  --no-c-calls           record Python functions only, not builtins (less overhead, see docs/hooks.md)\n"
@@ -349,7 +354,12 @@ static pid_t spawn(const struct run_options *o, const char *python, int session_
 		snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int)getppid(), session_fd);
 		if (!o->no_follow)
 			setenv("ULMA_SESSION_PATH", path, 1);
-		if (fd >= 0)
+		/* native code the program runs or starts finds ulma's hooks */
+		if (o->runtime[0] && (o->native || !o->no_follow))
+			ulma_runtime_preload(o->runtime);
+		if (fd >= 0 && o->native)
+			execv(o->native_path, o->args);
+		else if (fd >= 0)
 			exec_python(o, python);
 		int e = errno;
 		(void)!write(pipefd[1], &e, sizeof(e));
@@ -368,7 +378,7 @@ static pid_t spawn(const struct run_options *o, const char *python, int session_
 
 /* Let the child exec, and learn whether it could.  exec_fd: spawn's
  * return.  Returns 0, or -1 with the exec error said. */
-static int spawn_go(pid_t pid, int go_fd, int exec_fd, const char *python)
+static int spawn_go(pid_t pid, int go_fd, int exec_fd, const char *python, const struct run_options *o)
 {
 	int pipefd[1] = {exec_fd};
 	if (write(go_fd, "g", 1) != 1) {
@@ -387,8 +397,11 @@ static int spawn_go(pid_t pid, int go_fd, int exec_fd, const char *python)
 		;
 	close(pipefd[0]);
 	if (got == (ssize_t)sizeof(e)) {
-		ulma_die_msg("cannot start the Python interpreter '%s': %s (use --python or ULMA_PYTHON)",
-			     python, strerror(e));
+		if (o->native)
+			ulma_die_msg("cannot start '%s': %s", o->native_path, strerror(e));
+		else
+			ulma_die_msg("cannot start the Python interpreter '%s': %s (use --python or ULMA_PYTHON)",
+				     python, strerror(e));
 		waitpid(pid, NULL, 0);
 		child_pid = 0;
 		return -1;
@@ -421,8 +434,16 @@ static int pass_through(int status)
  * _boot.py announces itself): say why nothing was traced.  Returns the
  * exit status: the program's own, except when the interpreter could not
  * import ulma, whose status is the bootstrap's. */
-static int say_never_started(const char *python, int status, const char *output)
+static int say_never_started(const struct run_options *o, const char *python, int status, const char *output)
 {
+	if (o->native) {
+		ulma_die_msg("the program never started tracing: '%s' ended (%s %d) before ulma's runtime %s could "
+			     "start; no trace kept at %s",
+			     o->native_path, WIFSIGNALED(status) ? "signal" : "status",
+			     WIFSIGNALED(status) ? WTERMSIG(status) : WIFEXITED(status) ? WEXITSTATUS(status) : -1,
+			     o->runtime, output);
+		return pass_through(status);
+	}
 	if (WIFEXITED(status) && WEXITSTATUS(status) == BOOT_NO_ULMA) {
 		ulma_die_msg("the interpreter '%s' cannot load the ulma package; choose one that has it "
 			     "with --python or ULMA_PYTHON",
@@ -454,8 +475,31 @@ int ulma_cmd_run(int argc, char **argv)
 
 	if (parse_run_options(argc, argv, &o) < 0)
 		return ULMA_EXIT_USAGE;
-	if (!o.module && check_script(o.args[0]) < 0)
+	if (!o.module) {
+		enum ulma_target_kind kind = ulma_target_classify(o.args[0], o.native_path, sizeof(o.native_path));
+		if (kind == ULMA_TARGET_STATIC) {
+			ulma_die_msg("cannot trace '%s': it is statically linked, so it cannot load ulma's runtime; "
+				     "link it dynamically (docs/native.md)",
+				     o.args[0]);
+			return ULMA_EXIT_USAGE;
+		}
+		o.native = kind == ULMA_TARGET_NATIVE;
+	}
+	if (!o.module && !o.native && check_script(o.args[0]) < 0)
 		return ULMA_EXIT_USAGE;
+	if (ulma_runtime_find(o.runtime, sizeof(o.runtime)) < 0) {
+		o.runtime[0] = '\0';
+		if (o.native) {
+			ulma_die_msg("cannot trace '%s': ulma's runtime library libulma_rt.so was not found beside "
+				     "the ulma program; set ULMA_RUNTIME to its path",
+				     o.args[0]);
+			return ULMA_EXIT_USAGE;
+		}
+	}
+	if (o.native && o.attachable) {
+		ulma_die_msg("--attachable takes a Python program; '%s' is a native one", o.args[0]);
+		return ULMA_EXIT_USAGE;
+	}
 	const char *python = find_python(o.python, pybuf, sizeof(pybuf));
 	if (o.attachable)
 		return run_attachable(&o, python);
@@ -514,7 +558,7 @@ int ulma_cmd_run(int argc, char **argv)
 		/* its context switches are followed from its first instruction */
 		int split = ulma_record_open_switches(&o.rec, pid, true, &switches);
 		ulma_collector_split(&col, split, switches, &start, hz);
-		if (spawn_go(pid, go_fd, exec_fd, python) < 0)
+		if (spawn_go(pid, go_fd, exec_fd, python, &o) < 0)
 			pid = -1;
 	}
 	ulma_live_started(live);
@@ -564,7 +608,7 @@ int ulma_cmd_run(int argc, char **argv)
 
 	if (atomic_load(&session.hdr->program_pid) == 0 && atomic_load(&session.hdr->started) == 0) {
 		/* ulma's bootstrap never ran: there is nothing to keep */
-		int code = say_never_started(python, status, o.rec.output);
+		int code = say_never_started(&o, python, status, o.rec.output);
 		ulma_trace_writer_abandon(writer);
 		ulma_safe_discard(o.rec.output);
 		ulma_collector_free(&col);

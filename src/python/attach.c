@@ -85,7 +85,7 @@ static void error_from_exception(void)
 
 static bool monitor_alive(pid_t mpid)
 {
-	struct ulma_shm_header *hdr = ulma_tracer.session.hdr;
+	struct ulma_shm_header *hdr = ulma_rt.session.hdr;
 	if (mpid <= 0 || (kill(mpid, 0) != 0 && errno == ESRCH))
 		return false;
 	uint64_t beat = hdr ? atomic_load_explicit(&hdr->heartbeat_ns, memory_order_relaxed) : 0;
@@ -110,7 +110,7 @@ static void do_attach(void)
 		return;
 	}
 	PyGILState_STATE g = PyGILState_Ensure();
-	if (ulma_tracer.active) {
+	if (ulma_rt.active) {
 		close(fd);
 		set_error("%s", "the process is already traced (by `ulma run`?)");
 		atomic_store(&c->state, ULMA_STATE_FAILED);

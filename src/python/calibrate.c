@@ -107,10 +107,10 @@ static int by_value(const void *a, const void *b)
 static void reset_scratch(struct ulma_thread_writer *scratch, struct ulma_shm_slot *slot, struct ulma_record *records)
 {
 	memset(slot, 0, sizeof(*slot));
-	ulma_ring_writer_init(&scratch->ring, ulma_tracer.session.hdr, slot, records, SCRATCH_RECORDS,
-			      ulma_tracer.use_tsc);
+	ulma_ring_writer_init(&scratch->ring, ulma_rt.session.hdr, slot, records, SCRATCH_RECORDS,
+			      ulma_rt.use_tsc);
 	scratch->ring.lossless = false;
-	scratch->generation = ulma_tracer.writer_generation;
+	scratch->generation = ulma_rt.writer_generation;
 }
 
 int ulma_calibrate(PyObject *module, uint64_t *ps_per_event)

@@ -51,8 +51,8 @@ static PyTypeObject chained_type = {
 
 static void set_failure(uint32_t bit)
 {
-	if (ulma_tracer.session.hdr)
-		atomic_fetch_or_explicit(&ulma_tracer.session.hdr->failures, bit, memory_order_relaxed);
+	if (ulma_rt.session.hdr)
+		atomic_fetch_or_explicit(&ulma_rt.session.hdr->failures, bit, memory_order_relaxed);
 }
 
 /* A new chained profiler for (func, obj), or NULL with an exception. */

@@ -124,7 +124,7 @@ static int register_all(PyObject *mon, int tool, PyTypeObject *type, bool instal
 	int rc = -1;
 	if (!events)
 		return -1;
-	bool c_calls = !(ulma_tracer.session.hdr->flags & ULMA_SHM_NO_C_CALLS);
+	bool c_calls = !(ulma_rt.session.hdr->flags & ULMA_SHM_NO_C_CALLS);
 	for (size_t i = 0; i < NWIRING; i++) {
 		if (install && !c_calls && wiring[i].callback >= 2)
 			continue; /* CALL, C_RETURN, C_RAISE */

@@ -62,7 +62,7 @@ static const char *utf8_or(PyObject *s, Py_ssize_t *len, const char *fallback)
 
 static void note_nomem(void)
 {
-	atomic_fetch_or_explicit(&ulma_tracer.session.hdr->failures, ULMA_FAIL_NOMEM, memory_order_relaxed);
+	atomic_fetch_or_explicit(&ulma_rt.session.hdr->failures, ULMA_FAIL_NOMEM, memory_order_relaxed);
 }
 
 uint32_t ulma_code_id_slow(PyCodeObject *co)
@@ -77,7 +77,7 @@ uint32_t ulma_code_id_slow(PyCodeObject *co)
 #endif
 	const char *name = utf8_or(qualname, &nlen, "?");
 	const char *file = utf8_or(co->co_filename, &flen, "?");
-	uint32_t id = ulma_session_define(&ulma_tracer.session, ULMA_DEF_PY, name, (size_t)nlen, file,
+	uint32_t id = ulma_session_define(&ulma_rt.session, ULMA_DEF_PY, name, (size_t)nlen, file,
 					  (size_t)flen, (uint32_t)co->co_firstlineno);
 	if (id != 0) {
 		uintptr_t v = (uintptr_t)ulma_tracer.generation << 32 | id;
@@ -169,17 +169,17 @@ static uint32_t define_c(PyObject *callable, PyMethodDef *ml)
 	PyErr_Clear(); /* a name we could not read leaves the owner out */
 	size_t owner_len = owner ? strlen(owner) : 0, method_len = strlen(ml->ml_name);
 	if (owner_len == 0)
-		return ulma_session_define(&ulma_tracer.session, kind, ml->ml_name, method_len, "~", 1, 0);
+		return ulma_session_define(&ulma_rt.session, kind, ml->ml_name, method_len, "~", 1, 0);
 	size_t len = owner_len + 1 + method_len;
 	char *name = len <= sizeof(small) ? small : PyMem_RawMalloc(len);
 	if (!name) { /* the method's own name, rather than none */
 		note_nomem();
-		return ulma_session_define(&ulma_tracer.session, kind, ml->ml_name, method_len, "~", 1, 0);
+		return ulma_session_define(&ulma_rt.session, kind, ml->ml_name, method_len, "~", 1, 0);
 	}
 	memcpy(name, owner, owner_len);
 	name[owner_len] = '.';
 	memcpy(name + owner_len + 1, ml->ml_name, method_len);
-	uint32_t id = ulma_session_define(&ulma_tracer.session, kind, name, len, "~", 1, 0);
+	uint32_t id = ulma_session_define(&ulma_rt.session, kind, name, len, "~", 1, 0);
 	if (name != small)
 		PyMem_RawFree(name);
 	return id;

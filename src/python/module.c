@@ -81,35 +81,35 @@ static PyObject *start(PyObject *module, PyObject *const *args, Py_ssize_t nargs
 	int caller_frames = nargs == 3 ? PyObject_IsTrue(args[2]) : 0;
 	if (caller_frames < 0)
 		return NULL;
-	if (t->active) {
+	if (ulma_rt.active) {
 		PyErr_SetString(PyExc_RuntimeError, "ulma: this process is already being traced");
 		return NULL;
 	}
-	if (ulma_intern_init() < 0 || ulma_threads_init() < 0)
+	if (ulma_intern_init() < 0)
 		return NULL;
-	if (t->session.hdr)
-		ulma_session_unmap(&t->session);
-	int err = ulma_session_map_fd((int)fd, &t->session);
+	if (ulma_rt_threads_init() < 0) {
+		PyErr_SetString(PyExc_RuntimeError, "ulma: cannot register thread handlers");
+		return NULL;
+	}
+	int err = ulma_rt_map((int)fd);
 	close((int)fd); /* the mapping keeps the session; the program never sees our fd */
 	if (err) {
 		PyErr_Format(PyExc_OSError, "ulma: cannot map session fd %ld: %s", fd,
 			     err == -EPROTO ? "not an ulma session of this version" : strerror(-err));
 		return NULL;
 	}
-	ulma_gil_range(&t->session.gil_addr, &t->session.gil_len);
-	t->use_tsc = (t->session.hdr->flags & ULMA_SHM_CLOCK_TSC) != 0;
-	t->c_calls = (t->session.hdr->flags & ULMA_SHM_NO_C_CALLS) == 0;
+	ulma_gil_range(&ulma_rt.session.gil_addr, &ulma_rt.session.gil_len);
+	t->c_calls = (ulma_rt.session.hdr->flags & ULMA_SHM_NO_C_CALLS) == 0;
 	ulma_intern_reset();
 	t->generation++;
-	t->writer_generation++;
 	if (nargs >= 2 && mark_skipped(args[1]) < 0)
 		return NULL;
-	struct ulma_shm_header *hdr = t->session.hdr;
+	struct ulma_shm_header *hdr = ulma_rt.session.hdr;
 	uint32_t none = 0;
 	atomic_compare_exchange_strong(&hdr->program_pid, &none, (uint32_t)getpid());
 	atomic_fetch_add(&hdr->started, 1);
 	atomic_store(&hdr->tracing, 1);
-	/* Until t->active, the hook records nothing: a thread's first event
+	/* Until ulma_rt.active, the hook records nothing: a thread's first event
 	 * finds no writer and attaching one is refused.  So installing the hook
 	 * and measuring its cost (whose own records go to a scratch ring) stay
 	 * out of the trace, and out of the time of the frames already running. */
@@ -122,7 +122,8 @@ static PyObject *start(PyObject *module, PyObject *const *args, Py_ssize_t nargs
 		if (ps)
 			atomic_compare_exchange_strong(&hdr->overhead_ps, &unset, ps);
 	}
-	t->active = true;
+	ulma_rt_report_modules();
+	ulma_rt_set_active(true);
 	/* last: the frames already running are entered now, so the recorded
 	 * interval opens as start() returns to its caller */
 	ulma_open_frames_record(caller_frames);
@@ -133,19 +134,17 @@ static PyObject *stop(PyObject *module, PyObject *unused)
 {
 	(void)module;
 	(void)unused;
-	struct ulma_tracer *t = &ulma_tracer;
-	if (!t->active)
+	if (!ulma_rt.active)
 		Py_RETURN_NONE;
 	/* first: the frames still open end now, and removing the hook (the
 	 * interpreter's re-instrumentation on 3.12+) is not charged to them.
 	 * Nothing is recorded in between: this thread holds the GIL and runs no
 	 * bytecode until the hook is gone. */
 	uint32_t cpu;
-	uint64_t stopped_at = ulma_clock_now(t->use_tsc, &cpu);
+	uint64_t stopped_at = ulma_clock_now(ulma_rt.use_tsc, &cpu);
 	int rc = ulma_hook_remove();
-	t->active = false;
-	ulma_threads_close_all(stopped_at, cpu);
-	atomic_store(&t->session.hdr->tracing, 0);
+	ulma_rt_report_modules();
+	ulma_rt_stop(stopped_at, cpu);
 	if (rc < 0)
 		return NULL;
 	Py_RETURN_NONE;
@@ -176,7 +175,7 @@ static PyObject *is_active(PyObject *module, PyObject *unused)
 {
 	(void)module;
 	(void)unused;
-	return PyBool_FromLong(ulma_tracer.active);
+	return PyBool_FromLong(ulma_rt.active);
 }
 
 static int module_exec(PyObject *module)

@@ -192,7 +192,7 @@ static uint32_t gather(bool caller_too, struct open_thread *threads, uint32_t mo
 		th->ids = frame_ids(ts, &th->count);
 		if (th->count == 0)
 			continue;
-		th->writer = ulma_thread_prepare(tid);
+		th->writer = ulma_rt_thread_prepare(tid);
 		if (!th->writer) {
 			free(th->ids);
 			continue;
@@ -211,17 +211,16 @@ static uint32_t gather(bool caller_too, struct open_thread *threads, uint32_t mo
 void ulma_open_frames_record(bool caller_too)
 {
 #if !defined(Py_GIL_DISABLED)
-	struct ulma_tracer *t = &ulma_tracer;
-	uint32_t most = t->session.hdr->slot_count / 2;
+	uint32_t most = ulma_rt.session.hdr->slot_count / 2;
 	if (most == 0)
 		return;
 	struct open_thread *threads = calloc(most, sizeof(*threads));
 	if (!threads) {
-		atomic_fetch_or_explicit(&t->session.hdr->failures, ULMA_FAIL_NOMEM, memory_order_relaxed);
+		atomic_fetch_or_explicit(&ulma_rt.session.hdr->failures, ULMA_FAIL_NOMEM, memory_order_relaxed);
 		return;
 	}
 	uint32_t count = gather(caller_too, threads, most), here;
-	uint64_t now = ulma_clock_now(t->use_tsc, &here);
+	uint64_t now = ulma_clock_now(ulma_rt.use_tsc, &here);
 	for (uint32_t k = 0; k < count; k++) {
 		struct open_thread *th = &threads[k];
 		struct ulma_ring_writer *ring = &th->writer->ring;

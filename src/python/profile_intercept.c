@@ -80,7 +80,7 @@ static void unpatch(struct patch *p)
 static PyObject *intercept_sys_setprofile(PyObject *self, PyObject *func)
 {
 	PyCFunction original = sys_setprofile_patch.original->ml_meth;
-	if (!ulma_tracer.active)
+	if (!ulma_rt.active)
 		return original(self, func);
 	PyThreadState *ts = PyThreadState_Get();
 	struct ulma_chain_state before = ulma_chain_before(ts);
@@ -100,7 +100,7 @@ static PyObject *intercept_sys_getprofile(PyObject *self, PyObject *unused)
 static PyObject *intercept_profiler_enable(PyObject *self, PyObject *args, PyObject *kwargs)
 {
 	PyCFunctionWithKeywords original = (PyCFunctionWithKeywords)(void (*)(void))enable_patch.original->ml_meth;
-	if (!ulma_tracer.active)
+	if (!ulma_rt.active)
 		return original(self, args, kwargs);
 	PyThreadState *ts = PyThreadState_Get();
 	struct ulma_chain_state before = ulma_chain_before(ts);
@@ -112,7 +112,7 @@ static PyObject *intercept_profiler_enable(PyObject *self, PyObject *args, PyObj
 static PyObject *intercept_profiler_disable(PyObject *self, PyObject *unused)
 {
 	PyCFunction original = disable_patch.original->ml_meth;
-	if (!ulma_tracer.active)
+	if (!ulma_rt.active)
 		return original(self, unused);
 	PyThreadState *ts = PyThreadState_Get();
 	struct ulma_chain_state before = ulma_chain_before(ts);
@@ -132,7 +132,7 @@ static PyObject *thread_entry(PyObject *self, PyObject *unused)
 	PyObject *func = PyTuple_GET_ITEM(self, 0), *args = PyTuple_GET_ITEM(self, 1);
 	PyObject *kwargs = PyTuple_GET_ITEM(self, 2) == Py_None ? NULL : PyTuple_GET_ITEM(self, 2);
 	PyThreadState *ts = PyThreadState_Get();
-	if (ulma_tracer.active && ulma_chain_install(ts) < 0)
+	if (ulma_rt.active && ulma_chain_install(ts) < 0)
 		PyErr_Clear(); /* an audit hook refused: the thread runs untraced, as it may */
 	PyObject *r = PyObject_Call(func, args, kwargs);
 	if (r || PyErr_ExceptionMatches(PyExc_SystemExit))
@@ -150,7 +150,7 @@ static PyObject *start_thread(const struct patch *p, PyObject *self, PyObject *f
 {
 	PyCFunction original = p->original->ml_meth;
 	Py_ssize_t n = PyTuple_GET_SIZE(fargs);
-	if (!ulma_tracer.active || n < 2 || n > 3)
+	if (!ulma_rt.active || n < 2 || n > 3)
 		return original(self, fargs);
 	PyObject *func = PyTuple_GET_ITEM(fargs, 0), *args = PyTuple_GET_ITEM(fargs, 1);
 	PyObject *kwargs = n == 3 ? PyTuple_GET_ITEM(fargs, 2) : Py_None;

@@ -25,64 +25,35 @@
 #include "../core/idmap.h"
 #include "../core/ring.h"
 #include "../core/session.h"
+#include "../runtime/rt.h"
 
 #define ULMA_ID_SKIP UINT32_MAX /* a function we never record (our own) */
 
-struct ulma_thread_writer {
-	struct ulma_ring_writer ring;
-	uint32_t generation; /* writer generation this writer belongs to */
-	uint32_t tid;        /* the thread it writes for */
-	bool has_slot;
-	bool closed;
-	bool adopted; /* false while prepared by start() for a thread that has not written yet */
-	struct ulma_thread_writer *next; /* in ulma_tracer.writers */
-};
-
+/* The Python side's own state.  The session, the per-thread writers and
+ * the `active` switch belong to the runtime every event writer of the
+ * process shares (src/runtime/rt.h: ulma_rt). */
 struct ulma_tracer {
-	bool active;
-	bool use_tsc;
 	bool c_calls; /* record builtins (no --no-c-calls) */
 	uint32_t generation;        /* id generation: bumped by start; tags cached ids */
-	uint32_t writer_generation; /* bumped by start and by fork: a writer of an older
-				     * one belongs to another session or process */
-	struct ulma_session session;
 	Py_ssize_t extra_index; /* co_extra slot for code ids, -1 until requested */
 	struct ulma_idmap cfuncs; /* PyMethodDef* -> id, for this generation */
 	struct ulma_idmap new_ids; /* type -> id of its __new__ (intern.c), for this generation */
-	struct ulma_thread_writer *writers;
 	int tool_id; /* sys.monitoring tool, -1 if none */
 };
 
 extern struct ulma_tracer ulma_tracer;
-extern __thread struct ulma_thread_writer *ulma_tls_writer __attribute__((tls_model("initial-exec")));
-
-/* threads.c: attach the calling thread to the session (slow path).
- * Returns NULL when tracing is off; a thread without a free slot gets a
- * writer that counts its events as lost. */
-struct ulma_thread_writer *ulma_thread_attach(void);
-/* threads.c: a writer with a slot claimed for thread `tid` of this process,
- * for the caller to fill before that thread adopts it at its first event
- * (open_frames.c).  NULL when no slot or memory is left (the session's
- * failure bits say which). */
-struct ulma_thread_writer *ulma_thread_prepare(uint32_t tid);
-int ulma_threads_init(void);
-/* Close every writer of the current generation (tracing stops): each
- * thread's frames still open end at `stopped_at`, read on CPU `cpu`. */
-void ulma_threads_close_all(uint64_t stopped_at, uint32_t cpu);
 
 static inline void ulma_emit(uint8_t kind, uint32_t id)
 {
 	if (ULMA_UNLIKELY(id == ULMA_ID_SKIP))
 		return;
-	struct ulma_thread_writer *w = ulma_tls_writer;
-	if (ULMA_UNLIKELY(!w || w->generation != ulma_tracer.writer_generation)) {
-		w = ulma_thread_attach();
-		if (!w)
-			return;
-	}
+	struct ulma_thread_writer *w = ulma_rt_writer();
+	if (ULMA_UNLIKELY(!w))
+		return;
 	uint32_t cpu;
-	uint64_t t = ulma_clock_now(ulma_tracer.use_tsc, &cpu);
+	uint64_t t = ulma_clock_now(ulma_rt.use_tsc, &cpu);
 	ulma_ring_write(&w->ring, t, id, cpu, kind);
+	ulma_rt_done(w);
 }
 
 /* intern.c: ids for code objects (cached in co_extra) and C functions. */

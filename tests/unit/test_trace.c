@@ -198,6 +198,9 @@ struct record {
 	size_t proc_len[4];
 	int nprocs;
 	int order_bad;  /* a callback came before META or after END */
+	struct ulma_trace_mark marks[8];
+	size_t events_before_mark[8]; /* events delivered when each mark came */
+	int nmarks;
 };
 
 static void copy_str(char *dst, size_t cap, const char *s, size_t n)
@@ -293,10 +296,22 @@ static int rec_process(void *ctx, const struct ulma_trace_process *p)
 	return 0;
 }
 
+static int rec_mark(void *ctx, const struct ulma_trace_mark *m)
+{
+	struct record *r = ctx;
+	if (r->nmarks < 8) {
+		r->marks[r->nmarks] = *m;
+		r->events_before_mark[r->nmarks] = r->nevents;
+	}
+	r->nmarks++;
+	return 0;
+}
+
 static struct ulma_trace_visitor recorder(struct record *r)
 {
 	memset(r, 0, sizeof(*r));
-	return (struct ulma_trace_visitor){r, rec_meta, rec_func, rec_thread, rec_event, rec_end, NULL, rec_process, NULL, NULL};
+	return (struct ulma_trace_visitor){r,	    rec_meta, rec_func, rec_thread, rec_event, rec_end,
+					   NULL,    rec_process, NULL,  NULL,	    rec_mark};
 }
 
 /* ---------- the round trip ---------- */
@@ -1079,6 +1094,85 @@ out:
 	free(path);
 }
 
+/* Version 4: native functions and zones are functions of new kinds, and
+ * marks (instant, counter, thread name) come in order with the events. */
+static void test_marks(void)
+{
+	char *path = temp_path();
+	if (!CHECK(path != NULL, "temp file"))
+		return;
+	struct ulma_trace_meta meta = {0, 42, 1000, 777000, 1000000000u, COMMAND};
+	struct ulma_trace_writer *w;
+	struct ulma_trace_stream *s;
+	int err = ulma_trace_writer_open(path, &meta, &w);
+	err = err ? err : ulma_trace_define_file(w, 0, "~", 1);
+	err = err ? err : ulma_trace_define_file(w, 1, "k.c", 3);
+	err = err ? err : ulma_trace_define_func(w, 1, ULMA_DEF_NATIVE, 1, 12, "kernel", 6);
+	err = err ? err : ulma_trace_define_func(w, 2, ULMA_DEF_ZONE, 1, 30, "load", 4);
+	err = err ? err : ulma_trace_define_func(w, 3, ULMA_DEF_MARK, 0, 0, "checkpoint", 10);
+	err = err ? err : ulma_trace_define_func(w, 4, ULMA_DEF_MARK, 0, 0, "queue", 5);
+	err = err ? err : ulma_trace_stream_open(w, 0, 42, 42, &s);
+	if (!CHECK_EQ_I64(err, 0, "a writer with native, zone and mark definitions"))
+		goto out;
+	ulma_trace_enter(s, 1100, 0, 1, false);
+	ulma_trace_mark(s, 1105, ULMA_EXT_THREAD_NAME, 3, 0);
+	ulma_trace_enter(s, 1110, 0, 2, false);
+	ulma_trace_mark(s, 1120, ULMA_EXT_INSTANT, 3, 0);
+	ulma_trace_mark(s, 1130, ULMA_EXT_COUNTER, 4, -2.5e300);
+	ulma_trace_exit(s, 1140, 0);
+	ulma_trace_exit(s, 1150, 0);
+	struct ulma_trace_end end = {2000, 778000, 4, 0, 0, 0, ULMA_SPLIT_SWITCHES, 1, 0, 0};
+	CHECK_EQ_I64(ulma_trace_writer_close(w, &end), 0, "closed");
+	struct record r;
+	struct ulma_trace_status st;
+	struct ulma_trace_visitor v = recorder(&r);
+	err = ulma_trace_read_path(path, &v, &st);
+	CHECK(err == 0 && st.complete && st.events == 4 && r.nevents == 4 && r.nmarks == 3,
+	      "4 events and 3 marks read (%d, %s, %zu events, %d marks)", err, st.error, r.nevents, r.nmarks);
+	CHECK(r.nfuncs == 4 && r.funcs[0].kind == ULMA_DEF_NATIVE && strcmp(r.funcs[0].name, "kernel") == 0 &&
+		      strcmp(r.funcs[0].file, "k.c") == 0 && r.funcs[0].line == 12 && r.funcs[1].kind == ULMA_DEF_ZONE &&
+		      r.funcs[2].kind == ULMA_DEF_MARK,
+	      "the kinds and names of a native function, a zone and a mark");
+	if (r.nmarks == 3) {
+		CHECK(r.marks[0].kind == ULMA_EXT_THREAD_NAME && r.marks[0].ticks == 1105 && r.marks[0].name == 2 &&
+			      r.events_before_mark[0] == 1,
+		      "the thread's name after its first event");
+		CHECK(r.marks[1].kind == ULMA_EXT_INSTANT && r.marks[1].ticks == 1120 && r.events_before_mark[1] == 2,
+		      "the instant inside the zone");
+		CHECK(r.marks[2].kind == ULMA_EXT_COUNTER && r.marks[2].name == 3 && r.marks[2].value == -2.5e300 &&
+			      r.marks[2].ticks == 1130,
+		      "the counter's value, exactly");
+	}
+	if (r.nevents == 4)
+		CHECK(r.events[2].kind == ULMA_EV_EXIT && r.events[2].ticks == 1140 && r.events[2].func == 1,
+		      "the zone's exit after the marks, timed from them");
+	free(r.events);
+
+	/* a mark in a version 3 trace: corrupt */
+	struct bytes b = {.len = 0}, p = {.len = 0};
+	b_file_header(&b);
+	put_u32le(b.data + 8, 3);
+	b_meta_chunk(&b);
+	struct bytes t = {.len = 0};
+	b_varint(&t, 0);
+	b_varint(&t, 1);
+	b_varint(&t, 1);
+	b_chunk(&b, ULMA_CHUNK_THREAD, &t);
+	b_varint(&p, 0);   /* serial */
+	b_varint(&p, 0);   /* no event */
+	b_varint(&p, 0);   /* cpu */
+	b_varint(&p, 100); /* base time */
+	b_varint(&p, ULMA_TAG_EXT);
+	b_varint(&p, ULMA_EXT_INSTANT);
+	b_varint(&p, 1);
+	b_chunk(&b, ULMA_CHUNK_EVENTS, &p);
+	int rc = read_bytes(b.data, b.len, &r, &st);
+	CHECK(rc == -EPROTO && strstr(st.error, "unknown event extension 3"), "version 3 with a mark: %s", st.error);
+out:
+	unlink(path);
+	free(path);
+}
+
 static void test_foreign(void)
 {
 	struct record r;
@@ -1129,6 +1223,7 @@ int main(void)
 {
 	test_round_trip();
 	test_off_records();
+	test_marks();
 	test_big_stream();
 	test_process_names();
 	test_abandon();

@@ -1,5 +1,5 @@
 /* threads.c - one ring writer per thread, attached on the thread's first
- * event and closed when the thread exits or tracing stops.
+ * event and closed when the thread exits or tracing stops (rt.h).
  *
  * The writer pointer lives in initial-exec TLS, so the fast path reads it
  * with one instruction.  A pthread key's destructor tells us when a thread
@@ -14,18 +14,44 @@
  * at its first event.  Until then the thread writes nothing, so the ring
  * has one producer at a time; the writers lock and the GIL order the
  * hand-over.
+ *
+ * Stopping closes every writer while their threads may be writing native
+ * events: the handshake on `busy` (rt.h) makes the stopping thread the
+ * ring's only producer before it writes the thread's STOP.
  */
-#include "tracer.h"
+#include "rt.h"
 
+#include <linux/membarrier.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
-__thread struct ulma_thread_writer *ulma_tls_writer __attribute__((tls_model("initial-exec")));
+ULMA_RT_API __thread struct ulma_thread_writer *ulma_tls_writer __attribute__((tls_model("initial-exec")));
 
 static pthread_key_t exit_key;
 static pthread_mutex_t writers_lock = PTHREAD_MUTEX_INITIALIZER;
+static bool have_membarrier; /* this process registered for expedited membarrier */
+
+static void membarrier_register(void)
+{
+	have_membarrier = syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
+}
+
+/* Every other thread of the process passes a full barrier before this
+ * returns.  Without membarrier (kernels before 4.14), a short sleep: a
+ * thread that has not seen `closed` by then is inside its write, whose
+ * `busy` the caller then waits out, and the x86 store buffer it could hide
+ * in drains within microseconds. */
+static void barrier_all_threads(void)
+{
+	if (have_membarrier && syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) == 0)
+		return;
+	struct timespec ms = {0, 1000000};
+	nanosleep(&ms, NULL);
+}
 
 /* A slotless thread writes into this ring of one record that is always
  * full, so every event counts as lost and nothing is stored. */
@@ -33,7 +59,7 @@ static struct ulma_shm_slot full_slot;
 
 static void unlink_writer_locked(struct ulma_thread_writer *w)
 {
-	for (struct ulma_thread_writer **p = &ulma_tracer.writers; *p; p = &(*p)->next) {
+	for (struct ulma_thread_writer **p = &ulma_rt.writers; *p; p = &(*p)->next) {
 		if (*p == w) {
 			*p = w->next;
 			break;
@@ -62,16 +88,17 @@ struct stop_mark {
  * writers_lock held. */
 static void close_writer(struct ulma_thread_writer *w, const struct stop_mark *stopped)
 {
-	if (w->closed || w->generation != ulma_tracer.writer_generation || !ulma_tracer.session.hdr)
+	w->closed = 1;
+	if (w->finished || w->generation != ulma_rt.writer_generation || !ulma_rt.session.hdr)
 		return;
-	w->closed = true;
+	w->finished = true;
 	if (w->has_slot) {
 		if (stopped)
 			ulma_ring_write_proxy(&w->ring, stopped->time, 0, stopped->cpu, ULMA_REC_STOP);
 		ulma_session_close_slot(&w->ring); /* writes the LOST marker if it fits */
 	}
 	if (w->ring.lost) /* no slot, or no room left for the marker: count it here */
-		atomic_fetch_add_explicit(&ulma_tracer.session.hdr->lost_unmarked, w->ring.lost,
+		atomic_fetch_add_explicit(&ulma_rt.session.hdr->lost_unmarked, w->ring.lost,
 					  memory_order_relaxed);
 	w->ring.lost = 0;
 }
@@ -91,24 +118,24 @@ static void on_thread_exit(void *arg)
 
 static void after_fork_child(void)
 {
+	membarrier_register(); /* the registration belongs to the parent's address space */
 	/* the inherited writers write into the parent's rings: forget them (the
 	 * memory of the parent's other threads is not ours to free) */
-	ulma_tracer.writer_generation++; /* ids stay valid: the session is the same */
-	ulma_tracer.writers = NULL;
+	ulma_rt.writer_generation++; /* ids stay valid: the session is the same */
+	ulma_rt.writers = NULL;
 	ulma_tls_writer = NULL;
 	pthread_mutex_init(&writers_lock, NULL);
 }
 
-int ulma_threads_init(void)
+int ulma_rt_threads_init(void)
 {
 	static bool done;
 	if (done)
 		return 0;
 	if (pthread_key_create(&exit_key, on_thread_exit) != 0 ||
-	    pthread_atfork(NULL, NULL, after_fork_child) != 0) {
-		PyErr_SetString(PyExc_RuntimeError, "ulma: cannot register thread handlers");
+	    pthread_atfork(NULL, NULL, after_fork_child) != 0)
 		return -1;
-	}
+	membarrier_register();
 	done = true;
 	return 0;
 }
@@ -118,8 +145,8 @@ static struct ulma_thread_writer *adopt_prepared(uint32_t tid)
 {
 	struct ulma_thread_writer *found = NULL;
 	pthread_mutex_lock(&writers_lock);
-	for (struct ulma_thread_writer *w = ulma_tracer.writers; w; w = w->next) {
-		if (!w->adopted && w->tid == tid && w->generation == ulma_tracer.writer_generation) {
+	for (struct ulma_thread_writer *w = ulma_rt.writers; w; w = w->next) {
+		if (!w->adopted && w->tid == tid && w->generation == ulma_rt.writer_generation) {
 			w->adopted = true;
 			found = w;
 			break;
@@ -129,9 +156,9 @@ static struct ulma_thread_writer *adopt_prepared(uint32_t tid)
 	return found;
 }
 
-struct ulma_thread_writer *ulma_thread_prepare(uint32_t tid)
+struct ulma_thread_writer *ulma_rt_thread_prepare(uint32_t tid)
 {
-	struct ulma_tracer *t = &ulma_tracer;
+	struct ulma_rt *t = &ulma_rt;
 	struct ulma_thread_writer *w = calloc(1, sizeof(*w));
 	if (!w) {
 		atomic_fetch_or_explicit(&t->session.hdr->failures, ULMA_FAIL_NOMEM, memory_order_relaxed);
@@ -151,9 +178,9 @@ struct ulma_thread_writer *ulma_thread_prepare(uint32_t tid)
 	return w;
 }
 
-struct ulma_thread_writer *ulma_thread_attach(void)
+struct ulma_thread_writer *ulma_rt_thread_attach(void)
 {
-	struct ulma_tracer *t = &ulma_tracer;
+	struct ulma_rt *t = &ulma_rt;
 	if (!t->active)
 		return NULL;
 	uint32_t tid = (uint32_t)syscall(SYS_gettid);
@@ -192,18 +219,30 @@ struct ulma_thread_writer *ulma_thread_attach(void)
 	pthread_mutex_lock(&writers_lock);
 	w->next = t->writers;
 	t->writers = w;
+	/* under the lock: a stop either sees this writer and closes it, or
+	 * has already cleared `active` */
+	if (!t->active)
+		close_writer(w, NULL);
 	pthread_mutex_unlock(&writers_lock);
 	ulma_tls_writer = w;
 	pthread_setspecific(exit_key, w);
-	return w;
+	return w->closed ? NULL : w;
 }
 
-void ulma_threads_close_all(uint64_t stopped_at, uint32_t cpu)
+void ulma_rt_stop(uint64_t stopped_at, uint32_t cpu)
 {
 	const struct stop_mark stopped = {stopped_at, cpu};
+	ulma_rt.active = false;
 	pthread_mutex_lock(&writers_lock);
-	for (struct ulma_thread_writer **p = &ulma_tracer.writers; *p;) {
+	/* first no writer takes a new record, then none is inside one */
+	for (struct ulma_thread_writer *w = ulma_rt.writers; w; w = w->next)
+		if (w->generation == ulma_rt.writer_generation)
+			w->closed = 1;
+	barrier_all_threads();
+	for (struct ulma_thread_writer **p = &ulma_rt.writers; *p;) {
 		struct ulma_thread_writer *w = *p;
+		while (w->busy && w != ulma_tls_writer)
+			sched_yield();
 		close_writer(w, &stopped);
 		if (!w->adopted) { /* prepared for a thread that never wrote: no thread holds it */
 			*p = w->next;
@@ -213,4 +252,30 @@ void ulma_threads_close_all(uint64_t stopped_at, uint32_t cpu)
 		}
 	}
 	pthread_mutex_unlock(&writers_lock);
+	if (ulma_rt.session.hdr)
+		atomic_store(&ulma_rt.session.hdr->tracing, 0);
+}
+
+struct ulma_thread_writer *ulma_rt_writer_slow(void)
+{
+	struct ulma_thread_writer *w = ulma_tls_writer;
+	if (w && w->busy) { /* a signal handler inside one of this thread's writes */
+		if (ulma_rt.session.hdr)
+			atomic_fetch_add_explicit(&ulma_rt.session.hdr->lost_unmarked, 1, memory_order_relaxed);
+		return NULL;
+	}
+	if (!ulma_rt.active)
+		return NULL;
+	if (!w || w->generation != ulma_rt.writer_generation) {
+		w = ulma_rt_thread_attach();
+		if (!w)
+			return NULL;
+	}
+	w->busy = 1;
+	__asm__ __volatile__("" ::: "memory");
+	if (w->closed) {
+		w->busy = 0;
+		return NULL;
+	}
+	return w;
 }

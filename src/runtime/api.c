@@ -1,0 +1,103 @@
+/* api.c - the C API of include/ulma/ulma.h: zones, instants, counters and
+ * thread names, written into the calling thread's ring like every other
+ * event.
+ *
+ * A zone is a frame like a function's: its begin is an ENTER and its end
+ * an EXIT of a ULMA_DEF_ZONE definition, registered at the site's first
+ * use in a session and cached in the site.  Two threads reaching a new
+ * site at once may both register it; the monitor merges definitions that
+ * are equal.  Instant, counter and thread names are ULMA_DEF_MARK
+ * definitions, registered at every call (these are rare events; a
+ * program that emits them in a hot loop pays for a definition each).
+ */
+#include "rt.h"
+
+#include <string.h>
+
+#include "ulma/ulma.h"
+
+ULMA_RT_API volatile int ulma_enabled;
+
+void ulma_rt_set_active(bool on)
+{
+	ulma_rt.active = on;
+	ulma_enabled = on;
+}
+
+static uint32_t site_id(struct ulma_zone_site *site)
+{
+	uint32_t gen = __atomic_load_n(&site->generation, __ATOMIC_ACQUIRE);
+	if (ULMA_LIKELY(gen == ulma_rt.id_generation && site->id))
+		return site->id;
+	const char *name = site->name ? site->name : "?";
+	const char *file = site->file ? site->file : "~";
+	uint32_t id = ulma_session_define(&ulma_rt.session, ULMA_DEF_ZONE, name, strlen(name), file,
+					  strlen(file), site->line);
+	site->id = id;
+	__atomic_store_n(&site->generation, ulma_rt.id_generation, __ATOMIC_RELEASE);
+	return id;
+}
+
+static void emit(uint8_t kind, uint32_t id)
+{
+	struct ulma_thread_writer *w = ulma_rt_writer();
+	if (!w)
+		return;
+	uint32_t cpu;
+	uint64_t t = ulma_clock_now(ulma_rt.use_tsc, &cpu);
+	ulma_ring_write(&w->ring, t, id, cpu, kind);
+	ulma_rt_done(w);
+}
+
+ULMA_RT_API void ulma_zone_begin(struct ulma_zone_site *site)
+{
+	if (!ulma_rt.active || !site)
+		return;
+	emit(ULMA_REC_ENTER, site_id(site));
+}
+
+ULMA_RT_API void ulma_zone_end(struct ulma_zone_site *site)
+{
+	if (!ulma_rt.active || !site)
+		return;
+	emit(ULMA_REC_EXIT, site_id(site));
+}
+
+static uint32_t mark_id(const char *name)
+{
+	if (!name)
+		name = "?";
+	return ulma_session_define(&ulma_rt.session, ULMA_DEF_MARK, name, strlen(name), "~", 1, 0);
+}
+
+ULMA_RT_API void ulma_instant(const char *name)
+{
+	if (!ulma_rt.active)
+		return;
+	emit(ULMA_REC_INSTANT, mark_id(name));
+}
+
+ULMA_RT_API void ulma_counter(const char *name, double value)
+{
+	if (!ulma_rt.active)
+		return;
+	uint32_t id = mark_id(name);
+	struct ulma_thread_writer *w = ulma_rt_writer();
+	if (!w)
+		return;
+	uint64_t bits;
+	memcpy(&bits, &value, sizeof(bits));
+	uint32_t cpu;
+	uint64_t t = ulma_clock_now(ulma_rt.use_tsc, &cpu);
+	ulma_ring_write(&w->ring, t, (uint32_t)(bits >> 32), 0, ULMA_REC_VALUE);
+	ulma_ring_write(&w->ring, t, (uint32_t)bits, 1, ULMA_REC_VALUE);
+	ulma_ring_write(&w->ring, t, id, cpu, ULMA_REC_COUNTER);
+	ulma_rt_done(w);
+}
+
+ULMA_RT_API void ulma_thread_name(const char *name)
+{
+	if (!ulma_rt.active)
+		return;
+	emit(ULMA_REC_THREAD_NAME, mark_id(name));
+}

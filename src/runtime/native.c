@@ -1,0 +1,53 @@
+/* native.c - the -finstrument-functions hooks: each call and return of an
+ * instrumented native function becomes one record in its thread's ring.
+ *
+ * GCC and Clang call __cyg_profile_func_enter(fn, site) at the entry of
+ * every function of code built with -finstrument-functions, and
+ * __cyg_profile_func_exit at each return.  When no process traces, the
+ * hook is one load and a branch.  When tracing, it reads the TSC and
+ * writes 16 bytes: the function's address rides in the record's id and
+ * CPU fields (shm.h), so there is nothing to look up here; the monitor
+ * names the address (src/monitor/symbols.c).  Exits carry the address as
+ * well, so the monitor can tell a return from an unwinding that skipped
+ * frames (longjmp, C++ exceptions) and resynchronise.
+ *
+ * These functions must not be instrumented themselves, nor call anything
+ * that is, while a write is under way: the ring and clock code are inline
+ * here, and the slow path calls only libc.
+ */
+#include "rt.h"
+
+#define NO_HOOK __attribute__((no_instrument_function))
+
+ULMA_RT_API void __cyg_profile_func_enter(void *fn, void *site) NO_HOOK;
+ULMA_RT_API void __cyg_profile_func_exit(void *fn, void *site) NO_HOOK;
+
+static inline NO_HOOK void native_record(uint8_t kind, uintptr_t addr)
+{
+	struct ulma_thread_writer *w = ulma_rt_writer();
+	if (ULMA_UNLIKELY(!w))
+		return;
+	if (ULMA_LIKELY(addr >> 48 == 0)) {
+		uint64_t t = ULMA_LIKELY(ulma_rt.use_tsc) ? ulma_clock_rdtsc() : ulma_clock_monotonic_ns();
+		ulma_ring_write(&w->ring, t, (uint32_t)addr, (uint32_t)(addr >> 32), kind);
+	} else {
+		w->ring.lost++; /* no address space this large on the machines we know */
+	}
+	ulma_rt_done(w);
+}
+
+void __cyg_profile_func_enter(void *fn, void *site)
+{
+	(void)site;
+	if (ULMA_LIKELY(!ulma_rt.active))
+		return;
+	native_record(ULMA_REC_NATIVE_ENTER, (uintptr_t)fn);
+}
+
+void __cyg_profile_func_exit(void *fn, void *site)
+{
+	(void)site;
+	if (ULMA_LIKELY(!ulma_rt.active))
+		return;
+	native_record(ULMA_REC_NATIVE_EXIT, (uintptr_t)fn);
+}

@@ -1,0 +1,167 @@
+/* rt.c - the runtime's process-wide state: mapping the session, starting
+ * tracing in a process without Python, and telling the monitor which ELF
+ * objects are loaded (rt.h).
+ *
+ * A process without Python starts tracing from this library's constructor
+ * when `ulma run` (ULMA_SESSION_FD) or a traced ancestor
+ * (ULMA_SESSION_PATH) left a session in its environment, and stops at
+ * exit.  A Python process leaves that to the extension, which has to
+ * install the interpreter's hook anyway (src/python/module.c).
+ *
+ * Loaded objects are reported as ULMA_DEF_MODULE definitions (path and
+ * load bias), when tracing starts, after each dlopen (this library
+ * interposes dlopen when it is preloaded, as `ulma run` does) and when
+ * tracing stops, so that the monitor can name an address even after the
+ * process has exited.  Each (path, bias) is reported once per session.
+ */
+#include "rt.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <link.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+ULMA_RT_API struct ulma_rt ulma_rt;
+
+/* Biases already reported in this session (a small open set; a process
+ * with more objects than this reports the rest again at each call). */
+#define REPORTED_MAX 1024
+static uint64_t reported[REPORTED_MAX];
+static unsigned nreported;
+static pthread_mutex_t report_lock = PTHREAD_MUTEX_INITIALIZER;
+
+int ulma_rt_map(int fd)
+{
+	struct ulma_session s;
+	int err = ulma_session_map_fd(fd, &s);
+	if (err)
+		return err;
+	if (ulma_rt.session.hdr)
+		ulma_session_unmap(&ulma_rt.session);
+	ulma_rt.session = s;
+	ulma_rt.use_tsc = (s.hdr->flags & ULMA_SHM_CLOCK_TSC) != 0;
+	ulma_rt.writer_generation++;
+	ulma_rt.id_generation++;
+	pthread_mutex_lock(&report_lock);
+	nreported = 0;
+	pthread_mutex_unlock(&report_lock);
+	return 0;
+}
+
+static bool already_reported(uint64_t key)
+{
+	for (unsigned i = 0; i < nreported; i++)
+		if (reported[i] == key)
+			return true;
+	if (nreported < REPORTED_MAX)
+		reported[nreported++] = key;
+	return false;
+}
+
+static int report_one(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	(void)size;
+	(void)arg;
+	char exe[PATH_MAX];
+	const char *path = info->dlpi_name;
+	if (!path || !*path) { /* the main program */
+		ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+		if (n <= 0)
+			return 0;
+		exe[n] = '\0';
+		path = exe;
+	} else if (path[0] != '/') {
+		return 0; /* the vDSO, which no file backs */
+	}
+	/* key: bias and a hash of the path, so a library loaded again at the
+	 * same address after a dlclose of another is still reported */
+	uint64_t key = (uint64_t)info->dlpi_addr;
+	for (const char *p = path; *p; p++)
+		key = (key ^ (unsigned char)*p) * UINT64_C(0x100000001b3);
+	if (already_reported(key))
+		return 0;
+	char bias[17];
+	snprintf(bias, sizeof(bias), "%016llx", (unsigned long long)info->dlpi_addr);
+	ulma_session_define(&ulma_rt.session, ULMA_DEF_MODULE, path, strlen(path), bias, 16, (uint32_t)getpid());
+	return 0;
+}
+
+void ulma_rt_report_modules(void)
+{
+	if (!ulma_rt.session.hdr)
+		return;
+	pthread_mutex_lock(&report_lock);
+	dl_iterate_phdr(report_one, NULL);
+	pthread_mutex_unlock(&report_lock);
+}
+
+/* dlopen, as the program called it, then the new objects reported.  Only
+ * reached where this library comes before libc in the lookup order, that
+ * is when it is preloaded. */
+ULMA_RT_API void *dlopen(const char *file, int mode)
+{
+	static void *(*real_dlopen)(const char *, int);
+	if (!real_dlopen)
+		real_dlopen = (void *(*)(const char *, int))dlsym(RTLD_NEXT, "dlopen");
+	if (!real_dlopen)
+		return NULL;
+	void *h = real_dlopen(file, mode);
+	if (h && ulma_rt.active)
+		ulma_rt_report_modules();
+	return h;
+}
+
+static void stop_at_exit(void)
+{
+	if (!ulma_rt.active)
+		return;
+	ulma_rt_report_modules();
+	uint32_t cpu;
+	uint64_t now = ulma_clock_now(ulma_rt.use_tsc, &cpu);
+	ulma_rt_stop(now, cpu);
+}
+
+/* Start tracing this process into the session behind fd (not Python). */
+static void self_start(int fd)
+{
+	if (ulma_rt_threads_init() < 0 || ulma_rt_map(fd) < 0)
+		return;
+	struct ulma_shm_header *hdr = ulma_rt.session.hdr;
+	uint32_t none = 0;
+	atomic_compare_exchange_strong(&hdr->program_pid, &none, (uint32_t)getpid());
+	atomic_fetch_add(&hdr->started, 1);
+	atomic_store(&hdr->tracing, 1);
+	ulma_rt.self_started = true;
+	ulma_rt_report_modules();
+	if (atexit(stop_at_exit) != 0)
+		return;
+	ulma_rt_set_active(true);
+}
+
+__attribute__((constructor)) static void load(void)
+{
+	const char *fd_text = getenv("ULMA_SESSION_FD");
+	const char *path = getenv("ULMA_SESSION_PATH");
+	if (!fd_text && !path)
+		return;
+	if (dlsym(RTLD_DEFAULT, "Py_IsInitialized"))
+		return; /* a Python process: the extension starts tracing (module.c) */
+	int fd;
+	if (fd_text) { /* `ulma run`'s own program: the fd is ours, not the program's */
+		fd = atoi(fd_text);
+		unsetenv("ULMA_SESSION_FD");
+	} else {
+		fd = open(path, O_RDWR | O_CLOEXEC);
+	}
+	if (fd < 0)
+		return;
+	self_start(fd);
+	close(fd);
+}
