@@ -3,6 +3,7 @@
 #include "profile.h"
 
 #include "../core/array.h"
+#include "ulma/shm.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -47,6 +48,7 @@ int ulma_profile_add_func(struct ulma_profile *p, uint32_t index, uint8_t kind, 
 	f->file = fl;
 	f->line = line;
 	f->kind = kind;
+	f->native = ulma_def_is_c(kind) || kind == ULMA_DEF_NATIVE ? 1 : kind == ULMA_DEF_ZONE ? 2 : 0;
 	if (index >= p->nfuncs)
 		p->nfuncs = index + 1;
 	return 0;

@@ -22,6 +22,12 @@
  *   time is the rest of the wall time.  With the scheduler's switch
  *   records the intervals are exact; sampled schedstat (schedline.h) gives
  *   interpolated increments instead.
+ * - Python against native: a frame is native when its function is C (a
+ *   builtin, kinds 2-5) or native code (kind 6); a zone is what the frame
+ *   below it is.  Each thread's native clock grows by the time charged to
+ *   a native top frame; a frame snapshots it at entry, and the growth is
+ *   the function's total native time (the rest of its total interpreted
+ *   Python).
  *
  * Times are session ticks; off-CPU clocks are ns.  Single-threaded.
  * Functions returning int give 0 or -ENOMEM.
@@ -45,6 +51,8 @@ struct ulma_func_row {
 				* children's entries (the hook's cost, overhead.h) */
 	uint64_t total_ticks;
 	uint64_t total_events; /* events inside the total time, and each outermost frame's exit */
+	uint64_t total_native_ticks; /* of the total, with a native frame on top */
+	uint32_t native;       /* 0 Python, 1 native (C or native code), 2 as the frame below (a zone) */
 	/* off the CPU, of the self time (ns) */
 	uint64_t self_blocked_ns;  /* blocked: sleep, I/O, locks, the GIL */
 	uint64_t self_runnable_ns; /* runnable, waiting for a CPU */
@@ -77,9 +85,10 @@ struct ulma_thread_clocks {
 
 struct ulma_frame {
 	uint32_t func;
-	uint32_t reserved;
+	uint32_t native;  /* the frame is native (1) or not (0) */
 	uint64_t start;
 	uint64_t events0;             /* the thread's events just after the entry */
+	uint64_t native0;             /* the thread's native clock at the entry */
 	struct ulma_thread_clocks at; /* its clocks at the entry */
 };
 
@@ -95,6 +104,8 @@ struct ulma_thread_row {
 	int seen;             /* any event yet */
 	uint64_t last_ticks;  /* last event, or the close time of open frames */
 	uint64_t events;      /* enters and exits */
+	uint64_t native_ticks; /* time charged to native top frames (profile.h, top) */
+	uint64_t top_native;   /* all ones while the top frame is native, else 0 */
 	struct ulma_thread_clocks now;
 	uint64_t first_ticks; /* first event */
 	uint64_t serial;
@@ -158,6 +169,7 @@ static inline void ulma_profile_charge(struct ulma_profile *p, struct ulma_threa
 		r->self_ticks += d;
 		r->self_events++;
 		t->self_ticks += d;
+		t->native_ticks += d & t->top_native;
 	}
 	t->last_ticks += d;
 }
@@ -171,13 +183,18 @@ static inline int ulma_profile_enter(struct ulma_profile *p, uint32_t thread, ui
 		return -ENOMEM;
 	ulma_profile_charge(p, t, ticks);
 	struct ulma_frame *f = &t->stack[t->depth++];
+	struct ulma_func_row *r = &p->funcs[func];
+	uint64_t native = r->native == 2 ? t->top_native : (uint64_t)0 - r->native;
 	f->func = func;
+	f->native = (uint32_t)(native & 1);
 	f->start = t->last_ticks;
 	f->events0 = ++t->events;
+	f->native0 = t->native_ticks;
 	f->at = t->now;
 	t->top = func;
+	t->top_native = native;
 	t->active[func]++;
-	p->funcs[func].calls++;
+	r->calls++;
 	return 0;
 }
 
@@ -190,11 +207,13 @@ static inline void ulma_profile_pop(struct ulma_profile *p, struct ulma_thread_r
 {
 	const struct ulma_frame *f = &t->stack[--t->depth];
 	t->top = t->depth ? f[-1].func : ULMA_PROFILE_NO_FRAME;
+	t->top_native = t->depth ? (uint64_t)0 - f[-1].native : 0;
 	if (ULMA_LIKELY(--t->active[f->func] != 0))
 		return; /* a recursive frame: its total counts at the outermost one */
 	struct ulma_func_row *r = &p->funcs[f->func];
 	r->total_ticks += t->last_ticks - f->start;
 	r->total_events += t->events - f->events0;
+	r->total_native_ticks += t->native_ticks - f->native0;
 	if (ULMA_UNLIKELY(t->now.offs != f->at.offs))
 		ulma_profile_total_off(r, t, f);
 }

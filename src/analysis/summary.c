@@ -47,6 +47,26 @@ static void times_of(const struct ulma_summary *s, const struct ulma_func_row *f
 			    f->total_runnable_ns, f->total_gil_ns, total_cost, total);
 }
 
+/* Of f's total, the time in C functions and native code below it (never
+ * more than the total shown). */
+static uint64_t native_ns(const struct ulma_summary *s, const struct ulma_func_row *f,
+			  const struct ulma_time_split *total)
+{
+	uint64_t n = to_ns(s, f->total_native_ticks);
+	return n < total->wall_ns ? n : total->wall_ns;
+}
+
+/* The threads' time in native code (C functions and native code), and in
+ * all, in ns. */
+static void native_split(const struct ulma_summary *s, uint64_t *native, uint64_t *all)
+{
+	*native = *all = 0;
+	for (uint32_t i = 0; i < s->profile->nthreads; i++) {
+		*native += to_ns(s, s->profile->threads[i].native_ticks);
+		*all += to_ns(s, s->profile->threads[i].self_ticks);
+	}
+}
+
 static const char *or_unknown(const char *s)
 {
 	return s && *s ? s : "?";
@@ -255,11 +275,11 @@ int ulma_summary_text(FILE *out, const struct ulma_summary *s, uint32_t limit)
 		return -ENOMEM;
 	bool split = p->split != ULMA_PROFILE_SPLIT_NONE, gil = p->has_gil;
 	if (split)
-		fprintf(out, "\n%12s %12s %12s %11s %5s %5s %5s%s  %-36s %s\n", "calls", "total ms", "self ms",
-			"us/call", "cpu%", "run%", "blk%", gil ? "  gil%" : "", "function", "file:line");
+		fprintf(out, "\n%12s %12s %12s %11s %5s %5s %5s%s %5s  %-36s %s\n", "calls", "total ms", "self ms",
+			"us/call", "cpu%", "run%", "blk%", gil ? "  gil%" : "", "nat%", "function", "file:line");
 	else
-		fprintf(out, "\n%12s %12s %12s %11s  %-36s %s\n", "calls", "total ms", "self ms", "us/call",
-			"function", "file:line");
+		fprintf(out, "\n%12s %12s %12s %11s %5s  %-36s %s\n", "calls", "total ms", "self ms", "us/call",
+			"nat%", "function", "file:line");
 	uint32_t shown = 0;
 	for (uint32_t k = 0; k < p->nfuncs && shown < limit; k++) {
 		const struct ulma_func_row *f = &p->funcs[order[k]];
@@ -278,6 +298,7 @@ int ulma_summary_text(FILE *out, const struct ulma_summary *s, uint32_t limit)
 			if (gil)
 				fprintf(out, "%5.0f ", (double)self.gil_ns / d);
 		}
+		fprintf(out, "%5.0f ", total.wall_ns ? 100.0 * (double)native_ns(s, f, &total) / (double)total.wall_ns : 0.0);
 		fputc(' ', out);
 		for (size_t n = put_printable(out, or_unknown(f->name), 60); n < 36; n++)
 			fputc(' ', out);
@@ -310,6 +331,15 @@ int ulma_summary_text(FILE *out, const struct ulma_summary *s, uint32_t limit)
 			ulma_summary_parallelism(s), gil ? ", gil% of it waiting for the GIL" : "",
 			p->split == ULMA_PROFILE_SPLIT_SWITCHES ? "from the scheduler's switch records"
 								 : "sampled from schedstat");
+	uint64_t nat, in_frames;
+	native_split(s, &nat, &in_frames);
+	if (in_frames) {
+		double py = (double)(in_frames > nat ? in_frames - nat : 0);
+		bool small = in_frames < 10000000; /* under 10 ms: in ms */
+		fprintf(out, "native: %.3f %s in C functions and native code, %.3f %s interpreting Python (nat%% of "
+			     "each function's total)\n",
+			(double)nat / (small ? 1e6 : 1e9), small ? "ms" : "s", py / (small ? 1e6 : 1e9), small ? "ms" : "s");
+	}
 	uint64_t events = ulma_profile_events(p), all = events + p->lost;
 	fprintf(out, "events: %llu captured, %llu lost (%.2f%%)\n", (unsigned long long)events,
 		(unsigned long long)p->lost, all ? 100.0 * (double)p->lost / (double)all : 0.0);
@@ -404,6 +434,23 @@ static const char *c_kind_name(uint8_t kind)
 	}
 }
 
+/* The JSON `kind` of a function (docs/json.md). */
+static const char *kind_name(uint8_t kind)
+{
+	if (ulma_def_is_c(kind))
+		return "c";
+	switch (kind) {
+	case ULMA_DEF_NATIVE:
+		return "native";
+	case ULMA_DEF_ZONE:
+		return "zone";
+	case ULMA_DEF_MARK:
+		return "mark";
+	default:
+		return "python";
+	}
+}
+
 int ulma_summary_json(FILE *out, const struct ulma_summary *s)
 {
 	const struct ulma_profile *p = s->profile;
@@ -428,9 +475,10 @@ int ulma_summary_json(FILE *out, const struct ulma_summary *s)
 		fprintf(out,
 			", \"line\": %u, \"kind\": \"%s\", \"calls\": %llu, \"total_ns\": %llu, \"self_ns\": %llu, "
 			"\"raw_total_ns\": %llu, \"raw_self_ns\": %llu",
-			f->line, ulma_def_is_c(f->kind) ? "c" : "python", (unsigned long long)f->calls,
+			f->line, kind_name(f->kind), (unsigned long long)f->calls,
 			(unsigned long long)total.wall_ns, (unsigned long long)self.wall_ns,
 			(unsigned long long)to_ns(s, f->total_ticks), (unsigned long long)to_ns(s, f->self_ticks));
+		fprintf(out, ", \"total_native_ns\": %llu", (unsigned long long)native_ns(s, f, &total));
 		if (ulma_def_is_c(f->kind))
 			fprintf(out, ", \"c_kind\": \"%s\"", c_kind_name(f->kind));
 		if (p->split != ULMA_PROFILE_SPLIT_NONE)
@@ -482,13 +530,16 @@ int ulma_summary_json(FILE *out, const struct ulma_summary *s)
 		fputc('}', out);
 	}
 	fputs("\n],\n", out);
+	uint64_t nat, in_frames;
+	native_split(s, &nat, &in_frames);
 	failure_text(s->failures, fbuf, sizeof(fbuf));
 	fprintf(out,
 		"\"events\": %llu, \"lost\": %llu, \"threads\": %u, \"processes\": %u, \"duration_ns\": %llu, "
 		"\"trace_bytes\": %llu, \"bytes_per_event\": %.3f, \"complete\": %s, \"exit_status\": %d, "
 		"\"time_split\": %s, \"split_method\": \"%s\", \"gil_split\": %s, \"parallelism\": %.3f, "
 		"\"monitor_cpu_ns\": %llu, \"switches_lost\": %llu, \"overhead_ns_per_event\": %.3f, "
-		"\"overhead_ns\": %.0f, \"corrected\": %s, \"warnings\": ",
+		"\"overhead_ns\": %.0f, \"corrected\": %s, \"native_ns\": %llu, \"python_ns\": %llu, "
+		"\"warnings\": ",
 		(unsigned long long)events, (unsigned long long)p->lost, p->nthreads, count_processes(p),
 		(unsigned long long)s->duration_ns, (unsigned long long)s->trace_bytes,
 		events ? (double)s->trace_bytes / (double)events : 0.0, s->complete ? "true" : "false",
@@ -500,7 +551,8 @@ int ulma_summary_json(FILE *out, const struct ulma_summary *s)
 		p->has_gil ? "true" : "false", ulma_summary_parallelism(s), (unsigned long long)s->monitor_cpu_ns,
 		(unsigned long long)s->switches_lost, (double)s->overhead_ps / 1e3,
 		(double)s->overhead_ps * (double)events / 1e3,
-		ns_per_event(s) > 0 ? "true" : "false");
+		ns_per_event(s) > 0 ? "true" : "false", (unsigned long long)nat,
+		(unsigned long long)(in_frames > nat ? in_frames - nat : 0));
 	json_string(out, fbuf[0] ? fbuf + 1 : "");
 	fputs("}\n", out);
 	return ferror(out) ? -EIO : 0;

@@ -354,8 +354,11 @@ static pid_t spawn(const struct run_options *o, const char *python, int session_
 		snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int)getppid(), session_fd);
 		if (!o->no_follow)
 			setenv("ULMA_SESSION_PATH", path, 1);
-		/* native code the program runs or starts finds ulma's hooks */
-		if (o->runtime[0] && (o->native || !o->no_follow))
+		/* a native program finds ulma's hooks, and so do the programs it
+		 * starts.  A Python program gets them from `import ulma` (the
+		 * extension makes them global), and its environment gains nothing
+		 * but ULMA_SESSION_PATH (docs/native.md) */
+		if (o->native)
 			ulma_runtime_preload(o->runtime);
 		if (fd >= 0 && o->native)
 			execv(o->native_path, o->args);
@@ -437,11 +440,9 @@ static int pass_through(int status)
 static int say_never_started(const struct run_options *o, const char *python, int status, const char *output)
 {
 	if (o->native) {
-		ulma_die_msg("the program never started tracing: '%s' ended (%s %d) before ulma's runtime %s could "
-			     "start; no trace kept at %s",
-			     o->native_path, WIFSIGNALED(status) ? "signal" : "status",
-			     WIFSIGNALED(status) ? WTERMSIG(status) : WIFEXITED(status) ? WEXITSTATUS(status) : -1,
-			     o->runtime, output);
+		ulma_die_msg("'%s' recorded nothing: build it with -finstrument-functions or mark zones with ulma's "
+			     "C API (docs/native.md); no trace kept at %s",
+			     o->native_path, output);
 		return pass_through(status);
 	}
 	if (WIFEXITED(status) && WEXITSTATUS(status) == BOOT_NO_ULMA) {

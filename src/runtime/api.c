@@ -21,7 +21,13 @@ ULMA_RT_API volatile int ulma_enabled;
 void ulma_rt_set_active(bool on)
 {
 	ulma_rt.active = on;
-	ulma_enabled = on;
+	ulma_enabled = on || ulma_rt.armed;
+}
+
+/* Tracing is on, or starts now in an armed process (rt.h). */
+static inline bool tracing(void)
+{
+	return ulma_rt.active || (ulma_rt.armed && ulma_rt_start_armed());
 }
 
 static uint32_t site_id(struct ulma_zone_site *site)
@@ -51,14 +57,14 @@ static void emit(uint8_t kind, uint32_t id)
 
 ULMA_RT_API void ulma_zone_begin(struct ulma_zone_site *site)
 {
-	if (!ulma_rt.active || !site)
+	if (!site || !tracing())
 		return;
 	emit(ULMA_REC_ENTER, site_id(site));
 }
 
 ULMA_RT_API void ulma_zone_end(struct ulma_zone_site *site)
 {
-	if (!ulma_rt.active || !site)
+	if (!site || !ulma_rt.active)
 		return;
 	emit(ULMA_REC_EXIT, site_id(site));
 }
@@ -72,14 +78,14 @@ static uint32_t mark_id(const char *name)
 
 ULMA_RT_API void ulma_instant(const char *name)
 {
-	if (!ulma_rt.active)
+	if (!tracing())
 		return;
 	emit(ULMA_REC_INSTANT, mark_id(name));
 }
 
 ULMA_RT_API void ulma_counter(const char *name, double value)
 {
-	if (!ulma_rt.active)
+	if (!tracing())
 		return;
 	uint32_t id = mark_id(name);
 	struct ulma_thread_writer *w = ulma_rt_writer();
@@ -97,7 +103,7 @@ ULMA_RT_API void ulma_counter(const char *name, double value)
 
 ULMA_RT_API void ulma_thread_name(const char *name)
 {
-	if (!ulma_rt.active)
+	if (!tracing())
 		return;
 	emit(ULMA_REC_THREAD_NAME, mark_id(name));
 }

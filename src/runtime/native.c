@@ -39,7 +39,7 @@ static inline NO_HOOK void native_record(uint8_t kind, uintptr_t addr)
 void __cyg_profile_func_enter(void *fn, void *site)
 {
 	(void)site;
-	if (ULMA_LIKELY(!ulma_rt.active))
+	if (ULMA_LIKELY(!ulma_rt.active) && (ULMA_LIKELY(!ulma_rt.armed) || !ulma_rt_start_armed()))
 		return;
 	native_record(ULMA_REC_NATIVE_ENTER, (uintptr_t)fn);
 }
@@ -47,7 +47,7 @@ void __cyg_profile_func_enter(void *fn, void *site)
 void __cyg_profile_func_exit(void *fn, void *site)
 {
 	(void)site;
-	if (ULMA_LIKELY(!ulma_rt.active))
+	if (ULMA_LIKELY(!ulma_rt.active) && (ULMA_LIKELY(!ulma_rt.armed) || !ulma_rt_start_armed()))
 		return;
 	native_record(ULMA_REC_NATIVE_EXIT, (uintptr_t)fn);
 }

@@ -2,11 +2,14 @@
  * tracing in a process without Python, and telling the monitor which ELF
  * objects are loaded (rt.h).
  *
- * A process without Python starts tracing from this library's constructor
- * when `ulma run` (ULMA_SESSION_FD) or a traced ancestor
- * (ULMA_SESSION_PATH) left a session in its environment, and stops at
- * exit.  A Python process leaves that to the extension, which has to
- * install the interpreter's hook anyway (src/python/module.c).
+ * A process without Python starts tracing when `ulma run`
+ * (ULMA_SESSION_FD) or a traced ancestor (ULMA_SESSION_PATH) left a
+ * session in its environment, at its first native event or C API call,
+ * and stops at exit.  Not before: `ulma run` preloads this library into
+ * every process, and a shell or any other program that records nothing
+ * must leave the session, and the fd, to the program it starts.  A Python
+ * process leaves starting to the extension, which has to install the
+ * interpreter's hook anyway (src/python/module.c).
  *
  * Loaded objects are reported as ULMA_DEF_MODULE definitions (path and
  * load bias), when tracing starts, after each dlopen (this library
@@ -15,6 +18,8 @@
  * process has exited.  Each (path, bias) is reported once per session.
  */
 #include "rt.h"
+
+#include "ulma/ulma.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -129,10 +134,10 @@ static void stop_at_exit(void)
 }
 
 /* Start tracing this process into the session behind fd (not Python). */
-static void self_start(int fd)
+static bool self_start(int fd)
 {
 	if (ulma_rt_threads_init() < 0 || ulma_rt_map(fd) < 0)
-		return;
+		return false;
 	struct ulma_shm_header *hdr = ulma_rt.session.hdr;
 	uint32_t none = 0;
 	atomic_compare_exchange_strong(&hdr->program_pid, &none, (uint32_t)getpid());
@@ -141,27 +146,42 @@ static void self_start(int fd)
 	ulma_rt.self_started = true;
 	ulma_rt_report_modules();
 	if (atexit(stop_at_exit) != 0)
-		return;
+		return false;
 	ulma_rt_set_active(true);
+	return true;
+}
+
+static pthread_mutex_t start_lock = PTHREAD_MUTEX_INITIALIZER;
+
+bool ulma_rt_start_armed(void)
+{
+	pthread_mutex_lock(&start_lock);
+	if (ulma_rt.armed && !ulma_rt.active) {
+		ulma_rt.armed = false;
+		const char *fd_text = getenv("ULMA_SESSION_FD");
+		const char *path = getenv("ULMA_SESSION_PATH");
+		int fd = -1;
+		if (fd_text) { /* `ulma run`'s own program: the fd is ours, not the program's */
+			fd = atoi(fd_text);
+			unsetenv("ULMA_SESSION_FD");
+		} else if (path) {
+			fd = open(path, O_RDWR | O_CLOEXEC);
+		}
+		if (fd >= 0) {
+			self_start(fd);
+			close(fd);
+		}
+	}
+	pthread_mutex_unlock(&start_lock);
+	return ulma_rt.active;
 }
 
 __attribute__((constructor)) static void load(void)
 {
-	const char *fd_text = getenv("ULMA_SESSION_FD");
-	const char *path = getenv("ULMA_SESSION_PATH");
-	if (!fd_text && !path)
+	if (!getenv("ULMA_SESSION_FD") && !getenv("ULMA_SESSION_PATH"))
 		return;
 	if (dlsym(RTLD_DEFAULT, "Py_IsInitialized"))
 		return; /* a Python process: the extension starts tracing (module.c) */
-	int fd;
-	if (fd_text) { /* `ulma run`'s own program: the fd is ours, not the program's */
-		fd = atoi(fd_text);
-		unsetenv("ULMA_SESSION_FD");
-	} else {
-		fd = open(path, O_RDWR | O_CLOEXEC);
-	}
-	if (fd < 0)
-		return;
-	self_start(fd);
-	close(fd);
+	ulma_rt.armed = true;
+	ulma_enabled = 1; /* the C API's macros call in, and the first call starts */
 }

@@ -51,6 +51,8 @@ struct ulma_thread_writer {
 
 struct ulma_rt {
 	volatile bool active;       /* events are recorded; read by every hook */
+	volatile bool armed;        /* a session waits in the environment: the first native
+				     * event or C API call starts tracing (rt.c) */
 	bool use_tsc;
 	bool self_started;          /* the library started tracing itself (no Python) */
 	uint32_t writer_generation; /* bumped by each map and by fork: a writer of an
@@ -68,6 +70,10 @@ ULMA_RT_API extern __thread struct ulma_thread_writer *ulma_tls_writer __attribu
  * the previous one, and bump the writer generation.  Does not start
  * tracing.  Returns 0, -EPROTO for a foreign session, or -errno. */
 ULMA_RT_API int ulma_rt_map(int fd);
+
+/* An armed process (no Python) starts tracing now, at its first native
+ * event or C API call.  Returns true if tracing is on. */
+ULMA_RT_API bool ulma_rt_start_armed(void);
 
 /* Turn recording on or off (the hooks' `active`, and `ulma_enabled` of
  * include/ulma/ulma.h). */
