@@ -55,10 +55,10 @@ void ulma_symbols_free(struct ulma_symbols *s);
  * Path "" means the main executable: it is read through /proc/PID/exe if
  * the process is alive; if it is gone, nothing is recorded and the result
  * is -ESRCH.  A path that cannot be read as ELF is remembered as such:
- * -ENOENT, -EACCES, -EISDIR..., -ENOEXEC (not ELF, another byte order, truncated
- * program headers).  A duplicate report (same path and bias) is a cheap
- * no-op that returns what the first one did.  -ENOMEM when out of memory.
- * The path is copied. */
+ * -ENOENT, -EACCES, -EISDIR..., -ENOEXEC (not ELF, another byte order,
+ * truncated program headers).  A duplicate report (same path and bias) is
+ * a cheap no-op that returns what the first one did.  -ENOMEM when out of
+ * memory.  The path is copied. */
 int ulma_symbols_add_module(struct ulma_symbols *s, uint32_t pid, const char *path, uint64_t bias);
 
 /* Read /proc/PID/maps now (the process is alive) and report every
