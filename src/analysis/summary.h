@@ -28,6 +28,7 @@ struct ulma_summary {
 	bool no_correction;    /* show raw times: do not subtract that cost (overhead.h) */
 	uint64_t monitor_cpu_ns; /* the monitor's own CPU time, 0 if unknown */
 	uint64_t switches_lost;  /* context-switch records the kernel dropped */
+	uint64_t resynced;       /* frames closed without their exit, exits without an entry */
 };
 
 /* Top `limit` functions by self time, then totals.  Returns 0 or -EIO. */

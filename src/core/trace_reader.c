@@ -418,14 +418,15 @@ static int parse_sched(struct reader *r, const uint8_t *p, const uint8_t *end)
 
 static int parse_end(struct reader *r, const uint8_t *p, const uint8_t *end)
 {
-	uint64_t v[10] = {0};
-	const char *what[10] = {"end ticks",   "end ns",       "event total",      "lost total",    "failures",
-				"exit status", "split method", "monitor cpu time", "lost switches", "gil split"};
-	int known = r->version >= 3 ? 10 : 6;
+	uint64_t v[11] = {0};
+	const char *what[11] = {"end ticks",   "end ns",       "event total",      "lost total",    "failures",
+				"exit status", "split method", "monitor cpu time", "lost switches", "gil split",
+				"resynchronised"};
+	int known = r->version >= 4 ? 11 : r->version >= 3 ? 10 : 6;
 	for (int i = 0; i < known; i++)
 		NEED_VARINT(r, p, end, v[i], what[i]);
 	struct ulma_trace_end e = {v[0], v[1], v[2], v[3], (uint32_t)v[4], (int32_t)(uint32_t)v[5],
-				   (uint32_t)v[6], v[7], v[8], (uint32_t)v[9]};
+				   (uint32_t)v[6], v[7], v[8], (uint32_t)v[9], v[10]};
 	r->st->complete = true;
 	return r->v->on_end ? r->v->on_end(r->v->ctx, &e) : 0;
 }

@@ -429,6 +429,7 @@ int ulma_trace_writer_close(struct ulma_trace_writer *w, const struct ulma_trace
 		n += ulma_varint_put(p + n, end->monitor_cpu_ns);
 		n += ulma_varint_put(p + n, end->switches_lost);
 		n += ulma_varint_put(p + n, end->gil_split);
+		n += ulma_varint_put(p + n, end->resynced);
 		err = write_chunk(w, ULMA_CHUNK_END, p, n, NULL, 0);
 	}
 	if (close(w->fd) < 0 && !err)

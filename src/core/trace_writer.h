@@ -75,6 +75,9 @@ struct ulma_trace_end {
 	uint64_t monitor_cpu_ns; /* CPU time the monitor used, drain and summary included */
 	uint64_t switches_lost;  /* context-switch records the kernel could not deliver */
 	uint32_t gil_split;      /* 1: blocked time was told apart from GIL waits */
+	/* version 4 */
+	uint64_t resynced;       /* frames closed without their exit, and exits that matched no
+				  * entry (longjmp, C++ exceptions, a lost record) */
 };
 
 /* Create path anew (safe_file.h: whatever was there is replaced, never

@@ -256,8 +256,11 @@ static bool exit_deeper(struct ulma_collector *c, struct ulma_collector_slot *cs
 		d--;
 	if (d == 0) {
 		c->unmatched++;
+		if (th->depth) /* with frames open, a stray exit (without any, tracing began inside it) */
+			c->resynced++;
 		return false;
 	}
+	c->resynced += th->depth - d; /* the frames above it left without their exit */
 	while (th->depth >= d)
 		emit_exit(c, cs, t, cpu);
 	return true;

@@ -74,6 +74,7 @@ struct ulma_collector {
 	double ns_per_tick;    /* for schedstat's increments */
 	uint64_t records;      /* ring records consumed */
 	uint64_t unmatched;    /* exits with no matching open frame */
+	uint64_t resynced;     /* frames an exit of a deeper frame closed, and unmatched exits */
 	uint64_t overhead_ps;  /* the hook's cost per event, once the program has measured it */
 	int error;             /* first -errno from the writer or allocation */
 };

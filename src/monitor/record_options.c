@@ -129,6 +129,7 @@ int ulma_record_close_trace(const struct ulma_record_options *o, struct ulma_col
 		.monitor_cpu_ns = monitor_cpu_ns,
 		.switches_lost = ulma_switches_lost(col->switches),
 		.gil_split = col->profile.has_gil != 0,
+		.resynced = col->resynced,
 	};
 	int err = col->error ? col->error : 0;
 	int cerr = ulma_trace_writer_close(w, &e);
@@ -154,6 +155,7 @@ void ulma_record_summary(struct ulma_summary *s, struct ulma_collector *col, con
 				   .overhead_ps = col->overhead_ps,
 				   .no_correction = no_correction,
 				   .monitor_cpu_ns = monitor_cpu_ns,
-				   .switches_lost = ulma_switches_lost(col->switches)};
+				   .switches_lost = ulma_switches_lost(col->switches),
+				   .resynced = col->resynced};
 	ulma_clock_calibrate(use_tsc, start, end, hz, &s->cal);
 }

@@ -274,6 +274,7 @@ int ulma_cmd_report(int argc, char **argv)
 		r.profile.has_gil = 1;
 	s.monitor_cpu_ns = r.end.monitor_cpu_ns;
 	s.switches_lost = r.end.switches_lost;
+	s.resynced = r.end.resynced;
 	uint64_t end_ticks = st.complete ? r.end.end_ticks : st.last_ticks;
 	ulma_profile_finish(&r.profile, end_ticks);
 	if (st.complete && r.end.lost > r.profile.lost)

@@ -46,8 +46,11 @@ static PyObject *on_py_exit(PyObject *self, PyObject *const *args, size_t nargsf
 static inline void c_event(PyObject *callable, uint8_t kind)
 {
 	PyMethodDef *ml = ulma_c_method(callable);
-	if (ml)
+	if (ml) {
 		ulma_emit(kind, ulma_cfunc_id(callable, ml));
+		if (kind == ULMA_REC_EXIT)
+			ulma_c_returned(ml);
+	}
 }
 
 static PyObject *on_call(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)

@@ -35,6 +35,8 @@ int ulma_profile_event(PyObject *chained, PyFrameObject *frame, int what, PyObje
 		if (ulma_tracer.c_calls && PyCFunction_Check(arg)) {
 			id = ulma_cfunc_id(arg, ((PyCFunctionObject *)arg)->m_ml);
 			ulma_emit(what == PyTrace_C_CALL ? ULMA_REC_ENTER : ULMA_REC_EXIT, id);
+			if (what != PyTrace_C_CALL)
+				ulma_c_returned(((PyCFunctionObject *)arg)->m_ml);
 		}
 		break;
 	default:

@@ -102,6 +102,14 @@ static PyObject *start(PyObject *module, PyObject *const *args, Py_ssize_t nargs
 	t->c_calls = (ulma_rt.session.hdr->flags & ULMA_SHM_NO_C_CALLS) == 0;
 	ulma_intern_reset();
 	t->generation++;
+	t->load_ext = NULL;
+	PyObject *imp = PyImport_ImportModule("_imp");
+	PyObject *create = imp ? PyObject_GetAttrString(imp, "create_dynamic") : NULL;
+	if (create && PyCFunction_Check(create))
+		t->load_ext = ((PyCFunctionObject *)create)->m_ml; /* static: lives as long as the interpreter */
+	Py_XDECREF(create);
+	Py_XDECREF(imp);
+	PyErr_Clear();
 	if (nargs >= 2 && mark_skipped(args[1]) < 0)
 		return NULL;
 	struct ulma_shm_header *hdr = ulma_rt.session.hdr;

@@ -39,6 +39,8 @@ struct ulma_tracer {
 	struct ulma_idmap cfuncs; /* PyMethodDef* -> id, for this generation */
 	struct ulma_idmap new_ids; /* type -> id of its __new__ (intern.c), for this generation */
 	int tool_id; /* sys.monitoring tool, -1 if none */
+	PyMethodDef *load_ext; /* _imp.create_dynamic's: after it returns, an extension module is
+				* loaded whose hooks may need rebinding (src/runtime/got.c) */
 };
 
 extern struct ulma_tracer ulma_tracer;
@@ -54,6 +56,14 @@ static inline void ulma_emit(uint8_t kind, uint32_t id)
 	uint64_t t = ulma_clock_now(ulma_rt.use_tsc, &cpu);
 	ulma_ring_write(&w->ring, t, id, cpu, kind);
 	ulma_rt_done(w);
+}
+
+/* A C function returned: if it loaded an extension module, point that
+ * module's -finstrument-functions hooks at ulma's. */
+static inline void ulma_c_returned(PyMethodDef *ml)
+{
+	if (ULMA_UNLIKELY(ml == ulma_tracer.load_ext))
+		ulma_rt_bind_hooks();
 }
 
 /* intern.c: ids for code objects (cached in co_extra) and C functions. */

@@ -20,6 +20,8 @@ ULMA_RT_API volatile int ulma_enabled;
 
 void ulma_rt_set_active(bool on)
 {
+	if (on)
+		ulma_rt_bind_hooks();
 	ulma_rt.active = on;
 	ulma_enabled = on || ulma_rt.armed;
 }

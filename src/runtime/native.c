@@ -19,8 +19,12 @@
 
 #define NO_HOOK __attribute__((no_instrument_function))
 
-ULMA_RT_API void __cyg_profile_func_enter(void *fn, void *site) NO_HOOK;
-ULMA_RT_API void __cyg_profile_func_exit(void *fn, void *site) NO_HOOK;
+/* The hooks under names of our own: got.c takes their addresses, which a
+ * reference to the exported names could resolve to libc's stubs. */
+void ulma_rt_hook_enter(void *fn, void *site) NO_HOOK;
+void ulma_rt_hook_exit(void *fn, void *site) NO_HOOK;
+ULMA_RT_API void __cyg_profile_func_enter(void *fn, void *site) NO_HOOK __attribute__((alias("ulma_rt_hook_enter")));
+ULMA_RT_API void __cyg_profile_func_exit(void *fn, void *site) NO_HOOK __attribute__((alias("ulma_rt_hook_exit")));
 
 static inline NO_HOOK void native_record(uint8_t kind, uintptr_t addr)
 {
@@ -36,7 +40,7 @@ static inline NO_HOOK void native_record(uint8_t kind, uintptr_t addr)
 	ulma_rt_done(w);
 }
 
-void __cyg_profile_func_enter(void *fn, void *site)
+void ulma_rt_hook_enter(void *fn, void *site)
 {
 	(void)site;
 	if (ULMA_LIKELY(!ulma_rt.active) && (ULMA_LIKELY(!ulma_rt.armed) || !ulma_rt_start_armed()))
@@ -44,7 +48,7 @@ void __cyg_profile_func_enter(void *fn, void *site)
 	native_record(ULMA_REC_NATIVE_ENTER, (uintptr_t)fn);
 }
 
-void __cyg_profile_func_exit(void *fn, void *site)
+void ulma_rt_hook_exit(void *fn, void *site)
 {
 	(void)site;
 	if (ULMA_LIKELY(!ulma_rt.active) && (ULMA_LIKELY(!ulma_rt.armed) || !ulma_rt_start_armed()))

@@ -12,10 +12,12 @@
  * interpreter's hook anyway (src/python/module.c).
  *
  * Loaded objects are reported as ULMA_DEF_MODULE definitions (path and
- * load bias), when tracing starts, after each dlopen (this library
- * interposes dlopen when it is preloaded, as `ulma run` does) and when
- * tracing stops, so that the monitor can name an address even after the
- * process has exited.  Each (path, bias) is reported once per session.
+ * load bias) when tracing starts and when it stops, so that the monitor
+ * can name an address even after the process has exited; while it runs,
+ * the monitor reads the process's maps for objects loaded meanwhile.
+ * (Interposing dlopen would catch them at once, but a dlopen called from
+ * here searches our RUNPATH, not the caller's.)  Each (path, bias) is
+ * reported once per session.
  */
 #include "rt.h"
 
@@ -105,22 +107,6 @@ void ulma_rt_report_modules(void)
 	pthread_mutex_lock(&report_lock);
 	dl_iterate_phdr(report_one, NULL);
 	pthread_mutex_unlock(&report_lock);
-}
-
-/* dlopen, as the program called it, then the new objects reported.  Only
- * reached where this library comes before libc in the lookup order, that
- * is when it is preloaded. */
-ULMA_RT_API void *dlopen(const char *file, int mode)
-{
-	static void *(*real_dlopen)(const char *, int);
-	if (!real_dlopen)
-		real_dlopen = (void *(*)(const char *, int))dlsym(RTLD_NEXT, "dlopen");
-	if (!real_dlopen)
-		return NULL;
-	void *h = real_dlopen(file, mode);
-	if (h && ulma_rt.active)
-		ulma_rt_report_modules();
-	return h;
 }
 
 static void stop_at_exit(void)

@@ -97,6 +97,11 @@ ULMA_RT_API struct ulma_thread_writer *ulma_rt_thread_attach(void);
  * when no slot or memory is left (the failure bits say which). */
 ULMA_RT_API struct ulma_thread_writer *ulma_rt_thread_prepare(uint32_t tid);
 
+/* Rebind every newly loaded object's imports of the -finstrument-functions
+ * hooks to this library's (got.c).  Cheap when nothing was loaded since
+ * the last call. */
+ULMA_RT_API void ulma_rt_bind_hooks(void);
+
 /* Tell the session which ELF objects this process has loaded (path, load
  * bias), so the monitor can name native addresses even after the process
  * is gone.  Called when tracing starts and stops, and after dlopen. */

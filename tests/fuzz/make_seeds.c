@@ -64,7 +64,7 @@ static int write_basic(const char *path)
 	ulma_trace_exit(a, 1200, 0);
 	ulma_trace_exit(a, 1300, 0);
 	ulma_trace_off(a, 1350, ULMA_OFF_BLOCKED, 30); /* after the last event: the chunk ends with it */
-	struct ulma_trace_end end = {1400, 778000, 13, 12, ULMA_FAIL_NO_SLOT, 0, ULMA_SPLIT_SWITCHES, 12345, 0, 1};
+	struct ulma_trace_end end = {1400, 778000, 13, 12, ULMA_FAIL_NO_SLOT, 0, ULMA_SPLIT_SWITCHES, 12345, 0, 1, 0};
 	return ulma_trace_writer_close(w, &end);
 }
 
@@ -135,7 +135,7 @@ static int write_wide(const char *path)
 		if (i == 120)
 			ulma_trace_writer_flush(w);
 	}
-	struct ulma_trace_end end = {now, 6, 240, 0, 0, 256, 0, 0, 0, 0};
+	struct ulma_trace_end end = {now, 6, 240, 0, 0, 256, 0, 0, 0, 0, 0};
 	return ulma_trace_writer_close(w, &end);
 }
 
@@ -161,7 +161,7 @@ static int write_empty_names(const char *path)
 	ulma_trace_enter(a, 130, 0, 3, same_fn(3, 1));
 	ulma_trace_exit(a, 140, 0);
 	ulma_trace_exit(a, 150, 0);
-	struct ulma_trace_end end = {200, 120, 6, 0, 0, 0, 0, 0, 0, 0};
+	struct ulma_trace_end end = {200, 120, 6, 0, 0, 0, 0, 0, 0, 0, 0};
 	return ulma_trace_writer_close(w, &end);
 }
 
@@ -185,7 +185,7 @@ static int write_far(const char *path)
 	ulma_trace_enter(a, top - 300, 1, 2, same_fn(2, 1));
 	ulma_trace_exit(a, top - 200, 1);
 	ulma_trace_exit(a, top - 100, 0);
-	struct ulma_trace_end end = {top - 1, top - 1, 4, 0, 0, 0, 0, 0, 0, 0};
+	struct ulma_trace_end end = {top - 1, top - 1, 4, 0, 0, 0, 0, 0, 0, 0, 0};
 	return ulma_trace_writer_close(w, &end);
 }
 
