@@ -23,6 +23,7 @@ void ulma_rt_set_active(bool on)
 	if (on)
 		ulma_rt_bind_hooks();
 	ulma_rt.active = on;
+	ulma_rt_hooks_state = on ? ULMA_HOOKS_ON : ulma_rt.armed ? ULMA_HOOKS_ARMED : ULMA_HOOKS_OFF;
 	ulma_enabled = on || ulma_rt.armed;
 }
 

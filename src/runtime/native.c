@@ -32,7 +32,7 @@ static inline NO_HOOK void native_record(uint8_t kind, uintptr_t addr)
 	if (ULMA_UNLIKELY(!w))
 		return;
 	if (ULMA_LIKELY(addr >> 48 == 0)) {
-		uint64_t t = ULMA_LIKELY(ulma_rt.use_tsc) ? ulma_clock_rdtsc() : ulma_clock_monotonic_ns();
+		uint64_t t = ULMA_LIKELY(ULMA_RT.use_tsc) ? ulma_clock_rdtsc() : ulma_clock_monotonic_ns();
 		ulma_ring_write(&w->ring, t, (uint32_t)addr, (uint32_t)(addr >> 32), kind);
 	} else {
 		w->ring.lost++; /* no address space this large on the machines we know */
@@ -43,7 +43,8 @@ static inline NO_HOOK void native_record(uint8_t kind, uintptr_t addr)
 void ulma_rt_hook_enter(void *fn, void *site)
 {
 	(void)site;
-	if (ULMA_LIKELY(!ulma_rt.active) && (ULMA_LIKELY(!ulma_rt.armed) || !ulma_rt_start_armed()))
+	uint8_t state = ulma_rt_hooks_state;
+	if (ULMA_LIKELY(state == ULMA_HOOKS_OFF) || (state == ULMA_HOOKS_ARMED && !ulma_rt_start_armed()))
 		return;
 	native_record(ULMA_REC_NATIVE_ENTER, (uintptr_t)fn);
 }
@@ -51,7 +52,8 @@ void ulma_rt_hook_enter(void *fn, void *site)
 void ulma_rt_hook_exit(void *fn, void *site)
 {
 	(void)site;
-	if (ULMA_LIKELY(!ulma_rt.active) && (ULMA_LIKELY(!ulma_rt.armed) || !ulma_rt_start_armed()))
+	uint8_t state = ulma_rt_hooks_state;
+	if (ULMA_LIKELY(state == ULMA_HOOKS_OFF) || (state == ULMA_HOOKS_ARMED && !ulma_rt_start_armed()))
 		return;
 	native_record(ULMA_REC_NATIVE_EXIT, (uintptr_t)fn);
 }

@@ -36,6 +36,8 @@
 #include <unistd.h>
 
 ULMA_RT_API struct ulma_rt ulma_rt;
+extern struct ulma_rt ulma_rt_self __attribute__((visibility("hidden"), alias("ulma_rt")));
+volatile uint8_t ulma_rt_hooks_state; /* enum ulma_hooks_state (rt.h) */
 
 /* Biases already reported in this session (a small open set; a process
  * with more objects than this reports the rest again at each call). */
@@ -144,6 +146,7 @@ bool ulma_rt_start_armed(void)
 	pthread_mutex_lock(&start_lock);
 	if (ulma_rt.armed && !ulma_rt.active) {
 		ulma_rt.armed = false;
+		ulma_rt_hooks_state = ULMA_HOOKS_OFF;
 		const char *fd_text = getenv("ULMA_SESSION_FD");
 		const char *path = getenv("ULMA_SESSION_PATH");
 		int fd = -1;
@@ -169,5 +172,6 @@ __attribute__((constructor)) static void load(void)
 	if (dlsym(RTLD_DEFAULT, "Py_IsInitialized"))
 		return; /* a Python process: the extension starts tracing (module.c) */
 	ulma_rt.armed = true;
+	ulma_rt_hooks_state = ULMA_HOOKS_ARMED;
 	ulma_enabled = 1; /* the C API's macros call in, and the first call starts */
 }

@@ -64,6 +64,26 @@ struct ulma_rt {
 };
 
 ULMA_RT_API extern struct ulma_rt ulma_rt;
+
+/* Inside the library the same object is reached under a hidden alias, one
+ * PC-relative load instead of a load through the GOT (src/runtime/ only). */
+#ifdef ULMA_RT_INTERNAL
+extern struct ulma_rt ulma_rt_self __attribute__((visibility("hidden")));
+#define ULMA_RT ulma_rt_self
+#else
+#define ULMA_RT ulma_rt
+#endif
+
+/* What the -finstrument-functions hooks check first (native.c): one byte,
+ * hidden, kept by ulma_rt_set_active and the arming (rt.c). */
+enum ulma_hooks_state {
+	ULMA_HOOKS_OFF = 0,
+	ULMA_HOOKS_ARMED = 1, /* the first event starts tracing (ulma_rt_start_armed) */
+	ULMA_HOOKS_ON = 2,
+};
+#ifdef ULMA_RT_INTERNAL
+extern volatile uint8_t ulma_rt_hooks_state __attribute__((visibility("hidden")));
+#endif
 ULMA_RT_API extern __thread struct ulma_thread_writer *ulma_tls_writer __attribute__((tls_model("initial-exec")));
 
 /* Map the session behind fd (not taken over) as this process's, dropping
@@ -119,7 +139,7 @@ static inline struct ulma_thread_writer *ulma_rt_writer(void)
 		return ulma_rt_writer_slow();
 	w->busy = 1;
 	__asm__ __volatile__("" ::: "memory"); /* busy is stored before closed is read */
-	if (ULMA_UNLIKELY(w->closed | (w->generation != ulma_rt.writer_generation))) {
+	if (ULMA_UNLIKELY(w->closed | (w->generation != ULMA_RT.writer_generation))) {
 		w->busy = 0;
 		return ulma_rt_writer_slow();
 	}
