@@ -2,16 +2,22 @@
  * which Perfetto's UI and trace processor also open.
  *
  * One JSON object: {"displayTimeUnit": "ns", "traceEvents": [...],
- * "otherData": {command, completeness, duration, events lost}}.  Each kept frame is a complete event
- * ({"ph": "X", "ts", "dur"} in microseconds with nanosecond decimals,
- * "pid", "tid", "name", "cat" python or c, "args": {"loc": "file:line"}),
- * and each process and thread gets a process_name / thread_name metadata
- * event.  Events are written as the walker closes frames, so memory stays
- * bounded whatever the trace's size; complete events need not be sorted
- * (both viewers sort them), and here a callee comes before its caller.
- * Times count from the trace start.
+ * "otherData": {command, completeness, duration, events lost}}.  Each kept
+ * frame is a complete event ({"ph": "X", "ts", "dur"} in microseconds with
+ * nanosecond decimals, "pid", "tid", "name", "cat" python, c, native or
+ * zone, and "args": {"loc": "file:line"} where the file and line are
+ * known).  Marks are events of their own: an instant is {"ph": "i", "s":
+ * "t"} on its thread, a counter's value {"ph": "C", "args": {name: value}}
+ * (a counter belongs to its process in both viewers).  Each process and
+ * thread gets a process_name / thread_name metadata event, the thread's
+ * written at the end so that it can be the thread's last name mark.
+ * Events are written as the walker closes frames, so memory stays bounded
+ * whatever the trace's size; complete events need not be sorted (both
+ * viewers sort them), and here a callee comes before its caller.  Times
+ * count from the trace start.
  */
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -28,6 +34,7 @@ struct chrome {
 	uint32_t nfields;
 	uint32_t *pids_seen;
 	uint32_t npids;
+	uint64_t not_finite; /* counter values JSON cannot hold (NaN, infinities), left out */
 	bool first;
 };
 
@@ -63,12 +70,11 @@ static int on_func(void *ctx, const struct ulma_walk *w, uint32_t func)
 	struct ulma_sbuf s = {0};
 	ulma_sbuf_puts(&s, "\"name\":");
 	ulma_sbuf_json(&s, f->name);
-	if (ulma_def_is_c(f->kind)) {
-		ulma_sbuf_puts(&s, ",\"cat\":\"c\"");
-	} else {
+	ulma_sbuf_printf(&s, ",\"cat\":\"%s\"", ulma_walk_kind_name(f->kind));
+	if (ulma_walk_func_located(f)) {
 		struct ulma_sbuf loc = {0};
 		ulma_sbuf_printf(&loc, "%s:%u", f->file, f->line);
-		ulma_sbuf_puts(&s, ",\"cat\":\"python\",\"args\":{\"loc\":");
+		ulma_sbuf_puts(&s, ",\"args\":{\"loc\":");
 		ulma_sbuf_json(&s, loc.p ? loc.p : "");
 		ulma_sbuf_puts(&s, "}");
 		if (loc.nomem)
@@ -114,11 +120,27 @@ static int on_thread(void *ctx, const struct ulma_walk *w, uint32_t thread)
 	}
 	separator(c);
 	ulma_sbuf_printf(&c->b,
-			 "{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%u,\"tid\":%u,\"args\":{\"name\":\"%s %u\"}},\n"
 			 "{\"ph\":\"M\",\"name\":\"thread_sort_index\",\"pid\":%u,\"tid\":%u,\"args\":{\"sort_index\":%llu}}",
-			 t->pid, t->tid, t->tid == t->pid ? "main thread" : "thread", t->tid, t->pid, t->tid,
-			 (unsigned long long)t->serial);
+			 t->pid, t->tid, (unsigned long long)t->serial);
 	return maybe_flush(c);
+}
+
+/* Every passing thread's name, once its last name mark is known. */
+static void thread_names(struct chrome *c, const struct ulma_walk *w)
+{
+	for (uint32_t i = 0; i < w->nthreads; i++) {
+		const struct ulma_walk_thread *t = &w->threads[i];
+		if (!t->pass)
+			continue;
+		separator(c);
+		ulma_sbuf_printf(&c->b, "{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%u,\"tid\":%u,\"args\":{\"name\":",
+				 t->pid, t->tid);
+		if (t->name < w->nfuncs)
+			ulma_sbuf_json(&c->b, w->funcs[t->name].name);
+		else
+			ulma_sbuf_printf(&c->b, "\"%s %u\"", t->tid == t->pid ? "main thread" : "thread", t->tid);
+		ulma_sbuf_puts(&c->b, "}}");
+	}
 }
 
 /* ns as microseconds with three decimals */
@@ -148,6 +170,44 @@ static int on_close(void *ctx, const struct ulma_walk *w, uint32_t thread, const
 	return maybe_flush(c);
 }
 
+/* An instant on its thread, a counter's value on its process; a thread's
+ * name waits for the end (thread_names). */
+static int on_mark(void *ctx, const struct ulma_walk *w, uint32_t thread, const struct ulma_walk_mark *m)
+{
+	struct chrome *c = ctx;
+	const struct ulma_walk_thread *t = &w->threads[thread];
+	const char *name = w->funcs[m->name].name;
+	if (m->kind == ULMA_EXT_INSTANT) {
+		separator(c);
+		ulma_sbuf_puts(&c->b, "{\"ph\":\"i\",\"s\":\"t\",\"cat\":\"instant\",\"name\":");
+	} else if (m->kind == ULMA_EXT_COUNTER) {
+		if (!isfinite(m->value)) {
+			c->not_finite++;
+			return 0;
+		}
+		separator(c);
+		ulma_sbuf_puts(&c->b, "{\"ph\":\"C\",\"cat\":\"counter\",\"name\":");
+	} else {
+		return 0;
+	}
+	ulma_sbuf_json(&c->b, name);
+	if (m->kind == ULMA_EXT_COUNTER) {
+		ulma_sbuf_puts(&c->b, ",\"args\":{");
+		ulma_sbuf_json(&c->b, name);
+		ulma_sbuf_put(&c->b, ":", 1);
+		ulma_sbuf_double(&c->b, m->value);
+		ulma_sbuf_put(&c->b, "}", 1);
+	}
+	ulma_sbuf_puts(&c->b, ",\"ts\":");
+	put_us(&c->b, m->at_ns);
+	ulma_sbuf_puts(&c->b, ",\"pid\":");
+	ulma_sbuf_u64(&c->b, t->pid);
+	ulma_sbuf_puts(&c->b, ",\"tid\":");
+	ulma_sbuf_u64(&c->b, t->tid);
+	ulma_sbuf_put(&c->b, "}", 1);
+	return maybe_flush(c);
+}
+
 int ulma_export_chrome(FILE *in, const struct ulma_export_opts *o, FILE *out, const char *dir,
 		       struct ulma_export_result *res)
 {
@@ -155,18 +215,22 @@ int ulma_export_chrome(FILE *in, const struct ulma_export_opts *o, FILE *out, co
 	struct ulma_walk w;
 	(void)dir;
 	ulma_sbuf_puts(&c.b, "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n");
-	struct ulma_walk_sink sink = {&c, on_func, on_thread, NULL, on_close, NULL, NULL};
+	struct ulma_walk_sink sink = {&c, on_func, on_thread, NULL, on_close, NULL, NULL, on_mark};
 	int err = ulma_export_walk(in, o, &w, &sink, res);
 	if (!err) {
+		thread_names(&c, &w);
 		ulma_sbuf_puts(&c.b, "\n],\"otherData\":{\"producer\":\"ulma export\",\"command\":");
 		ulma_sbuf_json(&c.b, w.command ? w.command : "");
 		char note[ULMA_WALK_NOTE_MAX];
 		ulma_walk_times_note(&w, note, sizeof(note));
 		ulma_sbuf_puts(&c.b, ",\"times\":");
 		ulma_sbuf_json(&c.b, note);
-		ulma_sbuf_printf(&c.b, ",\"complete\":%s,\"duration_ns\":%llu,\"lost_events\":%llu}}\n",
+		ulma_sbuf_printf(&c.b, ",\"complete\":%s,\"duration_ns\":%llu,\"lost_events\":%llu",
 				 w.complete ? "true" : "false", (unsigned long long)w.duration_ns,
 				 (unsigned long long)w.lost);
+		if (c.not_finite)
+			ulma_sbuf_printf(&c.b, ",\"counter_values_not_finite\":%llu", (unsigned long long)c.not_finite);
+		ulma_sbuf_puts(&c.b, "}}\n");
 		err = ulma_sbuf_flush(&c.b, out);
 	}
 	for (uint32_t i = 0; i < c.nfields; i++)

@@ -9,8 +9,15 @@
  * events.  Every event has a header (event id, 64-bit timestamp), a
  * context carrying the cpu_id it ran on, and a payload:
  *
- *     ulma:function_entry  { string name; string file; uint32 line; }
+ *     ulma:function_entry  { string name; string file; uint32 line; enum kind; }
  *     ulma:function_exit   { string name; uint64 duration_ns; uint64 self_ns; }
+ *     ulma:instant         { string name; }
+ *     ulma:counter         { string name; double value; }
+ *     ulma:thread_name     { string name; }
+ *
+ * `kind` is the definition's kind (a uint8 enumeration whose labels are
+ * python, c, native and zone; the C kinds 2-5 share the label c).  The
+ * marks are events in their thread's stream, at their time.
  *
  * All integers are little-endian and byte-aligned, so no padding occurs.
  * Timestamps are nanoseconds of a clock `monotonic` whose offset is the
@@ -32,7 +39,7 @@
 #define CTF_MAGIC 0xC1FC1FC1u
 #define HEADER_BYTES 48u /* packet header 8 + packet context 40 */
 
-enum { EV_ENTRY = 0, EV_EXIT = 1 };
+enum { EV_ENTRY = 0, EV_EXIT = 1, EV_INSTANT = 2, EV_COUNTER = 3, EV_THREAD_NAME = 4 };
 
 struct ctf_thread {
 	struct ulma_sbuf ev; /* events of the packet being built */
@@ -137,34 +144,50 @@ static int write_packet(struct ctf *c, const struct ulma_walk *w, uint32_t threa
 	return err;
 }
 
-static int event(struct ctf *c, const struct ulma_walk *w, uint32_t thread, const struct ulma_walk_frame *f,
-		 bool entry)
+/* The thread's packet buffer, with an event of id at `at` begun in it
+ * (header and context); NULL when out of memory. */
+static struct ulma_sbuf *begin_event(struct ctf *c, uint32_t thread, unsigned id, uint64_t at, uint32_t cpu)
 {
 	if (thread >= c->nthreads) {
 		uint32_t n = thread + 1 > c->nthreads * 2 ? thread + 1 : c->nthreads * 2;
 		struct ctf_thread *p = realloc(c->threads, (size_t)n * sizeof(*p));
 		if (!p)
-			return -ENOMEM;
+			return NULL;
 		memset(p + c->nthreads, 0, (size_t)(n - c->nthreads) * sizeof(*p));
 		c->threads = p;
 		c->nthreads = n;
 	}
 	struct ctf_thread *t = &c->threads[thread];
-	uint64_t at = entry ? f->start_ns : f->end_ns;
 	if (t->events == 0)
 		t->begin = at;
 	t->end = at;
 	t->events++;
 	c->events++;
-	struct ulma_sbuf *b = &t->ev;
+	put_le(&t->ev, id, 4);
+	put_le(&t->ev, at, 8);
+	put_le(&t->ev, cpu, 4);
+	return &t->ev;
+}
+
+/* The kind as the metadata's enumeration has it: the trace's own value,
+ * or 0 ("other") for one it does not list. */
+static unsigned kind_value(uint8_t kind)
+{
+	return kind >= ULMA_DEF_PY && kind <= ULMA_DEF_ZONE ? kind : 0;
+}
+
+static int event(struct ctf *c, const struct ulma_walk *w, uint32_t thread, const struct ulma_walk_frame *f,
+		 bool entry)
+{
+	struct ulma_sbuf *b = begin_event(c, thread, entry ? EV_ENTRY : EV_EXIT, entry ? f->start_ns : f->end_ns, f->cpu);
+	if (!b)
+		return -ENOMEM;
 	const char *name = f->func < c->nnames && c->names[f->func] ? c->names[f->func] : "?";
-	put_le(b, entry ? EV_ENTRY : EV_EXIT, 4);
-	put_le(b, at, 8);
-	put_le(b, f->cpu, 4);
 	put_cstr(b, name);
 	if (entry) {
 		put_cstr(b, f->func < c->nnames && c->files[f->func] ? c->files[f->func] : "?");
 		put_le(b, w->funcs[f->func].line, 4);
+		put_le(b, kind_value(w->funcs[f->func].kind), 1);
 	} else {
 		put_le(b, f->end_ns - f->start_ns, 8);
 		put_le(b, f->self_ns, 8);
@@ -182,12 +205,32 @@ static int on_close(void *ctx, const struct ulma_walk *w, uint32_t thread, const
 	return event(ctx, w, thread, f, false);
 }
 
+/* A mark: an instant, a counter's value (a little-endian IEEE double) or
+ * the thread's name, on the CPU of the thread's latest event. */
+static int on_mark(void *ctx, const struct ulma_walk *w, uint32_t thread, const struct ulma_walk_mark *m)
+{
+	struct ctf *c = ctx;
+	unsigned id = m->kind == ULMA_EXT_INSTANT ? EV_INSTANT : m->kind == ULMA_EXT_COUNTER ? EV_COUNTER : EV_THREAD_NAME;
+	struct ulma_sbuf *b = begin_event(c, thread, id, m->at_ns, w->threads[thread].cpu);
+	if (!b)
+		return -ENOMEM;
+	put_cstr(b, m->name < c->nnames && c->names[m->name] ? c->names[m->name] : "?");
+	if (id == EV_COUNTER) {
+		uint64_t bits;
+		memcpy(&bits, &m->value, sizeof(bits));
+		put_le(b, bits, 8);
+	}
+	return b->len >= PACKET_AT ? write_packet(c, w, thread) : b->nomem ? -ENOMEM : 0;
+}
+
 static const char metadata_types[] =
 	"/* CTF 1.8 */\n"
 	"\n"
 	"typealias integer { size = 8; align = 8; signed = false; } := uint8_t;\n"
 	"typealias integer { size = 32; align = 8; signed = false; } := uint32_t;\n"
 	"typealias integer { size = 64; align = 8; signed = false; } := uint64_t;\n"
+	"typealias floating_point { exp_dig = 11; mant_dig = 53; byte_order = le; align = 8; } := double_t;\n"
+	"typealias enum : uint8_t { other = 0, python = 1, c = 2 ... 5, native = 6, zone = 7 } := ulma_kind_t;\n"
 	"\n"
 	"trace {\n"
 	"\tmajor = 1;\n"
@@ -231,6 +274,7 @@ static const char metadata_stream[] =
 	"\t\tstring name;\n"
 	"\t\tstring file;\n"
 	"\t\tuint32_t line;\n"
+	"\t\tulma_kind_t kind;\n"
 	"\t};\n"
 	"};\n"
 	"\n"
@@ -242,6 +286,34 @@ static const char metadata_stream[] =
 	"\t\tstring name;\n"
 	"\t\tuint64_t duration_ns;\n"
 	"\t\tuint64_t self_ns;\n"
+	"\t};\n"
+	"};\n"
+	"\n"
+	"event {\n"
+	"\tname = \"ulma:instant\";\n"
+	"\tid = 2;\n"
+	"\tstream_id = 0;\n"
+	"\tfields := struct {\n"
+	"\t\tstring name;\n"
+	"\t};\n"
+	"};\n"
+	"\n"
+	"event {\n"
+	"\tname = \"ulma:counter\";\n"
+	"\tid = 3;\n"
+	"\tstream_id = 0;\n"
+	"\tfields := struct {\n"
+	"\t\tstring name;\n"
+	"\t\tdouble_t value;\n"
+	"\t};\n"
+	"};\n"
+	"\n"
+	"event {\n"
+	"\tname = \"ulma:thread_name\";\n"
+	"\tid = 4;\n"
+	"\tstream_id = 0;\n"
+	"\tfields := struct {\n"
+	"\t\tstring name;\n"
 	"\t};\n"
 	"};\n";
 
@@ -300,7 +372,7 @@ int ulma_export_ctf(FILE *in, const struct ulma_export_opts *o, FILE *out, const
 	struct ctf c = {.dir = dir};
 	struct ulma_walk w;
 	(void)out;
-	struct ulma_walk_sink sink = {&c, on_func, NULL, on_open, on_close, NULL, NULL};
+	struct ulma_walk_sink sink = {&c, on_func, NULL, on_open, on_close, NULL, NULL, on_mark};
 	int err = ulma_export_walk(in, o, &w, &sink, res);
 	for (uint32_t i = 0; i < c.nthreads && !err; i++)
 		err = write_packet(&c, &w, i);

@@ -5,7 +5,8 @@
  *
  * where VALUE is the stack's self time in whole microseconds (or, with
  * --counts, how many times it was entered).  Frames are `name (file:line)`
- * for Python functions and `name` for C functions.  The format has no
+ * for Python functions, zones and native functions with debug information,
+ * and `name` for C functions and other native ones.  The format has no
  * quoting, so a frame never holds ';', '%', a control character or a
  * Unicode line separator raw: their UTF-8 bytes are written %XX (e.g. %3B),
  * which keeps names readable and reversible (URL percent-decoding).
@@ -61,7 +62,7 @@ static char **make_labels(const struct ulma_walk *w)
 			continue;
 		struct ulma_sbuf b = {0};
 		put_frame_text(&b, *f->name ? f->name : "?");
-		if (!ulma_def_is_c(f->kind)) {
+		if (ulma_walk_func_located(f)) {
 			ulma_sbuf_puts(&b, " (");
 			put_frame_text(&b, f->file);
 			ulma_sbuf_printf(&b, ":%u)", f->line);

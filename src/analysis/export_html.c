@@ -13,8 +13,17 @@
  * total time (at most MAX_NODES), and for the timeline only the frames
  * longer than a threshold that doubles whenever more than MAX_SPANS are
  * kept, so the page stays small whatever the trace's size.
+ *
+ * Functions carry their kind (py, c, native, zone), which the page colours
+ * apart.  Marks: the first MAX_INSTANTS instants are ticks on their
+ * thread's lane; each counter (a name in a process) keeps its count,
+ * minimum, maximum and last value and at most MAX_POINTS of its values for
+ * a sparkline, every value while they fit, then every second, fourth...
+ * (the stride doubles when the points are full).  A thread named by a mark
+ * has its last name in its lane's label.
  */
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -26,6 +35,9 @@
 
 #define MAX_NODES 30000u
 #define MAX_SPANS 150000u
+#define MAX_INSTANTS 20000u
+#define MAX_COUNTERS 256u
+#define MAX_POINTS 512u
 
 struct span {
 	uint32_t key;
@@ -33,9 +45,27 @@ struct span {
 	uint64_t start, end;
 };
 
+struct instant {
+	uint64_t at;
+	uint32_t name; /* funcs index */
+};
+
 struct lane {
 	struct span *s;
 	uint32_t n, cap;
+	struct instant *in;
+	uint32_t nin, cap_in;
+};
+
+struct counter {
+	uint32_t pid, key; /* the process and the name's funcs key */
+	uint64_t values;    /* finite values seen */
+	uint64_t not_finite;
+	double min, max, last;
+	uint64_t stride;    /* a value is a point when its number is a multiple of this */
+	uint32_t npoints;
+	uint64_t at[MAX_POINTS];
+	double v[MAX_POINTS];
 };
 
 struct html {
@@ -44,23 +74,34 @@ struct html {
 	uint32_t nlanes;
 	uint64_t nspans;
 	uint64_t min_span; /* frames shorter than this are not on the timeline */
+	uint64_t ninstants, instants_left_out;
+	struct counter *counters;
+	uint32_t ncounters;
+	uint64_t counters_left_out; /* values of counters past MAX_COUNTERS */
 };
+
+static struct lane *lane_of(struct html *h, uint32_t thread)
+{
+	if (thread >= h->nlanes) {
+		uint32_t n = thread + 1 > h->nlanes * 2 ? thread + 1 : h->nlanes * 2;
+		struct lane *l = realloc(h->lanes, (size_t)n * sizeof(*l));
+		if (!l)
+			return NULL;
+		memset(l + h->nlanes, 0, (size_t)(n - h->nlanes) * sizeof(*l));
+		h->lanes = l;
+		h->nlanes = n;
+	}
+	return &h->lanes[thread];
+}
 
 static int add_span(struct html *h, uint32_t thread, const struct ulma_walk *w, const struct ulma_walk_frame *f)
 {
 	uint64_t dur = f->end_ns - f->start_ns;
 	if (dur < h->min_span)
 		return 0;
-	if (thread >= h->nlanes) {
-		uint32_t n = thread + 1 > h->nlanes * 2 ? thread + 1 : h->nlanes * 2;
-		struct lane *l = realloc(h->lanes, (size_t)n * sizeof(*l));
-		if (!l)
-			return -ENOMEM;
-		memset(l + h->nlanes, 0, (size_t)(n - h->nlanes) * sizeof(*l));
-		h->lanes = l;
-		h->nlanes = n;
-	}
-	struct lane *l = &h->lanes[thread];
+	struct lane *l = lane_of(h, thread);
+	if (!l)
+		return -ENOMEM;
 	if (l->n == l->cap) {
 		uint32_t ncap = l->cap ? l->cap * 2 : 256;
 		struct span *s = realloc(l->s, (size_t)ncap * sizeof(*s));
@@ -99,6 +140,114 @@ static int on_close(void *ctx, const struct ulma_walk *w, uint32_t thread, const
 	/* unfiltered, the walk feeds the tree and brings the long frames only */
 	int err = ulma_walk_feeds_tree(w) ? 0 : ulma_calltree_close(&h->t, w, thread, f);
 	return err ? err : add_span(h, thread, w, f);
+}
+
+static void add_point(struct counter *c, uint64_t at, double v)
+{
+	if (c->values++ % c->stride)
+		return;
+	if (c->npoints == MAX_POINTS) { /* full: keep every second point, take every second value from now */
+		for (uint32_t i = 0; i < MAX_POINTS / 2; i++) {
+			c->at[i] = c->at[2 * i];
+			c->v[i] = c->v[2 * i];
+		}
+		c->npoints = MAX_POINTS / 2;
+		c->stride *= 2;
+		if ((c->values - 1) % c->stride)
+			return;
+	}
+	c->at[c->npoints] = at;
+	c->v[c->npoints++] = v;
+}
+
+static int on_mark(void *ctx, const struct ulma_walk *w, uint32_t thread, const struct ulma_walk_mark *m)
+{
+	struct html *h = ctx;
+	if (m->kind == ULMA_EXT_INSTANT) {
+		struct lane *l = lane_of(h, thread);
+		if (!l)
+			return -ENOMEM;
+		if (h->ninstants >= MAX_INSTANTS) {
+			h->instants_left_out++;
+			return 0;
+		}
+		if (l->nin == l->cap_in) {
+			uint32_t ncap = l->cap_in ? l->cap_in * 2 : 64;
+			struct instant *in = realloc(l->in, (size_t)ncap * sizeof(*in));
+			if (!in)
+				return -ENOMEM;
+			l->in = in;
+			l->cap_in = ncap;
+		}
+		l->in[l->nin++] = (struct instant){m->at_ns, m->name};
+		h->ninstants++;
+		return 0;
+	}
+	if (m->kind != ULMA_EXT_COUNTER)
+		return 0;
+	uint32_t pid = w->threads[thread].pid, key = w->funcs[m->name].key, i = 0;
+	while (i < h->ncounters && (h->counters[i].pid != pid || h->counters[i].key != key))
+		i++;
+	if (i == h->ncounters) {
+		if (h->ncounters == MAX_COUNTERS) {
+			h->counters_left_out++;
+			return 0;
+		}
+		struct counter *c = realloc(h->counters, (size_t)(h->ncounters + 1) * sizeof(*c));
+		if (!c)
+			return -ENOMEM;
+		h->counters = c;
+		memset(&c[i], 0, sizeof(c[i]));
+		c[i].pid = pid;
+		c[i].key = key;
+		c[i].stride = 1;
+		h->ncounters++;
+	}
+	struct counter *c = &h->counters[i];
+	if (!isfinite(m->value)) { /* JSON has no number for it */
+		c->not_finite++;
+		return 0;
+	}
+	if (c->values == 0 || m->value < c->min)
+		c->min = m->value;
+	if (c->values == 0 || m->value > c->max)
+		c->max = m->value;
+	c->last = m->value;
+	add_point(c, m->at_ns, m->value);
+	return 0;
+}
+
+/* "counters":[{name, pid, values, ...}] */
+static void write_counters(struct ulma_sbuf *b, const struct ulma_walk *w, const struct html *h)
+{
+	ulma_sbuf_printf(b, ",\n\"instants_left_out\":%llu,\"counters_left_out\":%llu,\n\"counters\":[",
+			 (unsigned long long)h->instants_left_out, (unsigned long long)h->counters_left_out);
+	for (uint32_t i = 0; i < h->ncounters; i++) {
+		const struct counter *c = &h->counters[i];
+		ulma_sbuf_puts(b, i ? ",\n{\"name\":" : "\n{\"name\":");
+		ulma_sbuf_json(b, w->funcs[c->key].name);
+		ulma_sbuf_printf(b, ",\"pid\":%u,\"values\":%llu,\"not_finite\":%llu,\"min\":", c->pid,
+				 (unsigned long long)c->values, (unsigned long long)c->not_finite);
+		ulma_sbuf_double(b, c->values ? c->min : 0);
+		ulma_sbuf_puts(b, ",\"max\":");
+		ulma_sbuf_double(b, c->values ? c->max : 0);
+		ulma_sbuf_puts(b, ",\"last\":");
+		ulma_sbuf_double(b, c->values ? c->last : 0);
+		ulma_sbuf_puts(b, ",\"t\":[");
+		for (uint32_t k = 0; k < c->npoints; k++) {
+			if (k)
+				ulma_sbuf_put(b, ",", 1);
+			ulma_sbuf_u64(b, c->at[k]);
+		}
+		ulma_sbuf_puts(b, "],\"v\":[");
+		for (uint32_t k = 0; k < c->npoints; k++) {
+			if (k)
+				ulma_sbuf_put(b, ",", 1);
+			ulma_sbuf_double(b, c->v[k]);
+		}
+		ulma_sbuf_puts(b, "]}");
+	}
+	ulma_sbuf_puts(b, "]");
 }
 
 /* Comma-separated decimal list of n values taken by get(i). */
@@ -144,7 +293,8 @@ static int write_data(FILE *out, const struct ulma_walk *w, struct html *h)
 		ulma_sbuf_json(&b, f->name);
 		ulma_sbuf_put(&b, ",", 1);
 		ulma_sbuf_json(&b, f->file);
-		ulma_sbuf_printf(&b, ",%u,\"%s\",%llu,%llu,%llu]", f->line, ulma_def_is_c(f->kind) ? "c" : "py",
+		const char *kind = ulma_walk_kind_name(f->kind);
+		ulma_sbuf_printf(&b, ",%u,\"%s\",%llu,%llu,%llu]", f->line, strcmp(kind, "python") == 0 ? "py" : kind,
 				 (unsigned long long)cf->calls, (unsigned long long)cf->self_ns,
 				 (unsigned long long)cf->total_ns);
 		if (b.len > 65536)
@@ -223,10 +373,20 @@ static int write_data(FILE *out, const struct ulma_walk *w, struct html *h)
 		PUT_LIST(&b, l->n, l->s[i_].start);
 		ulma_sbuf_puts(&b, "],\"e\":[");
 		PUT_LIST(&b, l->n, l->s[i_].end);
+		ulma_sbuf_puts(&b, "],\"i\":[");
+		PUT_LIST(&b, l->nin, l->in[i_].at);
+		ulma_sbuf_puts(&b, "],\"in\":[");
+		for (uint32_t k = 0; k < l->nin; k++) {
+			if (k)
+				ulma_sbuf_put(&b, ",", 1);
+			ulma_sbuf_json(&b, w->funcs[l->in[k].name].name);
+		}
 		ulma_sbuf_puts(&b, "]}");
 		err = ulma_sbuf_flush(&b, out);
 	}
-	ulma_sbuf_puts(&b, "]}");
+	ulma_sbuf_puts(&b, "]");
+	write_counters(&b, w, h);
+	ulma_sbuf_puts(&b, "}");
 	if (!err)
 		err = ulma_sbuf_flush(&b, out);
 	ulma_sbuf_free(&b);
@@ -246,7 +406,7 @@ int ulma_export_html(FILE *in, const struct ulma_export_opts *o, FILE *out, cons
 	int err = ulma_calltree_init(&h.t);
 	if (err)
 		return err;
-	struct ulma_walk_sink sink = {&h, NULL, NULL, on_open, on_close, &h.t, &h.min_span};
+	struct ulma_walk_sink sink = {&h, NULL, NULL, on_open, on_close, &h.t, &h.min_span, on_mark};
 	err = ulma_export_walk(in, o, &w, &sink, res);
 	if (!err && fputs(ulma_html_head, out) == EOF)
 		err = -EIO;
@@ -254,9 +414,12 @@ int ulma_export_html(FILE *in, const struct ulma_export_opts *o, FILE *out, cons
 		err = write_data(out, &w, &h);
 	if (!err && fputs(ulma_html_tail, out) == EOF)
 		err = -EIO;
-	for (uint32_t i = 0; i < h.nlanes; i++)
+	for (uint32_t i = 0; i < h.nlanes; i++) {
 		free(h.lanes[i].s);
+		free(h.lanes[i].in);
+	}
 	free(h.lanes);
+	free(h.counters);
 	ulma_calltree_free(&h.t);
 	ulma_walk_free(&w);
 	return err;

@@ -12,7 +12,10 @@
  * and from cProfile: a Python function is (file, line, co_name), and a C
  * function ('~', 0, label) with the label cProfile's normalizeUserObj
  * (Modules/_lsprof.c, the same in 3.9-3.13) gives its kind of callable
- * (pstats_name).  Functions with the same key are one function here, as
+ * (pstats_name).  A native function or a zone is (file, line, name) with
+ * its whole name, and the file and line of its definition: where debug
+ * information or the zone's macro says, else ('~', 0) as for C functions,
+ * which pstats prints as the bare name.  Functions with the same key are one function here, as
  * pstats would merge them: their frames are counted under one key, so
  * recursion between them is recursion.
  *
@@ -111,6 +114,10 @@ static void pstats_name(struct ulma_sbuf *b, const struct ulma_walk_func *f)
 		break;
 	case ULMA_DEF_C_UNBOUND:
 		ulma_sbuf_printf(b, "<%s>", strncmp(f->name, "builtins.", 9) == 0 ? f->name + 9 : f->name);
+		break;
+	case ULMA_DEF_NATIVE: /* the whole name: a dot in it is no qualifier ("leaf.constprop.0") */
+	case ULMA_DEF_ZONE:
+		ulma_sbuf_puts(b, f->name);
 		break;
 	default:
 		ulma_sbuf_puts(b, method);
@@ -256,7 +263,7 @@ int ulma_export_pstats(FILE *in, const struct ulma_export_opts *o, FILE *out, co
 	int err = ulma_calltree_init(&pk.t);
 	if (err)
 		return err;
-	const struct ulma_walk_sink sink = {&pk, on_func, NULL, on_open, on_close, &pk.t, NULL};
+	const struct ulma_walk_sink sink = {&pk, on_func, NULL, on_open, on_close, &pk.t, NULL, NULL};
 	err = ulma_export_walk(in, o, &w, &sink, res);
 	if (!err)
 		err = ulma_callgraph_from_tree(&pk.g, &w, &pk.t);

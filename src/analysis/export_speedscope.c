@@ -12,6 +12,13 @@
  * order.  Memory stays bounded by threads x 64 KiB plus the block list.
  * Frames are numbered in order of first use, so only functions that appear
  * are listed.
+ *
+ * speedscope draws a frame's name and nothing else on the flame chart, in
+ * its tooltip and in its tables; the file and line show only in the
+ * detail panel of a selected frame, and the format has no category nor
+ * colour.  So a native function's name ends in " [native]" and a zone's in
+ * " [zone]", and every frame whose file and line are known carries them.
+ * The format has no instants nor counters: marks are left out.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -194,8 +201,17 @@ static int write_file(struct speedscope *s, const struct ulma_walk *w, FILE *out
 	for (uint32_t i = 0; i < s->nframes && !err; i++) {
 		const struct ulma_walk_func *f = &w->funcs[s->frame_key[i]];
 		ulma_sbuf_puts(&b, i ? ",\n{\"name\":" : "\n{\"name\":");
-		ulma_sbuf_json(&b, f->name);
-		if (!ulma_def_is_c(f->kind)) {
+		if (f->kind == ULMA_DEF_NATIVE || f->kind == ULMA_DEF_ZONE) {
+			struct ulma_sbuf name = {0};
+			ulma_sbuf_printf(&name, "%s [%s]", f->name, ulma_walk_kind_name(f->kind));
+			ulma_sbuf_json(&b, name.p ? name.p : "");
+			if (name.nomem)
+				b.nomem = true;
+			ulma_sbuf_free(&name);
+		} else {
+			ulma_sbuf_json(&b, f->name);
+		}
+		if (ulma_walk_func_located(f)) {
 			ulma_sbuf_puts(&b, ",\"file\":");
 			ulma_sbuf_json(&b, f->file);
 			ulma_sbuf_printf(&b, ",\"line\":%u", f->line);
@@ -240,7 +256,7 @@ int ulma_export_speedscope(FILE *in, const struct ulma_export_opts *o, FILE *out
 	s.spill = open_spill();
 	if (!s.spill)
 		return -errno;
-	struct ulma_walk_sink sink = {&s, NULL, NULL, on_open, on_close, NULL, NULL};
+	struct ulma_walk_sink sink = {&s, NULL, NULL, on_open, on_close, NULL, NULL, NULL};
 	int err = ulma_export_walk(in, o, &w, &sink, res);
 	if (!err)
 		err = write_file(&s, &w, out);

@@ -2,6 +2,7 @@
 #include "export_text.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -82,6 +83,22 @@ void ulma_sbuf_u64(struct ulma_sbuf *b, uint64_t v)
 		v /= 10;
 	} while (v);
 	ulma_sbuf_put(b, tmp + sizeof(tmp) - n, n);
+}
+
+void ulma_sbuf_double(struct ulma_sbuf *b, double v)
+{
+	char tmp[32];
+	if (!isfinite(v)) {
+		ulma_sbuf_puts(b, "null");
+		return;
+	}
+	/* the fewest digits that read back as v: 15 mostly suffice, 17 always do */
+	for (int digits = 15; digits <= 17; digits++) {
+		snprintf(tmp, sizeof(tmp), "%.*g", digits, v);
+		if (strtod(tmp, NULL) == v)
+			break;
+	}
+	ulma_sbuf_puts(b, tmp);
 }
 
 size_t ulma_utf8_seq(const unsigned char *s, size_t n)

@@ -30,6 +30,11 @@ void ulma_sbuf_printf(struct ulma_sbuf *b, const char *fmt, ...) __attribute__((
 /* v in decimal, without printf (the exporters' hot path). */
 void ulma_sbuf_u64(struct ulma_sbuf *b, uint64_t v);
 
+/* v as a JSON number that reads back exactly (printf's %g, so "1.5",
+ * "1e+300"), or null when it is not finite (JSON has no NaN nor
+ * infinity).  The C locale's decimal point: ulma never sets a locale. */
+void ulma_sbuf_double(struct ulma_sbuf *b, double v);
+
 /* Length of the valid UTF-8 sequence at s[0..n), or 0 if it is invalid. */
 size_t ulma_utf8_seq(const unsigned char *s, size_t n);
 

@@ -60,8 +60,10 @@ void ulma_walk_free(struct ulma_walk *w)
 		free(w->funcs[i].file);
 	}
 	free(w->funcs);
-	for (uint32_t i = 0; i < w->nthreads; i++)
+	for (uint32_t i = 0; i < w->nthreads; i++) {
 		free(w->threads[i].stack);
+		free(w->threads[i].held);
+	}
 	free(w->threads);
 	free(w->command);
 	ulma_pid_names_free(&w->names);
@@ -175,6 +177,21 @@ static void frame_of(const struct ulma_walk_thread *t, uint32_t i, struct ulma_w
 	fr->self_ns = 0;
 }
 
+/* Deliver thread's held marks up to time `upto` (ns), oldest first. */
+static int release_marks(struct ulma_walk *w, uint32_t thread, uint64_t upto)
+{
+	struct ulma_walk_thread *t = &w->threads[thread];
+	int err = 0;
+	while (t->held_first < t->nheld && t->held[t->held_first].at_ns <= upto && !err) {
+		struct ulma_walk_mark m = t->held[t->held_first++];
+		err = w->sink->on_mark(w->sink->ctx, w, thread, &m);
+		t = &w->threads[thread];
+	}
+	if (t->held_first == t->nheld)
+		t->held_first = t->nheld = 0;
+	return err;
+}
+
 /* Announce slot i and every passing ancestor not yet announced, outermost
  * first. */
 static int open_chain(struct ulma_walk *w, uint32_t thread, uint32_t i)
@@ -209,6 +226,10 @@ static int open_chain(struct ulma_walk *w, uint32_t thread, uint32_t i)
 		w->funcs[s->func].opened++;
 		w->frames++;
 		t->kept++;
+		uint64_t start = s->start > w->filter.from_ns ? s->start : w->filter.from_ns; /* as frame_of clips it */
+		if (t->nheld && (err = release_marks(w, thread, start)))
+			break;
+		t = &w->threads[thread];
 		if (w->sink->on_open) {
 			struct ulma_walk_frame fr;
 			frame_of(t, chain[k], &fr, &w->filter);
@@ -255,6 +276,10 @@ static int pop(struct ulma_walk *w, uint32_t thread, uint64_t ns, uint32_t cpu)
 		if (!s->opened && (err = open_chain(w, thread, i)))
 			return err;
 		uint64_t dur = ce - cs;
+		if (t->nheld && (err = release_marks(w, thread, ce)))
+			return err;
+		t = &w->threads[thread];
+		s = &t->stack[i];
 		if (w->sink->on_close) {
 			struct ulma_walk_frame fr;
 			frame_of(t, i, &fr, flt);
@@ -364,8 +389,13 @@ const char *ulma_walk_process_name(const struct ulma_walk *w, uint32_t pid)
 void ulma_walk_thread_label(const struct ulma_walk *w, const struct ulma_walk_thread *t, char *out, size_t cap)
 {
 	const char *name = ulma_walk_process_name(w, t->pid);
-	char tail[64];
-	snprintf(tail, sizeof(tail), "%s %u (pid %u)", t->tid == t->pid ? "main thread" : "thread", t->tid, t->pid);
+	char tail[ULMA_WALK_LABEL_MAX];
+	if (t->name < w->nfuncs)
+		snprintf(tail, sizeof(tail), "%.*s %u (pid %u)", ULMA_WALK_LABEL_MAX / 2, w->funcs[t->name].name, t->tid,
+			 t->pid);
+	else
+		snprintf(tail, sizeof(tail), "%s %u (pid %u)", t->tid == t->pid ? "main thread" : "thread", t->tid,
+			 t->pid);
 	if (name)
 		snprintf(out, cap, "%.*s: %s", (int)(cap > strlen(tail) + 3 ? cap - strlen(tail) - 3 : 0), name, tail);
 	else
@@ -400,6 +430,7 @@ static int on_thread(void *ctx, const struct ulma_trace_thread *th)
 	t->serial = th->serial;
 	t->pid = th->pid;
 	t->tid = th->tid;
+	t->name = ULMA_WALK_NONE;
 	t->pass = (w->filter.tid == ULMA_WALK_ALL || w->filter.tid == (int64_t)th->tid) &&
 		  (w->filter.pid == ULMA_WALK_ALL || w->filter.pid == (int64_t)th->pid);
 	if (th->index >= w->nthreads)
@@ -584,6 +615,37 @@ static int on_events(void *ctx, uint32_t thread, const struct ulma_trace_event *
 	return 0;
 }
 
+/* A mark, at its thread's corrected time: what thread_ns gives an event
+ * but for the cost, which a mark does not add (it is not an event). */
+static int on_mark(void *ctx, const struct ulma_trace_mark *m)
+{
+	struct ulma_walk *w = ctx;
+	if (m->thread >= w->nthreads || m->name >= w->nfuncs)
+		return 0; /* the reader checks both; never trust an index blindly */
+	struct ulma_walk_thread *t = &w->threads[m->thread];
+	if (!t->pass)
+		return 0;
+	uint64_t ns = to_ns(w, m->ticks), shift = t->shift_fp >> 32;
+	ns = ns > shift ? ns - shift : 0;
+	if (t->seen && ns < t->last_ns)
+		ns = t->last_ns;
+	if (m->kind == ULMA_EXT_THREAD_NAME)
+		t->name = m->name;
+	else if (ns < w->filter.from_ns || ns > w->filter.to_ns)
+		return 0;
+	w->marks++;
+	if (!w->sink->on_mark)
+		return 0;
+	struct ulma_walk_mark wm = {m->name, m->kind, ns, m->value};
+	/* every frame is announced as it opens, or none open is yet: nothing to wait for */
+	if (w->keep_all || (t->depth == 0 && t->nheld == 0))
+		return w->sink->on_mark(w->sink->ctx, w, m->thread, &wm);
+	if (t->nheld == t->cap_held && ulma_array_grow((void **)&t->held, &t->cap_held, t->nheld, sizeof(*t->held)))
+		return -ENOMEM;
+	t->held[t->nheld++] = wm;
+	return 0;
+}
+
 static int on_overhead(void *ctx, uint64_t ps)
 {
 	struct ulma_walk *w = ctx;
@@ -618,7 +680,8 @@ int ulma_walk_run(struct ulma_walk *w, FILE *f, const struct ulma_walk_sink *sin
 				       .on_events = on_events,
 				       .on_end = on_end,
 				       .on_process = on_process,
-				       .on_overhead = on_overhead};
+				       .on_overhead = on_overhead,
+				       .on_mark = on_mark};
 	int err = ulma_trace_read(f, &v, st);
 	if (err)
 		return err;
@@ -645,6 +708,8 @@ int ulma_walk_run(struct ulma_walk *w, FILE *f, const struct ulma_walk_sink *sin
 		while (t->depth)
 			if ((err = pop(w, i, at, t->cpu)))
 				return err;
+		if (w->threads[i].nheld && (err = release_marks(w, i, UINT64_MAX)))
+			return err;
 	}
 	return 0;
 }

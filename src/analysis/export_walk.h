@@ -22,6 +22,18 @@
  * arrive well nested and in time order; threads interleave in chunk order.
  * Open frames at the end are closed at the end of the trace.
  *
+ * Marks (version 4: instants, counter values, thread names) come to
+ * on_mark in time order with their thread's opens and closes, at the
+ * thread's corrected time: the time of the mark less the hook's cost of
+ * the events before it, never before the previous event, so a mark inside
+ * a frame lies inside it in every export.  Marks are not events and cost
+ * nothing.  The thread and process filters and the time window apply to
+ * them (a thread name always passes the window: it names the thread from
+ * then on); the function patterns and the minimum duration do not.  When
+ * a filter delays frames' opens, a thread's marks wait for the opens
+ * before them, so memory then also holds the marks inside frames not yet
+ * known to be kept.
+ *
  * Memory is the function and thread tables plus one stack per thread.
  * Single-threaded.  Functions returning int give 0 or a negative errno
  * (-EPROTO for a corrupt trace, with the reason in the status), or a sink
@@ -38,6 +50,7 @@
 #include "../core/idmap.h"
 #include "../core/trace_reader.h"
 #include "pid_names.h"
+#include "ulma/shm.h"
 
 #define ULMA_WALK_NONE UINT32_MAX
 #define ULMA_WALK_ALL (-1)
@@ -70,6 +83,32 @@ struct ulma_walk_func {
 	uint64_t opened; /* kept frames of it so far */
 };
 
+/* What a function is, as the exporters label it: "python", "c" (a
+ * Python-level C function, kinds 2-5), "native" (a C/C++ function traced
+ * with -finstrument-functions) or "zone" (a zone of the C API).  A kind
+ * this ulma does not know is labelled "python", as before there were
+ * kinds. */
+static inline const char *ulma_walk_kind_name(uint8_t kind)
+{
+	if (ulma_def_is_c(kind))
+		return "c";
+	if (kind == ULMA_DEF_NATIVE)
+		return "native";
+	if (kind == ULMA_DEF_ZONE)
+		return "zone";
+	return "python";
+}
+
+/* Whether f's file and line say where it is: not for a C function (file
+ * "~", line 0, as pstats has it), nor for a native function without debug
+ * information (the monitor gives it "~" and 0 too). */
+static inline bool ulma_walk_func_located(const struct ulma_walk_func *f)
+{
+	if (ulma_def_is_c(f->kind))
+		return false;
+	return f->kind != ULMA_DEF_NATIVE || f->line != 0 || f->file[0] != '~' || f->file[1] != 0;
+}
+
 struct ulma_walk_frame {
 	uint32_t func;
 	uint32_t parent;   /* func of the nearest kept ancestor, or ULMA_WALK_NONE */
@@ -78,6 +117,14 @@ struct ulma_walk_frame {
 	uint64_t start_ns; /* clipped to the window */
 	uint64_t end_ns;   /* close only */
 	uint64_t self_ns;  /* close only: end - start minus kept children */
+};
+
+/* A mark in a thread's stream. */
+struct ulma_walk_mark {
+	uint32_t name;  /* index in funcs of the definition naming it (kind ULMA_DEF_MARK) */
+	uint8_t kind;   /* ULMA_EXT_INSTANT, ULMA_EXT_COUNTER or ULMA_EXT_THREAD_NAME */
+	uint64_t at_ns; /* since the trace start, on the thread's corrected clock */
+	double value;   /* ULMA_EXT_COUNTER: the counter's value (any double, NaN included) */
 };
 
 struct ulma_walk_thread {
@@ -93,10 +140,14 @@ struct ulma_walk_thread {
 			     * (ns, 32.32 fixed point) */
 	uint32_t cpu;       /* CPU of the latest event */
 	uint64_t kept;      /* frames kept */
+	uint32_t name;      /* funcs index of its latest thread-name mark, or ULMA_WALK_NONE */
 	/* private: the shadow stack */
 	struct walk_slot *stack;
 	uint32_t depth;
 	uint32_t cap;
+	/* private: marks held back until the frames around them are announced */
+	struct ulma_walk_mark *held;
+	uint32_t held_first, nheld, cap_held;
 };
 
 struct ulma_walk;
@@ -117,6 +168,9 @@ struct ulma_walk_sink {
 	 * is NULL) */
 	struct ulma_calltree *tree;
 	const uint64_t *close_from;
+	/* a mark of a passing thread that the filters keep (see above); the
+	 * thread's name is already updated for a thread-name mark */
+	int (*on_mark)(void *ctx, const struct ulma_walk *w, uint32_t thread, const struct ulma_walk_mark *m);
 };
 
 struct ulma_walk {
@@ -137,6 +191,7 @@ struct ulma_walk {
 	uint64_t events;      /* events decoded */
 	uint64_t frames;      /* frames kept */
 	uint64_t lost;        /* events the recorder dropped (markers in the streams read) */
+	uint64_t marks;       /* marks kept: instants, counter values, thread names */
 	uint64_t cost_ps;     /* the hook's cost per event taken out of the times (0: none) */
 	/* private */
 	bool keep_all; /* no filter: frames are announced as they open */
@@ -161,7 +216,8 @@ void ulma_walk_free(struct ulma_walk *w);
 const char *ulma_walk_process_name(const struct ulma_walk *w, uint32_t pid);
 
 /* A thread's label for the exporters' lanes: "main thread 456 (pid 456)" or
- * "thread 457 (pid 456)", after "NAME: " where the process has a name.
+ * "thread 457 (pid 456)", after "NAME: " where the process has a name;
+ * a thread named by a mark is "main-loop 456 (pid 456)" (its last name).
  * Cut to `cap` bytes, NUL included. */
 #define ULMA_WALK_LABEL_MAX 320
 void ulma_walk_thread_label(const struct ulma_walk *w, const struct ulma_walk_thread *t, char *out, size_t cap);

@@ -3,7 +3,8 @@
  * Each input is a trace; every complete chunk's CRC-32C is recomputed first
  * so that mutations reach the decoders.  The input's length picks the
  * format (each format in turn) and a set of filters, so one corpus covers
- * them all.  Besides the sanitizers, the harness aborts when an exporter
+ * them all, marks and native functions included (the seeds hold a version
+ * 4 trace with them).  Besides the sanitizers, the harness aborts when an exporter
  * returns anything but 0 or -EPROTO, or -EPROTO without a reason.  A file
  * format writes to /dev/null; the directory format, ctf, into a scratch
  * directory of the harness's own, emptied after each input.
@@ -60,7 +61,7 @@ static const char *scratch_dir(void)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	static const char *const pats[] = {"f*", "*.py", "~"};
+	static const char *const pats[] = {"f*", "*.py", "~", "0x*", "*.c"};
 	uint8_t *copy = malloc(size ? size : 1);
 	if (!copy || size == 0) {
 		free(copy);
@@ -90,6 +91,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (sel & 8) {
 		o.filter.include = pats + 1;
 		o.filter.ninclude = 2;
+	}
+	if (sel & 32) { /* native frames: by address, and by file where debug information gives one */
+		o.filter.exclude = pats + 3;
+		o.filter.nexclude = 1;
+		o.filter.include = pats + 4;
+		o.filter.ninclude = (sel & 64) ? 1 : 0;
 	}
 	o.counts = (sel & 16) != 0;
 

@@ -149,11 +149,21 @@ static int on_process(void *c, const struct ulma_trace_process *p)
 	return 0;
 }
 
+static int on_mark(void *c, const struct ulma_trace_mark *m)
+{
+	struct fuzz_ctx *x = c;
+	REQUIRE(x->metas == 1 && x->ends == 0);
+	REQUIRE(m->thread < x->nthreads && m->name < x->nfuncs);
+	REQUIRE(m->kind == ULMA_EXT_INSTANT || m->kind == ULMA_EXT_COUNTER || m->kind == ULMA_EXT_THREAD_NAME);
+	return 0;
+}
+
 static void read_once(const uint8_t *data, size_t size)
 {
 	struct fuzz_ctx x;
 	struct ulma_trace_status st;
-	struct ulma_trace_visitor v = {&x, on_meta, on_func, on_thread, on_event, on_end, on_sched, on_process, NULL, NULL};
+	struct ulma_trace_visitor v = {&x, on_meta, on_func, on_thread, on_event, on_end, on_sched, on_process, NULL, NULL,
+				       on_mark};
 	memset(&x, 0, sizeof(x));
 	ulma_profile_init(&x.prof);
 	/* fmemopen refuses a zero size: an empty input reads from /dev/null */

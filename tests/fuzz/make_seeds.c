@@ -10,8 +10,14 @@
  *   empty.ulma  an empty file name (exec of code compiled as "") and an
  *               empty function name
  *   far.ulma    times near 2^64 ticks, where time arithmetic wraps
+ *   native.ulma version 4: native functions (with and without debug
+ *               information), zones and marks (instants, counters with
+ *               ordinary, extreme and NaN values, thread names) in two
+ *               threads, the hook's cost measured, marks inside frames and
+ *               after the last one
  */
 #include <errno.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -189,6 +195,56 @@ static int write_far(const char *path)
 	return ulma_trace_writer_close(w, &end);
 }
 
+static int write_native(const char *path)
+{
+	struct ulma_trace_meta meta = {ULMA_META_TSC, 77, 5000, 1000000, 2000000000u, "./api_prog"};
+	struct ulma_trace_writer *w;
+	struct ulma_trace_stream *a, *b;
+	int err = ulma_trace_writer_open(path, &meta, &w);
+	if (err)
+		return err;
+	ulma_trace_define_file(w, 0, "~", 1);
+	ulma_trace_define_file(w, 1, "api_prog.c", 10);
+	ulma_trace_define_func(w, 1, ULMA_DEF_NATIVE, 1, 24, "main", 4);
+	ulma_trace_define_func(w, 2, ULMA_DEF_NATIVE, 0, 0, "0x401136", 8);
+	ulma_trace_define_func(w, 3, ULMA_DEF_ZONE, 1, 17, "work", 4);
+	ulma_trace_define_func(w, 4, ULMA_DEF_C, 0, 0, "builtins.len", 12);
+	ulma_trace_define_func(w, 5, ULMA_DEF_MARK, 0, 0, "checkpoint", 10);
+	ulma_trace_define_func(w, 6, ULMA_DEF_MARK, 0, 0, "queue", 5);
+	ulma_trace_define_func(w, 7, ULMA_DEF_MARK, 0, 0, "main-loop", 9);
+	ulma_trace_overhead(w, 1500);
+	if ((err = ulma_trace_process(w, 77, "api_prog", 8)) || (err = ulma_trace_stream_open(w, 0, 77, 77, &a)) ||
+	    (err = ulma_trace_stream_open(w, 1, 77, 78, &b))) {
+		ulma_trace_writer_abandon(w);
+		return err;
+	}
+	ulma_trace_enter(a, 5100, 0, 1, false);
+	ulma_trace_mark(a, 5101, ULMA_EXT_THREAD_NAME, 7, 0);
+	for (int k = 0; k < 4; k++) {
+		uint64_t t = 5110 + (uint64_t)k * 40;
+		ulma_trace_enter(a, t, 0, 3, false);
+		ulma_trace_enter(a, t + 2, 0, 2, false);
+		ulma_trace_mark(a, t + 3, ULMA_EXT_INSTANT, 5, 0);
+		ulma_trace_exit(a, t + 4, 0);
+		ulma_trace_enter(a, t + 5, 1, 2, false);
+		ulma_trace_enter(a, t + 6, 1, 2, true);
+		ulma_trace_exit(a, t + 7, 1);
+		ulma_trace_exit(a, t + 8, 1);
+		ulma_trace_mark(a, t + 9, ULMA_EXT_COUNTER, 6, k == 3 ? NAN : k == 2 ? -1e308 : k * 1.5);
+		ulma_trace_exit(a, t + 30, 1);
+	}
+	ulma_trace_enter(b, 5120, 2, 4, false);
+	ulma_trace_mark(b, 5125, ULMA_EXT_COUNTER, 6, 0.1);
+	ulma_trace_exit(b, 5130, 2);
+	ulma_trace_mark(b, 5135, ULMA_EXT_INSTANT, 5, 0);
+	ulma_trace_mark(b, 5136, ULMA_EXT_THREAD_NAME, 5, 0);
+	ulma_trace_writer_flush(w);
+	ulma_trace_exit(a, 5300, 0);
+	ulma_trace_mark(a, 5310, ULMA_EXT_INSTANT, 5, 0); /* after the thread's last frame */
+	struct ulma_trace_end end = {5400, 1000200, 40, 0, 0, 0, 0, 0, 0, 0};
+	return ulma_trace_writer_close(w, &end);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct {
@@ -199,7 +255,8 @@ int main(int argc, char **argv)
 		     {"cut.ulma", write_cut, 0},
 		     {"wide.ulma", write_wide, 1},
 		     {"empty.ulma", write_empty_names, 1},
-		     {"far.ulma", write_far, 1}};
+		     {"far.ulma", write_far, 1},
+		     {"native.ulma", write_native, 1}};
 	char path[4096];
 	if (argc != 2) {
 		fprintf(stderr, "usage: %s DIR\n", argv[0]);

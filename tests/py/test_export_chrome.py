@@ -19,19 +19,29 @@ def load(path):
     assert isinstance(data["traceEvents"], list)
     assert data["displayTimeUnit"] == "ns"
     for e in data["traceEvents"]:
-        assert e["ph"] in ("X", "M"), e
+        assert e["ph"] in ("X", "M", "i", "C"), e
         assert isinstance(e["pid"], int) and isinstance(e["tid"], int) and isinstance(e["name"], str), e
         if e["ph"] == "X":
             assert isinstance(e["ts"], (int, float)) and isinstance(e["dur"], (int, float)), e
             assert e["ts"] >= 0 and e["dur"] >= 0, e
-            assert e["cat"] in ("python", "c"), e
-            assert ("args" in e) == (e["cat"] == "python"), e
+            assert e["cat"] in ("python", "c", "native", "zone"), e
+            # a location where it is known: never for C, always for Python and zones
+            if e["cat"] in ("python", "zone"):
+                assert "loc" in e["args"], e
+            elif e["cat"] == "c":
+                assert "args" not in e, e
+        elif e["ph"] in ("i", "C"):
+            assert isinstance(e["ts"], (int, float)) and e["ts"] >= 0, e
+            if e["ph"] == "i":
+                assert e["s"] == "t", e
+            else:
+                assert list(e["args"]) == [e["name"]] and isinstance(e["args"][e["name"]], (int, float)), e
     return data
 
 
 def key(e):
     """(name, file, line) of an X event, as the JSON report names functions."""
-    if e["cat"] == "c":
+    if "args" not in e:  # C, or native without debug information
         return (e["name"], "~", 0)
     file, _, line = e["args"]["loc"].rpartition(":")
     return (e["name"], file, int(line))

@@ -24,7 +24,9 @@ EVENT = re.compile(
     r'^\[[0-9:.]+\] \([+?0-9.]+\) ulma:function_(?P<kind>entry|exit): '
     r"\{ pid = (?P<pid>\d+), tid = (?P<tid>\d+) \}, \{ cpu_id = (?P<cpu>\d+) \}, "
     r'\{ name = "(?P<name>(?:[^"\\]|\\.)*)", '
-    r'(?:file = "(?P<file>(?:[^"\\]|\\.)*)", line = (?P<line>\d+)|duration_ns = (?P<dur>\d+), self_ns = (?P<self>\d+)) \}$'
+    r'(?:file = "(?P<file>(?:[^"\\]|\\.)*)", line = (?P<line>\d+), '
+    r'kind = \( "(?P<fkind>python|c|native|zone|other)" : container = (?P<kindval>\d+) \)'
+    r'|duration_ns = (?P<dur>\d+), self_ns = (?P<self>\d+)) \}$'
 )
 
 
@@ -69,12 +71,14 @@ def test_entries_per_function_equal_calls(varied):
     for f in varied["report"]["functions"]:
         k = (f["name"], f["file"], f["line"])
         want[k] = want.get(k, 0) + f["calls"]
+    kinds = {(f["name"], f["file"], f["line"]): ("c" if f["kind"] == "c" else "python") for f in varied["report"]["functions"]}
     got = {}
     exits = 0
     for e in varied["events"]:
         if e["kind"] == "entry":
             k = (unescape(e["name"]), unescape(e["file"]), int(e["line"]))
             got[k] = got.get(k, 0) + 1
+            assert e["fkind"] == kinds[k], (k, e["fkind"])  # the definition's kind, as an enumeration
         else:
             exits += 1
             assert int(e["self"]) <= int(e["dur"])
