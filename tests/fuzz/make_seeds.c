@@ -241,7 +241,7 @@ static int write_native(const char *path)
 	ulma_trace_writer_flush(w);
 	ulma_trace_exit(a, 5300, 0);
 	ulma_trace_mark(a, 5310, ULMA_EXT_INSTANT, 5, 0); /* after the thread's last frame */
-	struct ulma_trace_end end = {5400, 1000200, 40, 0, 0, 0, 0, 0, 0, 0};
+	struct ulma_trace_end end = {5400, 1000200, 40, 0, 0, 0, 0, 0, 0, 0, 0};
 	return ulma_trace_writer_close(w, &end);
 }
 
