@@ -389,6 +389,18 @@ double ulma_summary_parallelism(const struct ulma_summary *s)
 	return s->duration_ns ? (double)cpu / (double)s->duration_ns : 0.0;
 }
 
+/* The JSON report's kind of a function (docs/json.md). */
+static const char *kind_name(uint8_t kind)
+{
+	if (ulma_def_is_c(kind))
+		return "c";
+	if (kind == ULMA_DEF_NATIVE)
+		return "native";
+	if (kind == ULMA_DEF_ZONE)
+		return "zone";
+	return "python";
+}
+
 /* The JSON report's c_kind of a C function (docs/json.md). */
 static const char *c_kind_name(uint8_t kind)
 {
@@ -428,7 +440,7 @@ int ulma_summary_json(FILE *out, const struct ulma_summary *s)
 		fprintf(out,
 			", \"line\": %u, \"kind\": \"%s\", \"calls\": %llu, \"total_ns\": %llu, \"self_ns\": %llu, "
 			"\"raw_total_ns\": %llu, \"raw_self_ns\": %llu",
-			f->line, ulma_def_is_c(f->kind) ? "c" : "python", (unsigned long long)f->calls,
+			f->line, kind_name(f->kind), (unsigned long long)f->calls,
 			(unsigned long long)total.wall_ns, (unsigned long long)self.wall_ns,
 			(unsigned long long)to_ns(s, f->total_ticks), (unsigned long long)to_ns(s, f->self_ticks));
 		if (ulma_def_is_c(f->kind))
