@@ -4,10 +4,55 @@ The tracing itself is C: `ulma._ulma` is the in-process hook and the
 `ulma` program is the monitor.  This package only starts them.  Run a
 program traced with `ulma run script.py` or `python -m ulma run script.py`,
 or trace a part of it with `with ulma.profile("out.trace"):`.
+
+Mark the program's own spans and events, which show among its calls
+(docs/native.md, "From Python"): `with ulma.zone("load"):` or
+`@ulma.zone("step")`, `ulma.instant("checkpoint", step=3)`,
+`ulma.counter("queue_depth", n)`, `ulma.thread_name("worker")`.  They
+cost almost nothing when the program is not traced.  Importing ulma also
+makes the runtime's -finstrument-functions hooks visible to extension
+modules imported later, and `get_include()`, `get_lib_dir()` and
+`get_link_args()` say how to build such a module against ulma's C API.
 """
 
+import os as _os
+
+# Loading the extension puts libulma_rt.so's symbols (__cyg_profile_func_*,
+# the C API) in the process's global scope (src/python/module.c).
+from ulma._ulma import counter, instant, thread_name, zone
+
 __version__ = "0.1.0"
-__all__ = ["__version__", "attachable", "profile"]
+__all__ = ["__version__", "attachable", "counter", "get_include", "get_lib_dir", "get_link_args", "instant",
+           "profile", "thread_name", "zone"]
+
+
+def get_include():
+    """The directory to put on the include path for `#include <ulma/ulma.h>`.
+
+    In CMake: execute_process(COMMAND python -c "import ulma; print(ulma.get_include())" ...).
+    """
+    return _os.path.join(_os.path.dirname(_os.path.abspath(__file__)), "include")
+
+
+def get_lib_dir():
+    """The directory of libulma_rt.so, the runtime (-finstrument-functions
+    hooks and the C API) to link with -lulma_rt."""
+    return _os.path.dirname(_os.path.abspath(__file__))
+
+
+def get_link_args():
+    """Linker arguments for an extension module that uses the C API or is
+    built with -finstrument-functions, for setuptools' extra_link_args:
+    ["-L<dir>", "-lulma_rt", "-Wl,-rpath,<dir>", "-Wl,--wrap=__cyg_profile_func_enter",
+    "-Wl,--wrap=__cyg_profile_func_exit"].  The rpath makes the module load
+    the same runtime as ulma's own extension, whether or not ulma is imported
+    first.  The --wrap options bind the module's -finstrument-functions calls
+    to ulma's hooks: without them they bind to glibc's empty ones, and the
+    module's functions are recorded only under `ulma run`, which preloads
+    the runtime (docs/native.md, "Cython")."""
+    d = get_lib_dir()
+    return ["-L" + d, "-lulma_rt", "-Wl,-rpath," + d, "-Wl,--wrap=__cyg_profile_func_enter",
+            "-Wl,--wrap=__cyg_profile_func_exit"]
 
 _attach = {"path": None}
 

@@ -13,6 +13,7 @@
 #include "calibrate.h"
 #include "gil.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <limits.h>
 #include <string.h>
@@ -40,12 +41,41 @@ static PyMethodDef module_methods[] = {
 	 "code objects in skip are never recorded.  Returns the path of its control file."},
 	{"_attach_shutdown", ulma_attach_shutdown, METH_NOARGS, NULL},
 	{"_attach_forked", ulma_attach_forked, METH_NOARGS, NULL},
+	/* zones.c: the C API of include/ulma/ulma.h (docs/native.md, "From Python") */
+	{"instant", (PyCFunction)(void (*)(void))ulma_py_instant, METH_FASTCALL | METH_KEYWORDS,
+	 "instant(name, **args)\n--\n\nMark a point in time on this thread.  With keyword arguments the mark's\n"
+	 "name is name, a space and the arguments as JSON (values JSON cannot hold\n"
+	 "as their str()): instant(\"checkpoint\", step=3) is 'checkpoint {\"step\": 3}'.\n"
+	 "Does nothing when the process is not traced."},
+	{"counter", (PyCFunction)(void (*)(void))ulma_py_counter, METH_FASTCALL,
+	 "counter(name, value)\n--\n\nRecord the value (an int or a float) of the counter called name now.\n"
+	 "Does nothing when the process is not traced."},
+	{"thread_name", ulma_py_thread_name, METH_O,
+	 "thread_name(name)\n--\n\nName the calling thread in reports and timelines from now on.\n"
+	 "Does nothing when the process is not traced."},
 	{NULL, NULL, 0, NULL},
 };
 
 bool ulma_is_own_method(const PyMethodDef *ml)
 {
-	return ml >= module_methods && ml < module_methods + sizeof(module_methods) / sizeof(module_methods[0]);
+	return (ml >= module_methods && ml < module_methods + sizeof(module_methods) / sizeof(module_methods[0])) ||
+	       ulma_zones_own_method(ml);
+}
+
+/* Put the runtime's symbols in the process's global scope.  The runtime
+ * came in as this extension's dependency, and so with RTLD_LOCAL as the
+ * extension did: an extension module built with -finstrument-functions and
+ * imported later would not find __cyg_profile_func_enter in it (without
+ * `ulma run`, which preloads the runtime).  Reopening it with RTLD_NOLOAD
+ * | RTLD_GLOBAL changes only its scope.  Failing is no error: such a
+ * module then needs the runtime among its own dependencies (-lulma_rt). */
+static void runtime_global(void)
+{
+	Dl_info info;
+	if (!dladdr((void *)&ulma_rt_map, &info) || !info.dli_fname)
+		return;
+	void *h = dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_GLOBAL);
+	(void)h; /* kept open for the life of the process */
 }
 
 /* Mark code objects (our own bootstrap) as never recorded. */
@@ -194,6 +224,9 @@ static int module_exec(PyObject *module)
 		return -1;
 	}
 	ulma_open_frames_note_thread();
+	runtime_global();
+	if (ulma_zones_init(module) < 0)
+		return -1;
 	return PyModule_AddStringConstant(module, "HOOK",
 					  PY_VERSION_HEX >= 0x030C0000 ? "sys.monitoring" : "PyEval_SetProfile");
 }

@@ -125,6 +125,16 @@ PyObject *ulma_attachable(PyObject *module, PyObject *const *args, Py_ssize_t na
 PyObject *ulma_attach_shutdown(PyObject *module, PyObject *unused);
 PyObject *ulma_attach_forked(PyObject *module, PyObject *unused);
 
+/* zones.c: ulma.zone (a type), ulma.instant, ulma.counter, ulma.thread_name
+ * (docs/native.md, "From Python").  ulma_zones_init adds the types to the
+ * module (0, or -1 with an exception); ulma_zones_own_method says whether
+ * ml is one of the zone type's methods, never recorded as a C call. */
+int ulma_zones_init(PyObject *module);
+bool ulma_zones_own_method(const PyMethodDef *ml);
+PyObject *ulma_py_instant(PyObject *module, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames);
+PyObject *ulma_py_counter(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
+PyObject *ulma_py_thread_name(PyObject *module, PyObject *name);
+
 /* open_frames.c: write an entry, stamped now, for every frame already
  * running in this interpreter's threads (the calling thread's only if
  * `caller_too`), outermost first, into rings prepared for those threads.

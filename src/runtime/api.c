@@ -7,8 +7,10 @@
  * use in a session and cached in the site.  Two threads reaching a new
  * site at once may both register it; the monitor merges definitions that
  * are equal.  Instant, counter and thread names are ULMA_DEF_MARK
- * definitions, registered at every call (these are rare events; a
- * program that emits them in a hot loop pays for a definition each).
+ * definitions, registered at every call of the C functions (these are
+ * rare events; a program that emits them in a hot loop pays for a
+ * definition each).  The Python extension defines each mark name once
+ * per session (ulma_rt_mark_define) and records it by id (ulma_rt_mark).
  */
 #include "rt.h"
 
@@ -72,41 +74,56 @@ ULMA_RT_API void ulma_zone_end(struct ulma_zone_site *site)
 	emit(ULMA_REC_EXIT, site_id(site));
 }
 
+ULMA_RT_API uint32_t ulma_rt_mark_define(const char *name, size_t len)
+{
+	if (!ulma_rt.active)
+		return 0;
+	return ulma_session_define(&ulma_rt.session, ULMA_DEF_MARK, name, len, "~", 1, 0);
+}
+
 static uint32_t mark_id(const char *name)
 {
 	if (!name)
 		name = "?";
-	return ulma_session_define(&ulma_rt.session, ULMA_DEF_MARK, name, strlen(name), "~", 1, 0);
+	return ulma_rt_mark_define(name, strlen(name));
+}
+
+ULMA_RT_API void ulma_rt_mark(uint8_t kind, uint32_t id, double value)
+{
+	if (!ulma_rt.active || !id)
+		return;
+	struct ulma_thread_writer *w = ulma_rt_writer();
+	if (!w)
+		return;
+	uint32_t cpu;
+	uint64_t t = ulma_clock_now(ulma_rt.use_tsc, &cpu);
+	if (kind == ULMA_REC_COUNTER) { /* the value first, in two halves (shm.h) */
+		uint64_t bits;
+		memcpy(&bits, &value, sizeof(bits));
+		ulma_ring_write(&w->ring, t, (uint32_t)(bits >> 32), 0, ULMA_REC_VALUE);
+		ulma_ring_write(&w->ring, t, (uint32_t)bits, 1, ULMA_REC_VALUE);
+	}
+	ulma_ring_write(&w->ring, t, id, cpu, kind);
+	ulma_rt_done(w);
 }
 
 ULMA_RT_API void ulma_instant(const char *name)
 {
 	if (!tracing())
 		return;
-	emit(ULMA_REC_INSTANT, mark_id(name));
+	ulma_rt_mark(ULMA_REC_INSTANT, mark_id(name), 0);
 }
 
 ULMA_RT_API void ulma_counter(const char *name, double value)
 {
 	if (!tracing())
 		return;
-	uint32_t id = mark_id(name);
-	struct ulma_thread_writer *w = ulma_rt_writer();
-	if (!w)
-		return;
-	uint64_t bits;
-	memcpy(&bits, &value, sizeof(bits));
-	uint32_t cpu;
-	uint64_t t = ulma_clock_now(ulma_rt.use_tsc, &cpu);
-	ulma_ring_write(&w->ring, t, (uint32_t)(bits >> 32), 0, ULMA_REC_VALUE);
-	ulma_ring_write(&w->ring, t, (uint32_t)bits, 1, ULMA_REC_VALUE);
-	ulma_ring_write(&w->ring, t, id, cpu, ULMA_REC_COUNTER);
-	ulma_rt_done(w);
+	ulma_rt_mark(ULMA_REC_COUNTER, mark_id(name), value);
 }
 
 ULMA_RT_API void ulma_thread_name(const char *name)
 {
 	if (!tracing())
 		return;
-	emit(ULMA_REC_THREAD_NAME, mark_id(name));
+	ulma_rt_mark(ULMA_REC_THREAD_NAME, mark_id(name), 0);
 }

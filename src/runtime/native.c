@@ -11,6 +11,14 @@
  * well, so the monitor can tell a return from an unwinding that skipped
  * frames (longjmp, C++ exceptions) and resynchronise.
  *
+ * glibc defines both hooks itself, as empty functions, and libc comes
+ * before this library in a process's global scope unless `ulma run`
+ * preloads it: code that merely calls __cyg_profile_func_enter binds to
+ * libc's.  So the hooks are exported a second time as
+ * __wrap___cyg_profile_func_enter/exit, which no other library defines: a
+ * module linked with -Wl,--wrap=__cyg_profile_func_enter (and _exit) and
+ * -lulma_rt (ulma.get_link_args()) calls these wherever it is loaded.
+ *
  * These functions must not be instrumented themselves, nor call anything
  * that is, while a write is under way: the ring and clock code are inline
  * here, and the slow path calls only libc.
@@ -57,3 +65,9 @@ void ulma_rt_hook_exit(void *fn, void *site)
 		return;
 	native_record(ULMA_REC_NATIVE_EXIT, (uintptr_t)fn);
 }
+
+/* for modules linked with -Wl,--wrap=__cyg_profile_func_enter,--wrap=__cyg_profile_func_exit (above) */
+ULMA_RT_API void __wrap___cyg_profile_func_enter(void *fn, void *site) NO_HOOK
+	__attribute__((alias("__cyg_profile_func_enter")));
+ULMA_RT_API void __wrap___cyg_profile_func_exit(void *fn, void *site) NO_HOOK
+	__attribute__((alias("__cyg_profile_func_exit")));

@@ -29,6 +29,7 @@
 #define ULMA_RT_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "../core/clock.h"
@@ -131,6 +132,17 @@ ULMA_RT_API void ulma_rt_report_modules(void);
  * NULL if nothing may be written now (tracing off, no slot, or a signal
  * handler interrupting a write on this thread).  Pair with ulma_rt_done. */
 ULMA_RT_API struct ulma_thread_writer *ulma_rt_writer_slow(void);
+
+/* Define a mark name (an instant's, a counter's or a thread's: name_len
+ * bytes of UTF-8) in this process's session.  Returns its id, valid while
+ * ulma_rt.id_generation is unchanged, or 0 when tracing is off or the
+ * definition area is full.  Thread-safe. */
+ULMA_RT_API uint32_t ulma_rt_mark_define(const char *name, size_t name_len);
+
+/* Record mark `id` on the calling thread now: kind is ULMA_REC_INSTANT,
+ * ULMA_REC_COUNTER (with `value`) or ULMA_REC_THREAD_NAME.  Nothing is
+ * written for id 0 or when tracing is off.  Thread-safe. */
+ULMA_RT_API void ulma_rt_mark(uint8_t kind, uint32_t id, double value);
 
 static inline struct ulma_thread_writer *ulma_rt_writer(void)
 {

@@ -1,0 +1,20 @@
+"""Trace a block that calls into an instrumented Cython module, without
+`ulma run`: python inline_demo.py OUT.trace [variant].  The "native" variant
+(linked with ulma.get_link_args()) is recorded; the "unlinked" one runs,
+but its native frames are not (its hooks bind to glibc's empty ones;
+docs/native.md, "Cython")."""
+import importlib
+import sys
+
+import ulma
+
+demo = importlib.import_module("ulma_demo_" + (sys.argv[2] if len(sys.argv) > 2 else "native"))
+
+
+def main():
+    with ulma.profile(sys.argv[1], summary="none"):
+        print(demo.crunch(1237))
+
+
+if __name__ == "__main__":
+    main()
