@@ -1,8 +1,9 @@
 """Trace a block that calls into an instrumented Cython module, without
-`ulma run`: python inline_demo.py OUT.trace [variant].  The "native" variant
-(linked with ulma.get_link_args()) is recorded; the "unlinked" one runs,
-but its native frames are not (its hooks bind to glibc's empty ones;
-docs/native.md, "Cython")."""
+`ulma run`: python inline_demo.py OUT.trace [variant].  Both the "native"
+variant (linked with ulma.get_link_args()) and the "unlinked" one are
+recorded: when tracing starts, ulma points the unlinked module's hooks,
+bound to glibc's empty ones, at its own (docs/native.md, "How the hooks
+reach ulma")."""
 import importlib
 import sys
 

@@ -7,8 +7,8 @@ own copy of the source:
                              C function's calls are recorded (docs/native.md, "Cython")
       ulma_demo_profiled     the same, and Cython's profile=True directive
       ulma_demo_unlinked     -finstrument-functions without ulma's link arguments:
-                             its calls bind to glibc's empty hooks, so only
-                             `ulma run` (which preloads the runtime) records them
+                             its calls bind to glibc's empty hooks until tracing
+                             starts and ulma rebinds them
 
 ULMA_DEMO_VARIANTS=native,profiled picks some.  Needs Cython, setuptools, a C
 compiler and ulma installed in this interpreter.

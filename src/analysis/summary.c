@@ -423,18 +423,6 @@ double ulma_summary_parallelism(const struct ulma_summary *s)
 	return s->duration_ns ? (double)cpu / (double)s->duration_ns : 0.0;
 }
 
-/* The JSON report's kind of a function (docs/json.md). */
-static const char *kind_name(uint8_t kind)
-{
-	if (ulma_def_is_c(kind))
-		return "c";
-	if (kind == ULMA_DEF_NATIVE)
-		return "native";
-	if (kind == ULMA_DEF_ZONE)
-		return "zone";
-	return "python";
-}
-
 /* The JSON report's c_kind of a C function (docs/json.md). */
 static const char *c_kind_name(uint8_t kind)
 {
