@@ -81,11 +81,48 @@ ULMA_RT_API uint32_t ulma_rt_mark_define(const char *name, size_t len)
 	return ulma_session_define(&ulma_rt.session, ULMA_DEF_MARK, name, len, "~", 1, 0);
 }
 
+/* Mark names the C API defined in this session, by a 64-bit hash of their
+ * text (the caller's buffer may be reused for another name): a counter
+ * updated in a loop defines its name once, not at every value.  Lock-free;
+ * two threads defining one name at once both define it (the monitor
+ * merges equal definitions).  A full table defines at every call. */
+#define MARK_CACHE 1024 /* a power of two */
+#define MARK_PROBES 8
+static struct {
+	_Atomic uint64_t key;   /* hash of the name, 0: free */
+	_Atomic uint64_t value; /* id_generation << 32 | id */
+} mark_cache[MARK_CACHE];
+
 static uint32_t mark_id(const char *name)
 {
 	if (!name)
 		name = "?";
-	return ulma_rt_mark_define(name, strlen(name));
+	size_t len = 0;
+	uint64_t h = UINT64_C(0xcbf29ce484222325);
+	for (; name[len]; len++)
+		h = (h ^ (uint8_t)name[len]) * UINT64_C(0x100000001b3);
+	h |= 1; /* never 0 */
+	uint64_t gen = ULMA_RT.id_generation;
+	for (unsigned k = 0; k < MARK_PROBES; k++) {
+		unsigned i = ((unsigned)(h >> 20) + k) & (MARK_CACHE - 1);
+		uint64_t key = atomic_load_explicit(&mark_cache[i].key, memory_order_acquire);
+		if (key == 0) {
+			uint64_t free_key = 0;
+			if (!atomic_compare_exchange_strong(&mark_cache[i].key, &free_key, h) && free_key != h)
+				continue; /* another name took the slot */
+			key = h;
+		}
+		if (key != h)
+			continue;
+		uint64_t v = atomic_load_explicit(&mark_cache[i].value, memory_order_acquire);
+		if (v >> 32 == gen && (uint32_t)v)
+			return (uint32_t)v;
+		uint32_t id = ulma_rt_mark_define(name, len);
+		if (id)
+			atomic_store_explicit(&mark_cache[i].value, gen << 32 | id, memory_order_release);
+		return id;
+	}
+	return ulma_rt_mark_define(name, len);
 }
 
 ULMA_RT_API void ulma_rt_mark(uint8_t kind, uint32_t id, double value)
