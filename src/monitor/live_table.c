@@ -121,7 +121,8 @@ static void measure(struct ulma_live_table *t, const struct ulma_profile *p, uin
 						      r->self_runnable_ns,
 						      r->self_gil_ns,
 						      r->self_events,
-						      r->total_events};
+						      r->total_events,
+						      r->total_native_ticks};
 	}
 	for (uint32_t i = 0; i < p->nthreads; i++) {
 		const struct ulma_thread_row *th = &p->threads[i];
@@ -129,7 +130,7 @@ static void measure(struct ulma_live_table *t, const struct ulma_profile *p, uin
 		*tc = (struct ulma_live_thread_counts){
 			th->events, th->lost, th->self_ticks,
 			on_cpu(t, th->self_ticks, th->self_blocked_ns, th->self_runnable_ns), th->self_runnable_ns,
-			th->self_gil_ns};
+			th->self_gil_ns, th->native_ticks};
 		if (th->depth == 0)
 			continue;
 		uint64_t end = now > th->last_ticks ? now : th->last_ticks, until = end;
@@ -143,6 +144,10 @@ static void measure(struct ulma_live_table *t, const struct ulma_profile *p, uin
 		tc->self_cpu_ns += to_ns(t, on);
 		if (th->off_now == 2)
 			tc->self_wait_ns += to_ns(t, off);
+		/* the native clock as the next event will have it: the time up to
+		 * then goes to the top frame, off its CPU or not */
+		uint64_t native = th->native_ticks + ((end - th->last_ticks) & th->top_native);
+		tc->native_ticks = native;
 		uint32_t gen = next_generation(t);
 		for (uint32_t d = 0; d < th->depth; d++) {
 			const struct ulma_frame *fr = &th->stack[d];
@@ -152,6 +157,7 @@ static void measure(struct ulma_live_table *t, const struct ulma_profile *p, uin
 			struct ulma_live_counts *c = &t->cur[fr->func];
 			c->total_ticks += minus(end, fr->start);
 			c->total_events += th->events - fr->events0;
+			c->total_native_ticks += minus(native, fr->native0);
 		}
 	}
 }
@@ -164,6 +170,7 @@ static void thread_minus(struct ulma_live_thread_counts *a, const struct ulma_li
 	a->self_cpu_ns = minus(a->self_cpu_ns, b->self_cpu_ns);
 	a->self_wait_ns = minus(a->self_wait_ns, b->self_wait_ns);
 	a->self_gil_ns = minus(a->self_gil_ns, b->self_gil_ns);
+	a->native_ticks = minus(a->native_ticks, b->native_ticks);
 }
 
 /* A self time less `events` events' cost (never below 0); the ns removed
@@ -189,6 +196,8 @@ static void total_processes(struct ulma_live_table *t, const struct ulma_profile
 			continue;
 		if (t->cost_ticks > 0) /* every event's cost is in some frame's self time */
 			n.self_ticks = self_less_cost(t, n.self_ticks, n.events, &n.self_cpu_ns);
+		if (n.native_ticks > n.self_ticks)
+			n.native_ticks = n.self_ticks;
 		uint32_t k = 0;
 		while (k < t->nprocs && t->procs[k].pid != th->pid)
 			k++;
@@ -205,6 +214,7 @@ static void total_processes(struct ulma_live_table *t, const struct ulma_profile
 		pr->n.self_cpu_ns += n.self_cpu_ns;
 		pr->n.self_wait_ns += n.self_wait_ns;
 		pr->n.self_gil_ns += n.self_gil_ns;
+		pr->n.native_ticks += n.native_ticks;
 		if (first < pr->first_ticks)
 			pr->first_ticks = first;
 		if (th->last_ticks > pr->last_ticks)
@@ -219,13 +229,16 @@ void ulma_live_table_set_cost(struct ulma_live_table *t, double ticks_per_event,
 }
 
 /* The summary's rule (overhead.h), in ticks for the times: self loses its
- * events' cost, on-CPU ns first; total loses its own, down to the new self. */
+ * events' cost, on-CPU ns first; total loses its own, down to the new self;
+ * the native part is cut to the total left. */
 static void take_out_cost(const struct ulma_live_table *t, struct ulma_live_counts *n)
 {
 	n->self_ticks = self_less_cost(t, n->self_ticks, n->self_events, &n->self_cpu_ns);
 	uint64_t room = minus(n->total_ticks, n->self_ticks);
 	uint64_t total_cost = ulma_overhead_cost(n->total_events, t->cost_ticks);
 	n->total_ticks -= total_cost < room ? total_cost : room;
+	if (n->total_native_ticks > n->total_ticks) /* as the summary: never more than the total shown */
+		n->total_native_ticks = n->total_ticks;
 }
 
 int ulma_live_table_update(struct ulma_live_table *t, const struct ulma_profile *p, uint64_t now_ticks)
@@ -248,6 +261,7 @@ int ulma_live_table_update(struct ulma_live_table *t, const struct ulma_profile 
 			r.n.self_gil_ns = minus(r.n.self_gil_ns, b->self_gil_ns);
 			r.n.self_events = minus(r.n.self_events, b->self_events);
 			r.n.total_events = minus(r.n.total_events, b->total_events);
+			r.n.total_native_ticks = minus(r.n.total_native_ticks, b->total_native_ticks);
 		}
 		if (r.n.calls == 0 && r.n.total_ticks == 0 && r.n.self_ticks == 0)
 			continue;

@@ -30,10 +30,16 @@
  * open frame for the events inside it so far.  A process's self time loses
  * the cost of all its events.
  *
+ * Each row also carries its total time's native part (profile.h, "Python
+ * against native"), counted like the total: an outermost open frame adds
+ * its thread's native clock now less the clock at its entry, the clock
+ * growing, while the top frame is native, by the time since the thread's
+ * latest event too.  With the cost taken out, it is cut to the total left.
+ *
  * The same snapshot also totals each process: its threads' events, lost
- * records and self time (open frames included) with that time's split,
- * since the clear: one row per process, in order of first appearance
- * until sorted.
+ * records and self time (open frames included) with that time's split and
+ * its native part, since the clear: one row per process, in order of first
+ * appearance until sorted.
  *
  * Wall times are in session ticks, CPU and wait times in ns.
  * Single-threaded; functions returning int give 0 or -ENOMEM.
@@ -63,6 +69,7 @@ struct ulma_live_counts {
 	uint64_t self_gil_ns;  /* and blocked waiting for the GIL */
 	uint64_t self_events;  /* the hook's events charged to self and total time */
 	uint64_t total_events;
+	uint64_t total_native_ticks; /* of the total time, with a native frame on top */
 };
 
 struct ulma_live_row {
@@ -78,6 +85,7 @@ struct ulma_live_thread_counts {
 	uint64_t self_cpu_ns;  /* of which on a CPU */
 	uint64_t self_wait_ns; /* and runnable */
 	uint64_t self_gil_ns;  /* and waiting for the GIL */
+	uint64_t native_ticks; /* of the self time, with a native frame on top */
 };
 
 struct ulma_live_proc {

@@ -5,7 +5,9 @@
  * baseline covering the split like calls and times; the percentages of a
  * self time; the GIL waits, by the same rules; sorting by on-CPU time; the
  * hook's cost taken out, open frames included; the per-process totals,
- * over two processes' threads, with open frames and across a clear. */
+ * over two processes' threads, with open frames and across a clear; the
+ * native part of each total time (C functions, native code, a zone as the
+ * frame below it), open frames included and across a clear. */
 #include <string.h>
 
 #include "monitor/live_table.h"
@@ -312,6 +314,136 @@ static void test_processes(void)
 	ulma_profile_free(&p);
 }
 
+/* ---- Python against native ---- */
+
+enum { P, Q, N, Z, NNF };
+
+static void setup_native(struct ulma_profile *p)
+{
+	ulma_profile_init(p);
+	ulma_profile_add_func(p, P, ULMA_DEF_PY, "P", 1, "m.py", 4, 1);
+	ulma_profile_add_func(p, Q, ULMA_DEF_PY, "Q", 1, "m.py", 4, 2);
+	ulma_profile_add_func(p, N, ULMA_DEF_C, "N", 1, "~", 1, 0);
+	ulma_profile_add_func(p, Z, ULMA_DEF_ZONE, "Z", 1, "m.c", 3, 3);
+	ulma_profile_add_thread(p, 0, 1, 100, 100);
+}
+
+static int native_is(const struct ulma_live_table *t, uint32_t func, uint64_t calls, uint64_t total,
+		     uint64_t native)
+{
+	const struct ulma_live_row *r = row_of(t, func);
+	if (!r) {
+		tap_diag("func %u has no row", func);
+		return 0;
+	}
+	int ok = r->n.calls == calls && r->n.total_ticks == total && r->n.total_native_ticks == native;
+	if (!ok)
+		tap_diag("func %u: calls %llu total %llu native %llu; expected %llu %llu %llu", func,
+			 (unsigned long long)r->n.calls, (unsigned long long)r->n.total_ticks,
+			 (unsigned long long)r->n.total_native_ticks, (unsigned long long)calls,
+			 (unsigned long long)total, (unsigned long long)native);
+	return ok;
+}
+
+/* ticks:
+ *   P enters 0                                  Python
+ *     N 10 .. 40, a C function                  native 10-20 and 25-40: 25
+ *       Q 20 .. 25, a Python callback from it   Python
+ *     Z 50 .. 55, a zone under P                Python, as P
+ *     N enters 60, still open                   native
+ *       Z enters 70, still open, a zone under N native, as N
+ * so at the last event (70) the thread's native clock is 25 + 10 = 35. */
+static void feed_native(struct ulma_profile *p)
+{
+	ulma_profile_enter(p, 0, P, 0);
+	ulma_profile_enter(p, 0, N, 10);
+	ulma_profile_enter(p, 0, Q, 20);
+	ulma_profile_exit(p, 0, 25);
+	ulma_profile_exit(p, 0, 40);
+	ulma_profile_enter(p, 0, Z, 50);
+	ulma_profile_exit(p, 0, 55);
+	ulma_profile_enter(p, 0, N, 60);
+	ulma_profile_enter(p, 0, Z, 70);
+}
+
+static void test_native(void)
+{
+	struct ulma_profile p;
+	struct ulma_live_table t;
+	setup_native(&p);
+	feed_native(&p);
+	ulma_live_table_init(&t);
+	if (!CHECK(ulma_live_table_update(&t, &p, 100) == 0 && t.nrows == NNF, "snapshot at 100: 4 rows"))
+		return;
+	/* Z, native, is on top: the 30 ticks since the thread's latest event
+	 * are native too, for every open frame (native clock now 65) */
+	CHECK(native_is(&t, P, 1, 100, 65), "P (open): native 25 in N, then 10 + 30 in N and Z");
+	CHECK(native_is(&t, N, 2, 30 + 40, 25 + 40), "N: 25 of its closed 30, all 40 of its open frame");
+	CHECK(native_is(&t, Z, 2, 5 + 30, 0 + 30), "Z: Python under P (closed), native under N (open)");
+	CHECK(native_is(&t, Q, 1, 5, 0), "Q, the Python callback: none");
+	CHECK(t.nprocs == 1 && t.procs[0].n.self_ticks == 100 && t.procs[0].n.native_ticks == 65,
+	      "the process: 65 of its 100 ticks native");
+
+	/* blocked since 80: the total still runs to now, and so does its native part */
+	p.threads[0].off_now = 1;
+	p.threads[0].off_since = 80;
+	ulma_live_table_update(&t, &p, 100);
+	CHECK(native_is(&t, P, 1, 100, 65) && native_is(&t, Z, 2, 35, 30), "blocked since 80: the same");
+	p.threads[0].off_now = 0;
+
+	/* Z and N return; P is on top again, and Python: nothing is counted
+	 * twice between the open and the closed frames, nor after the return */
+	ulma_profile_exit(&p, 0, 90);
+	ulma_profile_exit(&p, 0, 95);
+	ulma_live_table_update(&t, &p, 100);
+	CHECK(native_is(&t, P, 1, 100, 60), "P at 100: its last 5 ticks Python");
+	CHECK(native_is(&t, N, 2, 30 + 35, 25 + 35), "N returned at 95: native 25 + 35");
+	CHECK(native_is(&t, Z, 2, 5 + 20, 20), "Z returned at 90: native 20");
+	CHECK(t.procs[0].n.native_ticks == 60, "the process: 60 native");
+
+	/* the clear: N called from P after it, open at a second clear, returned since */
+	CHECK(ulma_live_table_clear(&t, &p, 100) == 0 && t.nrows == 0, "cleared at 100: no rows");
+	ulma_profile_enter(&p, 0, N, 110);
+	ulma_live_table_update(&t, &p, 120);
+	CHECK(native_is(&t, N, 1, 10, 10), "N open since 110: 10 native");
+	CHECK(native_is(&t, P, 0, 20, 10), "P from the clear: 20, of which N's 10");
+	CHECK(row_of(&t, Z) == NULL && row_of(&t, Q) == NULL, "Z and Q: nothing since the clear");
+	CHECK(t.procs[0].n.self_ticks == 20 && t.procs[0].n.native_ticks == 10, "the process: 10 of 20 native");
+	CHECK(ulma_live_table_clear(&t, &p, 120) == 0, "cleared at 120, N open and on top");
+	ulma_profile_exit(&p, 0, 130);
+	ulma_live_table_update(&t, &p, 140);
+	CHECK(native_is(&t, N, 0, 10, 10), "N counts from the clear: its last 10, native");
+	CHECK(native_is(&t, P, 0, 20, 10), "P from the clear: 20, of which N's 10");
+	CHECK(t.procs[0].n.self_ticks == 20 && t.procs[0].n.native_ticks == 10, "the process: 10 of 20 native");
+	ulma_live_table_free(&t);
+	ulma_profile_free(&p);
+}
+
+static void test_native_cost(void)
+{
+	/* N 10 .. 12 under P (open), at 1 tick per event: N's self 2 loses
+	 * its exit's cost, 1; its total, 2 with the exit inside, loses it
+	 * too; its native part is cut to the 1 left, as in the summary.  P's
+	 * total 12 loses the 2 events inside it (N in and out): its native
+	 * part, 2, fits.  The process's self 12 loses its 3 events: 9, of
+	 * which 2 native. */
+	struct ulma_profile p;
+	struct ulma_live_table t;
+	setup_native(&p);
+	ulma_profile_enter(&p, 0, P, 0);
+	ulma_profile_enter(&p, 0, N, 10);
+	ulma_profile_exit(&p, 0, 12);
+	ulma_live_table_init(&t);
+	ulma_live_table_set_cost(&t, 1.0, 1.0);
+	if (!CHECK(ulma_live_table_update(&t, &p, 12) == 0, "snapshot at 12"))
+		return;
+	CHECK(native_is(&t, N, 1, 1, 1), "N: total 2-1, native cut to it");
+	CHECK(native_is(&t, P, 1, 10, 2), "P: total 12-2, native 2");
+	CHECK(t.procs[0].n.self_ticks == 9 && t.procs[0].n.native_ticks == 2, "the process: self 12-3, native 2");
+	ulma_live_table_free(&t);
+	ulma_profile_free(&p);
+}
+
 int main(void)
 {
 	test_open_frames();
@@ -321,5 +453,7 @@ int main(void)
 	test_gil();
 	test_processes();
 	test_cost_taken_out();
+	test_native();
+	test_native_cost();
 	return tap_done();
 }
