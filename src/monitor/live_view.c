@@ -22,37 +22,59 @@
 /* Fixed columns, right-aligned, each with at least one leading space.
  * cpu% run% blk% are there only when the profile has schedstat data; cpu%
  * is one wider, for its sort mark.  gil% (of the self time, the part of
- * blk% spent waiting for the GIL) comes last, when GIL waits are told apart
+ * blk% spent waiting for the GIL) follows, when GIL waits are told apart
  * and the terminal is at least GIL_MIN_COLS wide: at 80 columns its five
- * characters would come out of the function and file names. */
+ * characters would come out of the function and file names.
+ *
+ * nat% (of the total time, the part with a C function or native code on
+ * top) comes last, from NAT_MIN_COLS on, for the same reason.  Last, as in
+ * the summary: it is a share of the total, not of the self time the split
+ * divides, and a column shown only when there is room goes at the end, so
+ * that the narrow table is the wide one cut short.  At 100 columns, with
+ * every column on, function and file:line still get 21-22 characters each,
+ * more than the 16-17 they have at 80. */
 #define W_CALLS 9
 #define W_TIME 7
 #define W_PCT 7
 #define W_CPU 6
 #define W_SHARE 5
 #define GIL_MIN_COLS 100
+#define NAT_MIN_COLS 100
+
+enum column_shown {
+	SHOWN_ALWAYS,
+	SHOWN_SPLIT, /* with schedstat data */
+	SHOWN_GIL,   /* with GIL waits told apart, on a wide terminal */
+	SHOWN_NAT,   /* on a wide terminal */
+};
 
 struct column {
 	const char *name;
 	enum ulma_live_sort key; /* ULMA_SORT_COUNT: not a sort key */
 	unsigned width;
+	enum column_shown shown;
 };
 
 static const struct column columns[] = {
-	{"calls", ULMA_SORT_CALLS, W_CALLS}, {"total", ULMA_SORT_TOTAL, W_TIME}, {"self", ULMA_SORT_SELF, W_TIME},
-	{"self %", ULMA_SORT_COUNT, W_PCT},  {"cpu%", ULMA_SORT_CPU, W_CPU},     {"run%", ULMA_SORT_COUNT, W_SHARE},
-	{"blk%", ULMA_SORT_COUNT, W_SHARE},  {"gil%", ULMA_SORT_COUNT, W_SHARE},
+	{"calls", ULMA_SORT_CALLS, W_CALLS, SHOWN_ALWAYS}, {"total", ULMA_SORT_TOTAL, W_TIME, SHOWN_ALWAYS},
+	{"self", ULMA_SORT_SELF, W_TIME, SHOWN_ALWAYS},    {"self %", ULMA_SORT_COUNT, W_PCT, SHOWN_ALWAYS},
+	{"cpu%", ULMA_SORT_CPU, W_CPU, SHOWN_SPLIT},       {"run%", ULMA_SORT_COUNT, W_SHARE, SHOWN_SPLIT},
+	{"blk%", ULMA_SORT_COUNT, W_SHARE, SHOWN_SPLIT},   {"gil%", ULMA_SORT_COUNT, W_SHARE, SHOWN_GIL},
+	{"nat%", ULMA_SORT_COUNT, W_SHARE, SHOWN_NAT},
 };
-#define NCOLUMNS_PLAIN 4 /* the columns without the split */
 
-/* The process view (v): the same idea, one row per process, then its command. */
+/* The process view (v): the same idea, one row per process, then its
+ * command; its nat% is of the self time, all its threads' time in traced
+ * code. */
 static const struct column proc_columns[] = {
-	{"pid", ULMA_SORT_NAME, 8},     {"thr", ULMA_SORT_COUNT, 4},    {"events", ULMA_SORT_CALLS, W_CALLS},
-	{"lost", ULMA_SORT_COUNT, 8},   {"self", ULMA_SORT_SELF, W_TIME}, {"state", ULMA_SORT_COUNT, 6},
-	{"cpus", ULMA_SORT_COUNT, 6},   {"cpu%", ULMA_SORT_CPU, W_CPU}, {"run%", ULMA_SORT_COUNT, W_SHARE},
-	{"blk%", ULMA_SORT_COUNT, W_SHARE}, {"gil%", ULMA_SORT_COUNT, W_SHARE},
+	{"pid", ULMA_SORT_NAME, 8, SHOWN_ALWAYS},         {"thr", ULMA_SORT_COUNT, 4, SHOWN_ALWAYS},
+	{"events", ULMA_SORT_CALLS, W_CALLS, SHOWN_ALWAYS}, {"lost", ULMA_SORT_COUNT, 8, SHOWN_ALWAYS},
+	{"self", ULMA_SORT_SELF, W_TIME, SHOWN_ALWAYS},   {"state", ULMA_SORT_COUNT, 6, SHOWN_ALWAYS},
+	{"cpus", ULMA_SORT_COUNT, 6, SHOWN_SPLIT},        {"cpu%", ULMA_SORT_CPU, W_CPU, SHOWN_SPLIT},
+	{"run%", ULMA_SORT_COUNT, W_SHARE, SHOWN_SPLIT},  {"blk%", ULMA_SORT_COUNT, W_SHARE, SHOWN_SPLIT},
+	{"gil%", ULMA_SORT_COUNT, W_SHARE, SHOWN_GIL},    {"nat%", ULMA_SORT_COUNT, W_SHARE, SHOWN_NAT},
 };
-#define NPROC_COLUMNS_PLAIN 6
+#define MAX_COLUMNS (sizeof(proc_columns) / sizeof(proc_columns[0]))
 #define MAX_RUNNING_PIDS 1024
 
 static const char *const sort_names[ULMA_SORT_COUNT] = {"self", "total", "calls", "cpu", "name"};
@@ -77,6 +99,7 @@ struct ulma_live {
 	enum ulma_live_sort sort;
 	bool split; /* the snapshot has on-CPU and runnable times */
 	bool gil;   /* and GIL waits, and the terminal has room for them */
+	bool nat;   /* the terminal has room for the native share */
 	bool procs; /* showing processes, not functions */
 	uint32_t scroll;
 	unsigned rows, cols;
@@ -395,16 +418,17 @@ static void draw_status(struct ulma_live *lv)
 	emit_line(lv, 1, "\033[1m", false);
 }
 
-/* The number columns of the view on show. */
-static const struct column *view_columns(const struct ulma_live *lv, unsigned *n)
+/* The number columns of the view on show, into cols (MAX_COLUMNS); their count. */
+static unsigned view_columns(const struct ulma_live *lv, struct column *cols)
 {
-	unsigned without_gil = lv->gil ? 0 : 1;
-	if (lv->procs) {
-		*n = lv->split ? sizeof(proc_columns) / sizeof(proc_columns[0]) - without_gil : NPROC_COLUMNS_PLAIN;
-		return proc_columns;
-	}
-	*n = lv->split ? sizeof(columns) / sizeof(columns[0]) - without_gil : NCOLUMNS_PLAIN;
-	return columns;
+	const struct column *all = lv->procs ? proc_columns : columns;
+	unsigned nall = lv->procs ? sizeof(proc_columns) / sizeof(proc_columns[0]) : sizeof(columns) / sizeof(columns[0]);
+	bool shown[] = {[SHOWN_ALWAYS] = true, [SHOWN_SPLIT] = lv->split, [SHOWN_GIL] = lv->gil, [SHOWN_NAT] = lv->nat};
+	unsigned n = 0;
+	for (unsigned i = 0; i < nall; i++)
+		if (shown[all[i].shown])
+			cols[n++] = all[i];
+	return n;
 }
 
 /* Functions: function and file:line (nw and fw wide), then the numbers.
@@ -412,8 +436,8 @@ static const struct column *view_columns(const struct ulma_live *lv, unsigned *n
 static void draw_header(struct ulma_live *lv, unsigned nw, unsigned fw)
 {
 	struct text *l = &lv->line;
-	unsigned n;
-	const struct column *cols = view_columns(lv, &n);
+	struct column cols[MAX_COLUMNS];
+	unsigned n = view_columns(lv, cols);
 	if (!lv->procs) {
 		cell(l, lv->sort == ULMA_SORT_NAME ? "function*" : "function", nw, false);
 		put(l, " ", 1);
@@ -448,6 +472,17 @@ static void put_split(struct ulma_live *lv, uint64_t self_ticks, uint64_t cpu_ns
 		putf(&lv->line, "%*.0f", W_SHARE, sp.gil);
 }
 
+/* The native share of a time, if shown; "-" without time. */
+static void put_native(struct ulma_live *lv, uint64_t native_ticks, uint64_t ticks)
+{
+	if (!lv->nat)
+		return;
+	if (ticks == 0)
+		putf(&lv->line, "%*s", W_SHARE, "-");
+	else
+		putf(&lv->line, "%*.0f", W_SHARE, 100.0 * (double)native_ticks / (double)ticks);
+}
+
 /* A count, exact while it fits in `width` less its leading space. */
 static void put_count(struct text *l, uint64_t v, unsigned width)
 {
@@ -480,10 +515,11 @@ static void draw_row(struct ulma_live *lv, unsigned r, const struct ulma_live_ro
 	putf(l, "%*s%*s%*.1f%%", W_TIME, tot, W_TIME, self, W_PCT - 1, pct);
 	if (lv->split)
 		put_split(lv, row->n.self_ticks, row->n.self_cpu_ns, row->n.self_wait_ns, row->n.self_gil_ns);
+	put_native(lv, row->n.total_native_ticks, row->n.total_ticks);
 	emit_line(lv, r, "", false);
 }
 
-/* pid thr events lost self state [cpus cpu% run% blk%] command.  cpus is
+/* pid thr events lost self state [cpus cpu% run% blk% [gil%]] [nat%] command.  cpus is
  * the process's CPU time over its wall time since its first event (or the
  * clear), up to now while it runs: 1.00 is one CPU kept busy. */
 static void draw_proc_row(struct ulma_live *lv, unsigned r, const struct ulma_live_proc *pr, unsigned cw)
@@ -505,6 +541,7 @@ static void draw_proc_row(struct ulma_live *lv, unsigned r, const struct ulma_li
 			putf(l, "%6s", "-");
 		put_split(lv, pr->n.self_ticks, pr->n.self_cpu_ns, pr->n.self_wait_ns, pr->n.self_gil_ns);
 	}
+	put_native(lv, pr->n.native_ticks, pr->n.self_ticks);
 	put(l, " ", 1);
 	const char *name = ulma_pid_names_get(&lv->src.col->profile.names, pr->pid);
 	cell(l, name ? name : "?", cw, false);
@@ -534,6 +571,7 @@ static void draw(struct ulma_live *lv)
 {
 	ulma_term_size(&lv->rows, &lv->cols);
 	lv->gil = lv->split && lv->src.col->profile.has_gil && lv->cols >= GIL_MIN_COLS;
+	lv->nat = lv->cols >= NAT_MIN_COLS;
 	clamp_scroll(lv);
 	lv->out.len = lv->line.len = 0;
 	lv->out.failed = lv->line.failed = false;
@@ -541,8 +579,8 @@ static void draw(struct ulma_live *lv)
 		puts_(&lv->out, "\033[0m\033[H\033[2J");
 	/* function and file:line share what the numbers leave, file:line the
 	 * odd one; a process's command has it all */
-	unsigned numbers = 0, n;
-	const struct column *cols = view_columns(lv, &n);
+	struct column cols[MAX_COLUMNS];
+	unsigned numbers = 0, n = view_columns(lv, cols);
 	for (unsigned i = 0; i < n; i++)
 		numbers += cols[i].width;
 	unsigned least = lv->procs ? 8 : 16;
