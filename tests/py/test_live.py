@@ -20,10 +20,10 @@ import pytest
 from conftest import TIMEOUT, base_env
 
 HANG = 20  # seconds before a wait is declared hung
-# function, file:line, calls, total, self, self %, and cpu% run% blk% when the split is shown,
-# then gil% when GIL waits are told apart and the terminal is 100 columns wide or more
-ROW = re.compile(r"^(\S+)\s+(\S+)\s+(\d+)\s+([\d.]+)s\s+([\d.]+)s\s+([\d.]+)%"
-                 r"(?:\s+(\d+|-)\s+(\d+|-)\s+(\d+|-)(?:\s+(\d+|-))?)?$")
+# function, file:line, calls, total, self, self %, then the shares the header names after "self %":
+# cpu% run% blk% when the split is shown, gil% when GIL waits are told apart and the terminal is
+# 100 columns wide or more, nat% when it is 100 columns wide or more (group 7, read by cells())
+ROW = re.compile(r"^(\S+)\s+(\S+)\s+(\d+)\s+([\d.]+)s\s+([\d.]+)s\s+([\d.]+)%((?:\s+(?:\d+|-))*)$")
 
 needs_tmux = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
 
@@ -38,14 +38,30 @@ def table(screen):
     return rows
 
 
+def share_columns(header):
+    """The names of the columns after "self %" in a header line, without the sort mark."""
+    words = header.replace("*", "").split()
+    return words[words.index("%") + 1:] if "%" in words else []
+
+
+def cells(screen):
+    """{function: {column: int, or None for "-"}} for the columns after self % (cpu%, run%, blk%,
+    gil%, nat%, as the header names them).  A row with more or fewer of them than its header (a
+    frame caught half drawn) is left out."""
+    lines = screen.splitlines()
+    names = share_columns(lines[1]) if len(lines) > 1 else []
+    rows = {}
+    for line in lines[2:]:
+        m = ROW.match(line.rstrip())
+        values = m.group(7).split() if m else []
+        if m and len(values) == len(names):
+            rows[m.group(1)] = {k: None if v == "-" else int(v) for k, v in zip(names, values)}
+    return rows
+
+
 def shares(screen):
     """{function: (cpu%, run%, blk%)} for the rows that show numbers there."""
-    rows = {}
-    for line in screen.splitlines():
-        m = ROW.match(line.rstrip())
-        if m and m.group(7) and m.group(7) != "-":
-            rows[m.group(1)] = (int(m.group(7)), int(m.group(8)), int(m.group(9)))
-    return rows
+    return {f: (c["cpu%"], c["run%"], c["blk%"]) for f, c in cells(screen).items() if c.get("cpu%") is not None}
 
 
 def right_edges(line):
@@ -260,12 +276,15 @@ def test_fits_80x24_and_follows_resize(pane, ulma_bin, prog, tmp_path):
     assert "trace" in lines[0], "status line cut short: %r" % lines[0]
     for word in ("function", "file:line", "calls", "total", "self", "self %"):
         assert word in lines[1], "header lacks %r at 80 columns: %r" % (word, lines[1])
+    assert "nat%" not in lines[1], "nat% at 80 columns: %r" % lines[1]
     assert "q close view" in lines[23], "no key line at the bottom: %r" % lines[23]
     assert all(len(l) <= 80 for l in lines)
     assert re.search(r"live_work\.py:\d+", screen), "no file:line at 80 columns"
     # a resize redraws at the new size: the key line moves to the new bottom
     p.tmux("resize-window", "-x", "100", "-y", "30")
-    p.wait("the view redrawn at 100x30", lambda s: len(s.split("\n")) >= 30 and "q close view" in s.split("\n")[29])
+    wide = p.wait("the view redrawn at 100x30",
+                  lambda s: len(s.split("\n")) >= 30 and "q close view" in s.split("\n")[29])
+    assert wide.split("\n")[1].split()[-1] == "nat%", wide  # the native share, last, once there is room
     open(stop, "w").close()
     code, text = p.wait_exit()
     assert code == 0, text
@@ -326,23 +345,24 @@ def test_gil_column_when_wide_enough(pane, ulma_bin, prog, tmp_path):
              width=120, height=24)
 
     def gil_of(s):
-        m = [ROW.match(line.rstrip()) for line in s.splitlines()]
-        return [int(r.group(10)) for r in m if r and r.group(1) == "contend" and r.group(10) not in (None, "-")]
+        gil = cells(s).get("contend", {}).get("gil%")
+        return [gil] if gil is not None else []
 
     # the waits fall where the GIL is asked back: in contend's loop, forced by the switch interval
     screen = p.wait("contend waiting for the GIL at least 20% of its self time",
                     lambda s: gil_of(s) and gil_of(s)[0] >= 20)
     lines = screen.split("\n")
-    assert lines[1].split()[-4:] == ["cpu%", "run%", "blk%", "gil%"], lines[1]
-    for line in lines[2:]:  # gil% is a part of blk%, and lines up under its header
-        m = ROW.match(line.rstrip())
-        if m and m.group(10) not in (None, "-"):
-            assert int(m.group(10)) <= int(m.group(9)) + 1, line
-            assert right_edges(line)[-1] == right_edges(lines[1])[-1], "\n".join([lines[1], line])
+    assert lines[1].split()[-5:] == ["cpu%", "run%", "blk%", "gil%", "nat%"], lines[1]
+    for name, c in cells(screen).items():  # gil% is a part of blk%
+        if c["gil%"] is not None:
+            assert c["gil%"] <= c["blk%"] + 1, (name, c)
+    for line in lines[2:]:  # and every number lines up under its header
+        if ROW.match(line.rstrip()):
+            assert right_edges(line)[2:] == right_edges(lines[1])[2:], "\n".join([lines[1], line])
     p.keys("v")
     procs = p.wait("the process row with its gil%", lambda s: any(
         r["gil"] not in (None, "-") and int(r["gil"]) >= 10 for r in processes(s).values()))
-    assert procs.split("\n")[1].split()[-2:] == ["gil%", "command"], procs
+    assert procs.split("\n")[1].split()[-3:] == ["gil%", "nat%", "command"], procs
     p.keys("v")
     p.tmux("resize-window", "-x", "80", "-y", "24")
     narrow = p.wait("the table redrawn at 80 columns", lambda s: all(len(l) <= 80 for l in s.split("\n"))
@@ -353,22 +373,76 @@ def test_gil_column_when_wide_enough(pane, ulma_bin, prog, tmp_path):
     assert code == 0, text
 
 
-# pid, threads, events, lost, self, state, and cpus cpu% run% blk% when the split is shown (and gil%
-# as for functions), command
+@needs_tmux
+def test_native_column(pane, ulma_bin, prog, tmp_path):
+    """nat%, the part of a row's total time with a C function or native code
+    on top, comes last from 100 columns on: the caller of a C builtin that
+    computes reads high, a loop of Python bytecode low, and the process, which
+    spends half its time in each, in between.  At 80 columns the table keeps
+    its own columns and leaves nat% out.  The shares do not depend on the
+    machine's load (time off the CPU counts for the frame on top), so they
+    are read once both functions have half a second of total time."""
+    trace, stop = str(tmp_path / "t.trace"), str(tmp_path / "stop")
+    p = pane([ulma_bin, "run", "-o", trace, prog("live_native.py"), "--stop", stop], width=110, height=24)
+
+    def settled(s):
+        rows, c = table(s), cells(s)
+        return all(f in rows and rows[f][1] >= 0.5 and c.get(f, {}).get("nat%") is not None
+                   for f in ("in_c", "in_python", "builtins.sum"))
+
+    screen = p.wait("in_c and in_python with half a second of total time each, and nat%", settled)
+    lines = screen.split("\n")
+    assert all(len(l) <= 110 for l in lines)
+    assert lines[1].split()[-1] == "nat%", lines[1]
+    c = cells(screen)
+    assert c["in_c"]["nat%"] >= 80, screen  # its time is in sum(), a C builtin below it
+    assert c["builtins.sum"]["nat%"] >= 80, screen
+    assert c["in_python"]["nat%"] <= 20, screen
+    for line in lines[2:]:  # every number ends under its header's last character
+        if ROW.match(line.rstrip()):
+            assert right_edges(line)[2:] == right_edges(lines[1])[2:], "\n".join([lines[1], line])
+
+    p.keys("v")
+    procs = p.wait("the process row with its nat%", lambda s: any(r["nat"] is not None for r in processes(s).values()))
+    assert procs.split("\n")[1].split()[-2:] == ["nat%", "command"], procs
+    (row,) = processes(procs).values()
+    assert 20 <= int(row["nat"]) <= 80, procs
+
+    p.keys("v")
+    p.tmux("resize-window", "-x", "80", "-y", "24")
+    narrow = p.wait("the table redrawn at 80 columns", lambda s: all(len(l) <= 80 for l in s.split("\n"))
+                    and "in_c" in table(s) and "function" in s.split("\n")[1])
+    header = narrow.split("\n")[1]
+    assert "nat%" not in header, header
+    expected = ["cpu%", "run%", "blk%"] if "cpu%" in header else ["self", "%"]
+    assert header.replace("*", "").split()[-len(expected):] == expected, header
+    assert "in_c" in cells(narrow), narrow  # its row has a number under each of those headers
+    open(stop, "w").close()
+    code, text = p.wait_exit()
+    assert code == 0, text
+
+
+# pid, threads, events, lost, self, state, then what the header names before "command": cpus cpu%
+# run% blk% when the split is shown, gil% and nat% as for functions; then the command
 PROC_ROW = re.compile(r"^\s*(\d+)\s+(\d+)\s+(\S+)\s+(\S+)\s+([\d.]+)s\s+(run|ended)"
-                      r"(?:\s+([\d.]+|-)\s+(\d+|-)\s+(\d+|-)\s+(\d+|-)(?:\s+(\d+|-))?)?\s+([^\s\d].*)$")
+                      r"((?:\s+(?:[\d.]+|-))*)\s+([^\s\d].*)$")
+PROC_KEYS = {"cpus": "cpus", "cpu%": "cpu", "run%": "run", "blk%": "blk", "gil%": "gil", "nat%": "nat"}
 
 
 def processes(screen):
-    """{pid: dict of the row} from the process view on a screen."""
+    """{pid: dict of the row} from the process view on a screen; a column not shown is None."""
+    lines = screen.splitlines()
+    header = lines[1].replace("*", "").split() if len(lines) > 1 else []
+    names = header[header.index("state") + 1:header.index("command")] if "command" in header else []
     rows = {}
-    for line in screen.splitlines():
+    for line in lines[2:]:
         m = PROC_ROW.match(line.rstrip())
-        if m:
-            rows[int(m.group(1))] = dict(threads=int(m.group(2)), self=float(m.group(5)), state=m.group(6),
-                                         cpus=m.group(7), cpu=m.group(8), run=m.group(9), blk=m.group(10),
-                                         gil=m.group(11),
-                                         command=m.group(12))
+        values = m.group(7).split() if m else []
+        if m and len(values) == len(names):
+            row = dict(threads=int(m.group(2)), self=float(m.group(5)), state=m.group(6), command=m.group(8))
+            row.update({key: None for key in PROC_KEYS.values()})
+            row.update({PROC_KEYS[k]: v for k, v in zip(names, values)})
+            rows[int(m.group(1))] = row
     return rows
 
 
