@@ -1,11 +1,12 @@
 """Build examples/cython/ulma_demo.pyx as extension modules, each from its
 own copy of the source:
 
-    python setup.py build_ext --inplace            # four modules:
+    python setup.py build_ext --inplace            # five modules:
       ulma_demo_plain        untraced native code: ulma sees the calls into it only
       ulma_demo_native       -finstrument-functions, linked with libulma_rt: every
                              C function's calls are recorded (docs/native.md, "Cython")
       ulma_demo_profiled     the same, and Cython's profile=True directive
+      ulma_demo_profiled_plain  profile=True alone, without -finstrument-functions
       ulma_demo_unlinked     -finstrument-functions without ulma's link arguments:
                              its calls bind to glibc's empty hooks until tracing
                              starts and ulma rebinds them
@@ -30,6 +31,7 @@ VARIANTS = {
     "native": (INSTRUMENTED, ulma.get_link_args(), {}),
     "profiled": (INSTRUMENTED + ["-DCYTHON_TRACE=1"], ulma.get_link_args(), {"profile": True}),
     "unlinked": (INSTRUMENTED, [], {}),
+    "profiled_plain": (["-g", "-DCYTHON_TRACE=1"], [], {"profile": True}),
 }
 
 

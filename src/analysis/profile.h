@@ -70,6 +70,7 @@ struct ulma_func_row {
 	char *file;
 	uint32_t line;
 	uint8_t kind; /* enum ulma_def_kind */
+	bool pyx;     /* a Python-level function of a .pyx file: what Cython's profile=True reports */
 };
 
 /* A thread's cumulative time off its CPU; a frame keeps a copy from its

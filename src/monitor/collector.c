@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include "../analysis/schedline.h"
@@ -33,6 +34,7 @@ struct ulma_collector_slot {
 	uint32_t cpu;
 	uint64_t value_bits;  /* the counter value the VALUE records so far gave */
 	unsigned value_parts; /* which halves of it: bit 0 high, bit 1 low */
+	uint32_t twins_open;  /* Cython's reports of native frames, dropped (cython_twin) */
 	struct ulma_offcpu_thread *off; /* switch records of the thread, or NULL */
 	/* schedstat sampling */
 	int sched_fd;            /* schedstat of the thread, -1 if none */
@@ -167,6 +169,7 @@ static int open_thread(struct ulma_collector *c, struct ulma_collector_slot *cs,
 	cs->claimed_at = slot->claimed_at;
 	cs->pid = slot->pid;
 	cs->cpu = 0;
+	cs->twins_open = 0;
 	cs->off = NULL;
 	stop_sampling(cs);
 	if (c->split == ULMA_SPLIT_SWITCHES) {
@@ -263,6 +266,36 @@ static bool exit_deeper(struct ulma_collector *c, struct ulma_collector_slot *cs
 	c->resynced += th->depth - d; /* the frames above it left without their exit */
 	while (th->depth >= d)
 		emit_exit(c, cs, t, cpu);
+	return true;
+}
+
+/* Cython's profile=True reports each Cython function to the interpreter's
+ * profiling hook as a Python-level call of a .pyx code object; built with
+ * -finstrument-functions too, the same call is already a native frame,
+ * Cython's C function (__pyx_...), inside which Cython's own helper
+ * (__Pyx_TraceSetupAndCall, __Pyx_TraceReturn) makes the report.
+ * Such an entry is the native frame's twin: dropped, with its exit, so
+ * each call counts once (docs/native.md, "Cython").  Only .pyx functions
+ * come here: the collector keeps their ids out of its dense array, so the
+ * hot path's first test sends them to the slow path. */
+static bool cython_twin_enter(struct ulma_collector *c, struct ulma_collector_slot *cs, uint32_t idx)
+{
+	const struct ulma_thread_row *th = &c->profile.threads[cs->thread];
+	if (!c->profile.funcs[idx].pyx || th->top == ULMA_PROFILE_NO_FRAME)
+		return false;
+	const struct ulma_func_row *top = &c->profile.funcs[th->top];
+	if (top->kind != ULMA_DEF_NATIVE || strncasecmp(top->name, "__pyx_", 6) != 0)
+		return false;
+	cs->twins_open++;
+	c->twins++;
+	return true;
+}
+
+static bool cython_twin_exit(struct ulma_collector *c, struct ulma_collector_slot *cs, uint32_t idx)
+{
+	if (!c->profile.funcs[idx].pyx || !cs->twins_open || c->profile.threads[cs->thread].top == idx)
+		return false;
+	cs->twins_open--;
 	return true;
 }
 
@@ -417,6 +450,8 @@ apply_loop(struct ulma_collector *c, struct ulma_collector_slot *cs, const struc
 				nby_id = c->nby_id;
 				if (idx == UINT32_MAX)
 					break; /* its definition is on its way */
+				if (ULMA_UNLIKELY(cython_twin_enter(c, cs, idx)))
+					continue;
 			}
 			bool same = th->top == idx;
 			if (ULMA_UNLIKELY(ulma_profile_enter(p, thread, idx, t))) {
@@ -433,6 +468,8 @@ apply_loop(struct ulma_collector *c, struct ulma_collector_slot *cs, const struc
 				idx = ulma_collector_resolve(c, sid, true); /* an unknown exit matches "?" */
 				by_id = c->by_id;
 				nby_id = c->nby_id;
+				if (ULMA_UNLIKELY(cython_twin_exit(c, cs, idx)))
+					continue;
 			}
 			if (ULMA_LIKELY(th->top == idx)) {
 				ulma_profile_exit(p, thread, t);

@@ -67,6 +67,7 @@ struct ulma_collector {
 	uint32_t nprocs;
 	uint32_t native_funcs;  /* native functions named */
 	uint64_t marks;         /* instants, counter values and thread names */
+	uint64_t twins;         /* Cython profile=True reports dropped as twins of native frames */
 	bool use_tsc;          /* session clock: TSC ticks, else ns */
 	int split;             /* enum ulma_split_method */
 	struct ulma_switches *switches; /* with ULMA_SPLIT_SWITCHES; owned by the caller */

@@ -80,8 +80,8 @@ static bool same_function(const struct ulma_func_row *f, uint8_t kind, const cha
 static int map_id(struct ulma_collector *c, uint32_t sid, uint32_t index)
 {
 	int err = ulma_idmap_put(&c->func_index, sid, index);
-	if (err || sid >= DENSE_IDS)
-		return err;
+	if (err || sid >= DENSE_IDS || c->profile.funcs[index].pyx)
+		return err; /* (a .pyx function takes the slow path: collector.c, cython_twin_enter) */
 	if (sid >= c->nby_id) {
 		uint32_t n = c->nby_id ? c->nby_id : 1024;
 		while (n <= sid)
@@ -111,12 +111,14 @@ static int define(struct ulma_collector *c, uint32_t sid, uint8_t kind, const ch
 	}
 	index = c->profile.nfuncs;
 	int err = file_id(c, file, flen, &fid);
+	if (!err)
+		err = ulma_profile_add_func(&c->profile, index, kind, name, nlen, file, flen, line);
+	if (!err)
+		c->profile.funcs[index].pyx = kind == ULMA_DEF_PY && flen > 4 && memcmp(file + flen - 4, ".pyx", 4) == 0;
 	if (!err && sid != UINT32_MAX)
 		err = map_id(c, sid, index);
 	if (!err && !ulma_idmap_get(&c->by_content, key, &seen)) /* on a collision keep the first */
 		err = ulma_idmap_put(&c->by_content, key, index);
-	if (!err)
-		err = ulma_profile_add_func(&c->profile, index, kind, name, nlen, file, flen, line);
 	if (!err && c->writer)
 		err = ulma_trace_define_func(c->writer, index + 1, kind, fid, line, name, nlen);
 	*index_out = index;

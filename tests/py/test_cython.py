@@ -29,7 +29,7 @@ SQUARE, ADD_ONE, ITEMS = 1237, 2474, 37  # demo.py's known counts
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
-    """examples/cython built (native, profiled and unlinked variants) in a temporary directory."""
+    """examples/cython built (native, profiled, unlinked and profiled_plain) in a temporary directory."""
     pytest.importorskip("Cython")
     pytest.importorskip("setuptools")
     cc = (sysconfig.get_config_var("CC") or "cc").split()[0]
@@ -40,7 +40,7 @@ def built(tmp_path_factory):
         if name.endswith((".pyx", ".py")):
             shutil.copy(os.path.join(EXAMPLE, name), str(where))
     proc = subprocess.run([sys.executable, "setup.py", "-q", "build_ext", "--inplace"], cwd=str(where),
-                          env=base_env({"ULMA_DEMO_VARIANTS": "native,profiled,unlinked"}),
+                          env=base_env({"ULMA_DEMO_VARIANTS": "native,profiled,unlinked,profiled_plain"}),
                           capture_output=True, timeout=600)
     assert proc.returncode == 0, proc.stderr.decode(errors="replace")[-4000:]
     return str(where)
@@ -176,17 +176,24 @@ def test_profile_directive_does_not_count_calls_twice(built, run_ulma, report_js
     """`# cython: profile=True` makes Cython report its functions to the
     interpreter's profiling hooks as Python-level calls (3.9-3.11 through the
     profile function, 3.13+ through sys.monitoring; Cython has none on 3.12).
-    With -finstrument-functions as well, each call is then a Python row and a
-    native row (docs/native.md, "Cython")."""
+    With -finstrument-functions as well, each such report is the twin of the
+    native frame it is made in: ulma drops it, so each call counts once, as
+    the native frame (docs/native.md, "Cython")."""
     _, data = traced(run_ulma, report_json, built, "profiled", tmp_path)
     pyx = {f["name"]: f for f in data["functions"] if f["file"].endswith(".pyx")}
+    assert pyx == {}, pyx  # no second row for any Cython function
     native_square = one_native(data, SQUARE)
-    if "square" not in pyx:  # Cython reported nothing (3.12): counted once, natively
-        assert native_square["calls"] == SQUARE
+    assert native_square["name"].endswith("_square") and one_native(data, ADD_ONE)
+    assert data["resynced"] == 0 and data["lost"] == 0
+
+
+def test_profile_directive_alone_is_counted_once(built, run_ulma, report_json, tmp_path):
+    """profile=True without -finstrument-functions: Cython's reports are the
+    only record, kept (where this Python's Cython makes them)."""
+    _, data = traced(run_ulma, report_json, built, "profiled_plain", tmp_path)
+    pyx = {f["name"]: f for f in data["functions"] if f["file"].endswith(".pyx")}
+    if sys.version_info[:2] == (3, 12):
+        assert pyx == {}, pyx  # Cython 3 has no profiling on 3.12
         return
-    # what docs/native.md says happens: both layers count every call
-    assert pyx["square"]["kind"] == "python" and pyx["square"]["calls"] == SQUARE, pyx["square"]
-    assert pyx["add_one"]["calls"] == ADD_ONE and one_native(data, ADD_ONE)
-    assert pyx["crunch"]["calls"] == 1 and pyx["helper"]["calls"] == ITEMS, pyx
-    pytest.xfail("with profile=True and -finstrument-functions each Cython call is counted twice: "
-                 "once as the Python-level call Cython reports, once as its native frame")
+    assert pyx["square"]["calls"] == SQUARE and pyx["add_one"]["calls"] == ADD_ONE, pyx
+    assert not [f for f in data["functions"] if f["kind"] == "native"]
