@@ -35,6 +35,7 @@ struct ulma_collector_slot {
 	uint64_t value_bits;  /* the counter value the VALUE records so far gave */
 	unsigned value_parts; /* which halves of it: bit 0 high, bit 1 low */
 	uint32_t twins_open;  /* Cython's reports of native frames, dropped (cython_twin) */
+	struct native_seen *native_cache; /* NATIVE_CACHE recent addresses, NULL until the first */
 	struct ulma_offcpu_thread *off; /* switch records of the thread, or NULL */
 	/* schedstat sampling */
 	int sched_fd;            /* schedstat of the thread, -1 if none */
@@ -42,6 +43,15 @@ struct ulma_collector_slot {
 	struct ulma_schedline line;
 	uint64_t sampled_ns;     /* CLOCK_MONOTONIC of the last sample */
 	uint64_t head_at_sample; /* ring head at the last sample */
+};
+
+/* A thread's recent native functions: address -> dense index, direct
+ * mapped, so a native record costs what a Python one does (the table of
+ * every process's addresses, collector_native.c, is a hash lookup away). */
+#define NATIVE_CACHE 512 /* a power of two */
+struct native_seen {
+	uint64_t addr; /* 0: empty */
+	uint32_t index;
 };
 
 static int set_error(struct ulma_collector *c, int err)
@@ -127,8 +137,10 @@ static bool sample(struct ulma_collector *c, struct ulma_collector_slot *cs, uin
 void ulma_collector_free(struct ulma_collector *c)
 {
 	if (c->slots)
-		for (uint32_t i = 0; i < c->session->hdr->slot_count; i++)
+		for (uint32_t i = 0; i < c->session->hdr->slot_count; i++) {
 			stop_sampling(&c->slots[i]);
+			free(c->slots[i].native_cache);
+		}
 	free(c->slots);
 	ulma_collector_defs_free(c);
 	ulma_collector_native_free(c);
@@ -170,6 +182,8 @@ static int open_thread(struct ulma_collector *c, struct ulma_collector_slot *cs,
 	cs->pid = slot->pid;
 	cs->cpu = 0;
 	cs->twins_open = 0;
+	if (cs->native_cache) /* a slot's new owner may be another process */
+		memset(cs->native_cache, 0, NATIVE_CACHE * sizeof(*cs->native_cache));
 	cs->off = NULL;
 	stop_sampling(cs);
 	if (c->split == ULMA_SPLIT_SWITCHES) {
@@ -311,30 +325,18 @@ static inline bool has_cpu(uint8_t kind)
 	return kind != ULMA_REC_NATIVE_ENTER && kind != ULMA_REC_NATIVE_EXIT && kind != ULMA_REC_VALUE;
 }
 
-/* A native function entered or left; its CPU is the thread's last known.
- * Returns false if the record changes no time. */
-static bool apply_native(struct ulma_collector *c, struct ulma_collector_slot *cs, const struct ulma_record *r,
-			 uint64_t t)
+/* The dense index of the native function at addr, of the thread's cache
+ * or named now (collector_native.c).  UINT32_MAX when out of memory. */
+static uint32_t native_miss(struct ulma_collector *c, struct ulma_collector_slot *cs, uint64_t addr)
 {
-	uint32_t idx = ulma_collector_native(c, cs->pid, native_addr(r));
-	if (idx == UINT32_MAX)
-		return false;
-	const struct ulma_thread_row *th = &c->profile.threads[cs->thread];
-	if (r->kind == ULMA_REC_NATIVE_ENTER) {
-		bool same = th->top == idx;
-		if (ulma_profile_enter(&c->profile, cs->thread, idx, t)) {
-			set_error(c, -ENOMEM);
-			return false;
-		}
-		if (cs->stream)
-			ulma_trace_enter(cs->stream, t, cs->cpu, idx + 1, same);
-		return true;
+	if (!cs->native_cache && !(cs->native_cache = calloc(NATIVE_CACHE, sizeof(*cs->native_cache)))) {
+		set_error(c, -ENOMEM);
+		return UINT32_MAX;
 	}
-	if (th->top == idx) {
-		emit_exit(c, cs, t, cs->cpu);
-		return true;
-	}
-	return exit_deeper(c, cs, idx, t, cs->cpu);
+	uint32_t idx = ulma_collector_native(c, cs->pid, addr);
+	if (idx != UINT32_MAX)
+		cs->native_cache[(addr >> 4) & (NATIVE_CACHE - 1)] = (struct native_seen){addr, idx};
+	return idx;
 }
 
 /* A mark (instant, counter, thread name) goes to the trace as it came. */
@@ -371,9 +373,6 @@ static bool apply_rare(struct ulma_collector *c, struct ulma_collector_slot *cs,
 	case ULMA_REC_STOP: /* a thread idle since its last event was inside its frames until now */
 		close_frames(c, cs, t, ULMA_OFFCPU_ENDS);
 		return false;
-	case ULMA_REC_NATIVE_ENTER:
-	case ULMA_REC_NATIVE_EXIT:
-		return apply_native(c, cs, r, t);
 	case ULMA_REC_VALUE:
 		if (r->cpu > 1)
 			return false;
@@ -478,6 +477,44 @@ apply_loop(struct ulma_collector *c, struct ulma_collector_slot *cs, const struc
 			} else {
 				CURSOR_PUT();
 				bool matched = exit_deeper(c, cs, idx, t, r->cpu);
+				CURSOR_GET();
+				if (!matched)
+					continue;
+			}
+		} else if (r->kind == ULMA_REC_NATIVE_ENTER || r->kind == ULMA_REC_NATIVE_EXIT) {
+			/* as an enter or exit, its CPU the thread's last known (shm.h) */
+			uint64_t addr = native_addr(r);
+			const struct native_seen *seen =
+				cs->native_cache ? &cs->native_cache[(addr >> 4) & (NATIVE_CACHE - 1)] : NULL;
+			if (ULMA_LIKELY(seen && seen->addr == addr)) {
+				idx = seen->index;
+			} else {
+				CURSOR_PUT();
+				idx = native_miss(c, cs, addr);
+				CURSOR_GET();
+				by_id = c->by_id; /* definitions were read meanwhile */
+				nby_id = c->nby_id;
+				th = &p->threads[thread];
+				if (idx == UINT32_MAX)
+					break;
+			}
+			uint32_t cpu = (mode & APPLY_STREAM) ? cur.cpu : cs->cpu;
+			if (r->kind == ULMA_REC_NATIVE_ENTER) {
+				bool same = th->top == idx;
+				if (ULMA_UNLIKELY(ulma_profile_enter(p, thread, idx, t))) {
+					set_error(c, -ENOMEM);
+					break;
+				}
+				th = &p->threads[thread];
+				if (mode & APPLY_STREAM)
+					ulma_trace_cursor_enter(st, &cur, t, cpu, idx + 1, same);
+			} else if (ULMA_LIKELY(th->top == idx)) {
+				ulma_profile_exit(p, thread, t);
+				if (mode & APPLY_STREAM)
+					ulma_trace_cursor_exit(st, &cur, t, cpu);
+			} else {
+				CURSOR_PUT();
+				bool matched = exit_deeper(c, cs, idx, t, cpu);
 				CURSOR_GET();
 				if (!matched)
 					continue;
