@@ -47,13 +47,18 @@ static void times_of(const struct ulma_summary *s, const struct ulma_func_row *f
 			    f->total_runnable_ns, f->total_gil_ns, total_cost, total);
 }
 
-/* Of f's total, the time in C functions and native code below it (never
- * more than the total shown). */
+/* Of f's total as shown, the time in C functions and native code below
+ * it: the measured share of the raw total, applied to the total shown (so
+ * the hook's cost, where it is taken out, comes out of both parts alike). */
 static uint64_t native_ns(const struct ulma_summary *s, const struct ulma_func_row *f,
 			  const struct ulma_time_split *total)
 {
-	uint64_t n = to_ns(s, f->total_native_ticks);
-	return n < total->wall_ns ? n : total->wall_ns;
+	uint64_t raw_total = to_ns(s, f->total_ticks), raw_native = to_ns(s, f->total_native_ticks);
+	if (raw_total == 0 || raw_native == 0)
+		return 0;
+	if (raw_native >= raw_total)
+		return total->wall_ns;
+	return (uint64_t)((double)total->wall_ns * ((double)raw_native / (double)raw_total) + 0.5);
 }
 
 /* The threads' time in native code (C functions and native code), and in

@@ -200,7 +200,7 @@ main()
 
 def chrome_frames(run_ulma, trace, tmp_path):
     out = str(tmp_path / "c.json")
-    proc = run_ulma(["export", trace, "--format", "chrome", "-o", out])
+    proc = run_ulma(["export", trace, "--format", "chrome", "--no-correction", "-o", out])  # raw times: nest strictly
     assert proc.returncode == 0, proc.stderr
     with open(out) as fh:
         d = json.load(fh)
