@@ -98,7 +98,9 @@ def _forget_linecache():
     bootstrap's own first import, ulma (a .pth or sitecustomize that
     imported it put it earlier)."""
     names = list(sys.modules)
-    at = names.index("ulma")
+    # the first of ulma's modules (the package is moved after its submodules
+    # once its __init__ has run)
+    at = next(i for i, name in enumerate(names) if name == "ulma" or name.startswith("ulma."))
     if at > 0 and names[at - 1] == "linecache":
         del sys.modules["linecache"]
 

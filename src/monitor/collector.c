@@ -292,17 +292,25 @@ static bool exit_deeper(struct ulma_collector *c, struct ulma_collector_slot *cs
  * each call counts once (docs/native.md, "Cython").  Only .pyx functions
  * come here: the collector keeps their ids out of its dense array, so the
  * hot path's first test sends them to the slow path. */
+#define CYTHON_TWIN_DEPTH 4 /* native frames looked through for Cython's */
 static bool cython_twin_enter(struct ulma_collector *c, struct ulma_collector_slot *cs, uint32_t idx)
 {
 	const struct ulma_thread_row *th = &c->profile.threads[cs->thread];
-	if (!c->profile.funcs[idx].pyx || th->top == ULMA_PROFILE_NO_FRAME)
+	if (!c->profile.funcs[idx].pyx)
 		return false;
-	const struct ulma_func_row *top = &c->profile.funcs[th->top];
-	if (top->kind != ULMA_DEF_NATIVE || strncasecmp(top->name, "__pyx_", 6) != 0)
-		return false;
-	cs->twins_open++;
-	c->twins++;
-	return true;
+	/* the native frames on top: Cython's own, or on 3.13+ the interpreter's
+	 * inline monitoring helpers (PyMonitoring_Fire...) it calls */
+	for (uint32_t d = th->depth, seen = 0; d > 0 && seen < CYTHON_TWIN_DEPTH; d--, seen++) {
+		const struct ulma_func_row *f = &c->profile.funcs[th->stack[d - 1].func];
+		if (f->kind != ULMA_DEF_NATIVE)
+			return false;
+		if (strncasecmp(f->name, "__pyx_", 6) == 0) {
+			cs->twins_open++;
+			c->twins++;
+			return true;
+		}
+	}
+	return false;
 }
 
 static bool cython_twin_exit(struct ulma_collector *c, struct ulma_collector_slot *cs, uint32_t idx)
