@@ -23,7 +23,7 @@ FORMATS = ["pstats", "folded", "callgrind", "chrome", "speedscope", "ctf", "html
 
 
 def ulma_binary():
-    sys.path.insert(0, os.path.join(HERE, "..", "python"))
+    # the installed package (its __init__ loads the extension, which a source tree lacks)
     from ulma._locate import ulma_binary as locate
 
     found = locate()

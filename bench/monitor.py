@@ -33,7 +33,7 @@ EXAMPLES = os.path.join(ROOT, "examples")
 
 
 def ulma_binary():
-    sys.path.insert(0, os.path.join(ROOT, "python"))
+    # the installed package (its __init__ loads the extension, which a source tree lacks)
     from ulma._locate import ulma_binary as locate
 
     found = locate()

@@ -30,7 +30,7 @@ WORKLOADS = os.path.join(HERE, "workloads")
 
 
 def ulma_binary():
-    sys.path.insert(0, os.path.join(HERE, "..", "python"))
+    # the installed package (its __init__ loads the extension, which a source tree lacks)
     from ulma._locate import ulma_binary as locate
 
     found = locate()
