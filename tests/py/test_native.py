@@ -17,6 +17,7 @@ import sysconfig
 import pytest
 
 from conftest import base_env
+from test_live import needs_tmux, pane, table  # noqa: F401 (pane: the tmux fixture)
 
 NATIVE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "native")
 
@@ -294,3 +295,18 @@ def test_shell_between_ulma_and_the_program(cc, run_ulma, tmp_path):
     proc, data = run_json(run_ulma, ["/bin/sh", "-c", '"$0" 15', prog], str(tmp_path / "sh.trace"))
     assert proc.stdout == b"fib 610\n"
     assert rows(data, "native")["fib"]["calls"] == 2 * 987 - 1
+
+
+@needs_tmux
+def test_live_view_of_a_native_program(cc, ulma_bin, tmp_path, pane):
+    """`ulma run ./prog` on a terminal: the live table shows the native
+    functions as they run, by name, and the summary follows."""
+    prog = cc(["spin.c"], "spin")
+    trace = str(tmp_path / "live.trace")
+    p = pane([ulma_bin, "run", "-o", trace, prog, "3"], width=110)
+    screen = p.wait("the native function work in the table", lambda s: table(s).get("work", (0,))[0] > 0)
+    calls = table(screen)["work"][0]
+    assert "spin.c:" in screen, screen
+    p.wait("work's call count growing", lambda s: table(s).get("work", (0,))[0] > calls)
+    code, text = p.wait_exit()
+    assert code == 0 and "SPIN-DONE" in text and "totals:" in text, text
