@@ -70,6 +70,11 @@ uint32_t ulma_code_id_slow(PyCodeObject *co)
 	PyObject *et, *ev, *tb;
 	Py_ssize_t nlen, flen;
 	PyErr_Fetch(&et, &ev, &tb);
+	/* a function not seen before often belongs to a package that just loaded
+	 * an extension module: rebind its hooks if anything was loaded (one
+	 * dl_iterate_phdr step when nothing was; this also covers --no-c-calls,
+	 * where ulma sees no _imp.create_dynamic return) */
+	ulma_rt_bind_hooks();
 #if PY_VERSION_HEX >= 0x030B0000
 	PyObject *qualname = co->co_qualname;
 #else

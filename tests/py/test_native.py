@@ -310,3 +310,15 @@ def test_live_view_of_a_native_program(cc, ulma_bin, tmp_path, pane):
     p.wait("work's call count growing", lambda s: table(s).get("work", (0,))[0] > calls)
     code, text = p.wait_exit()
     assert code == 0 and "SPIN-DONE" in text and "totals:" in text, text
+
+
+def test_no_c_calls_still_rebinds_a_module_imported_later(cmod, run_ulma, tmp_path):
+    """With --no-c-calls ulma sees no _imp.create_dynamic return; the first
+    Python function seen after the import rebinds the module's hooks."""
+    script = tmp_path / "use_cmod.py"
+    script.write_text(CMOD_SCRIPT)
+    proc, data = run_json(run_ulma, [str(script), cmod[0]], str(tmp_path / "ncc.trace"), extra=["--no-c-calls"])
+    assert proc.stdout == b"35\n"
+    r = rows(data)
+    assert "cmod.leaf" not in r  # no C calls recorded, as asked
+    assert r["f"]["calls"] == 5 and r["twice"]["calls"] == 5 and r["leaf_impl"]["calls"] == 5, sorted(r)
