@@ -227,10 +227,14 @@ static void test_drop(void)
 			     "drop mode: consumed + lost (+ unreported at close) == written");
 		CHECK_EQ_U64(tk->expect + tk->pending_lost + p[k].residual, n,
 			     "drop mode: the losses after the last arrival account for the tail");
-		CHECK(tk->lost > 0 && tk->markers > 0 && tk->records > 0,
-		      "drop mode: the slow consumer caused losses (%llu consumed, %llu lost in %llu markers)",
-		      (unsigned long long)tk->records, (unsigned long long)tk->lost,
-		      (unsigned long long)tk->markers);
+		/* on a loaded machine the consumer may not run at all while a
+		 * producer writes: its drops then stay in the writer (residual),
+		 * with no room for a marker at its close */
+		CHECK(((tk->lost > 0 && tk->markers > 0) || p[k].residual > 0) && tk->records > 0,
+		      "drop mode: the slow consumer caused losses (%llu consumed, %llu lost in %llu markers, %llu left "
+		      "in the writer)",
+		      (unsigned long long)tk->records, (unsigned long long)tk->lost, (unsigned long long)tk->markers,
+		      (unsigned long long)p[k].residual);
 		if (p[k].residual)
 			tap_diag("producer %d: %llu drops stayed in the writer (no room for the final marker)", k,
 				 (unsigned long long)p[k].residual);
