@@ -70,6 +70,13 @@ static void native_split(const struct ulma_summary *s, uint64_t *native, uint64_
 		*native += to_ns(s, s->profile->threads[i].native_ticks);
 		*all += to_ns(s, s->profile->threads[i].self_ticks);
 	}
+	/* as the table's times: the hook's cost taken out, of both parts alike */
+	double cost = ulma_overhead_cost(ulma_profile_events(s->profile), ns_per_event(s));
+	if (cost > 0 && *all > 0) {
+		double kept = cost < (double)*all ? 1.0 - cost / (double)*all : 0.0;
+		*native = (uint64_t)((double)*native * kept + 0.5);
+		*all = (uint64_t)((double)*all * kept + 0.5);
+	}
 }
 
 static const char *or_unknown(const char *s)
