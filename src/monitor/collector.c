@@ -448,6 +448,9 @@ apply_loop(struct ulma_collector *c, struct ulma_collector_slot *cs, const struc
 			CURSOR_GET();
 			wake = cs->off->wake_at;
 		}
+		/* which function the record enters or leaves, on which CPU */
+		uint32_t cpu = r->cpu;
+		bool enter;
 		if (ULMA_LIKELY(r->kind == ULMA_REC_ENTER)) {
 			if (ULMA_LIKELY(sid < nby_id && by_id[sid])) {
 				idx = by_id[sid] - 1;
@@ -460,14 +463,7 @@ apply_loop(struct ulma_collector *c, struct ulma_collector_slot *cs, const struc
 				if (ULMA_UNLIKELY(cython_twin_enter(c, cs, idx)))
 					continue;
 			}
-			bool same = th->top == idx;
-			if (ULMA_UNLIKELY(ulma_profile_enter(p, thread, idx, t))) {
-				set_error(c, -ENOMEM);
-				break;
-			}
-			th = &p->threads[thread];
-			if (mode & APPLY_STREAM)
-				ulma_trace_cursor_enter(st, &cur, t, r->cpu, idx + 1, same);
+			enter = true;
 		} else if (r->kind == ULMA_REC_EXIT) {
 			if (ULMA_LIKELY(sid < nby_id && by_id[sid])) {
 				idx = by_id[sid] - 1;
@@ -478,19 +474,9 @@ apply_loop(struct ulma_collector *c, struct ulma_collector_slot *cs, const struc
 				if (ULMA_UNLIKELY(cython_twin_exit(c, cs, idx)))
 					continue;
 			}
-			if (ULMA_LIKELY(th->top == idx)) {
-				ulma_profile_exit(p, thread, t);
-				if (mode & APPLY_STREAM)
-					ulma_trace_cursor_exit(st, &cur, t, r->cpu);
-			} else {
-				CURSOR_PUT();
-				bool matched = exit_deeper(c, cs, idx, t, r->cpu);
-				CURSOR_GET();
-				if (!matched)
-					continue;
-			}
+			enter = false;
 		} else if (r->kind == ULMA_REC_NATIVE_ENTER || r->kind == ULMA_REC_NATIVE_EXIT) {
-			/* as an enter or exit, its CPU the thread's last known (shm.h) */
+			/* its CPU is the thread's last known (shm.h) */
 			uint64_t addr = native_addr(r);
 			const struct native_seen *seen =
 				cs->native_cache ? &cs->native_cache[(addr >> 4) & (NATIVE_CACHE - 1)] : NULL;
@@ -506,27 +492,8 @@ apply_loop(struct ulma_collector *c, struct ulma_collector_slot *cs, const struc
 				if (idx == UINT32_MAX)
 					break;
 			}
-			uint32_t cpu = (mode & APPLY_STREAM) ? cur.cpu : cs->cpu;
-			if (r->kind == ULMA_REC_NATIVE_ENTER) {
-				bool same = th->top == idx;
-				if (ULMA_UNLIKELY(ulma_profile_enter(p, thread, idx, t))) {
-					set_error(c, -ENOMEM);
-					break;
-				}
-				th = &p->threads[thread];
-				if (mode & APPLY_STREAM)
-					ulma_trace_cursor_enter(st, &cur, t, cpu, idx + 1, same);
-			} else if (ULMA_LIKELY(th->top == idx)) {
-				ulma_profile_exit(p, thread, t);
-				if (mode & APPLY_STREAM)
-					ulma_trace_cursor_exit(st, &cur, t, cpu);
-			} else {
-				CURSOR_PUT();
-				bool matched = exit_deeper(c, cs, idx, t, cpu);
-				CURSOR_GET();
-				if (!matched)
-					continue;
-			}
+			cpu = (mode & APPLY_STREAM) ? cur.cpu : cs->cpu;
+			enter = r->kind == ULMA_REC_NATIVE_ENTER;
 		} else {
 			cs->last_ticks = last;
 			if (r > from && has_cpu(r[-1].kind))
@@ -536,9 +503,28 @@ apply_loop(struct ulma_collector *c, struct ulma_collector_slot *cs, const struc
 			CURSOR_GET();
 			if (mode & APPLY_SWITCHES)
 				wake = cs->off->wake_at;
-			last = cs->last_ticks; /* a STOP closed the frames */
+			last = timed ? t : cs->last_ticks; /* a STOP closed the frames */
 			th = &p->threads[thread];
-			if (!timed)
+			continue;
+		}
+		if (enter) {
+			bool same = th->top == idx;
+			if (ULMA_UNLIKELY(ulma_profile_enter(p, thread, idx, t))) {
+				set_error(c, -ENOMEM);
+				break;
+			}
+			th = &p->threads[thread];
+			if (mode & APPLY_STREAM)
+				ulma_trace_cursor_enter(st, &cur, t, cpu, idx + 1, same);
+		} else if (ULMA_LIKELY(th->top == idx)) {
+			ulma_profile_exit(p, thread, t);
+			if (mode & APPLY_STREAM)
+				ulma_trace_cursor_exit(st, &cur, t, cpu);
+		} else {
+			CURSOR_PUT();
+			bool matched = exit_deeper(c, cs, idx, t, cpu);
+			CURSOR_GET();
+			if (!matched)
 				continue;
 		}
 		last = t;
