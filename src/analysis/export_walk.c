@@ -633,7 +633,6 @@ static int on_mark(void *ctx, const struct ulma_trace_mark *m)
 		t->name = m->name;
 	else if (ns < w->filter.from_ns || ns > w->filter.to_ns)
 		return 0;
-	w->marks++;
 	if (!w->sink->on_mark)
 		return 0;
 	struct ulma_walk_mark wm = {m->name, m->kind, ns, m->value};

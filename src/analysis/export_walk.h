@@ -191,7 +191,6 @@ struct ulma_walk {
 	uint64_t events;      /* events decoded */
 	uint64_t frames;      /* frames kept */
 	uint64_t lost;        /* events the recorder dropped (markers in the streams read) */
-	uint64_t marks;       /* marks kept: instants, counter values, thread names */
 	uint64_t cost_ps;     /* the hook's cost per event taken out of the times (0: none) */
 	/* private */
 	bool keep_all; /* no filter: frames are announced as they open */

@@ -272,7 +272,6 @@ static bool exit_deeper(struct ulma_collector *c, struct ulma_collector_slot *cs
 	while (d > 0 && th->stack[d - 1].func != index)
 		d--;
 	if (d == 0) {
-		c->unmatched++;
 		if (th->depth) /* with frames open, a stray exit (without any, tracing began inside it) */
 			c->resynced++;
 		return false;
@@ -306,7 +305,6 @@ static bool cython_twin_enter(struct ulma_collector *c, struct ulma_collector_sl
 			return false;
 		if (strncasecmp(f->name, "__pyx_", 6) == 0) {
 			cs->twins_open++;
-			c->twins++;
 			return true;
 		}
 	}
@@ -356,17 +354,14 @@ static void apply_mark(struct ulma_collector *c, struct ulma_collector_slot *cs,
 						     : ULMA_EXT_THREAD_NAME;
 	double value = 0;
 	if (ext == ULMA_EXT_COUNTER) {
-		if (cs->value_parts != 3) { /* its value was lost */
-			c->unmatched++;
+		if (cs->value_parts != 3) /* its value was lost */
 			return;
-		}
 		memcpy(&value, &cs->value_bits, sizeof(value));
 		cs->value_parts = 0;
 	}
 	uint32_t idx = ulma_collector_resolve(c, r->id, true);
 	if (idx != UINT32_MAX && cs->stream)
 		ulma_trace_mark(cs->stream, t, ext, idx + 1, value);
-	c->marks++;
 }
 
 /* The records that are not an enter or an exit.  Returns false if the
@@ -395,8 +390,7 @@ static bool apply_rare(struct ulma_collector *c, struct ulma_collector_slot *cs,
 	case ULMA_REC_THREAD_NAME:
 		apply_mark(c, cs, r, t);
 		return true;
-	default:
-		c->unmatched++; /* unknown kind from a newer writer: skip */
+	default: /* unknown kind from a newer writer: skip */
 		return false;
 	}
 }

@@ -65,16 +65,12 @@ struct ulma_collector {
 	struct ulma_idmap native_index; /* process number << 48 | address -> dense index */
 	struct ulma_idmap proc_number;  /* pid -> process number */
 	uint32_t nprocs;
-	uint32_t native_funcs;  /* native functions named */
-	uint64_t marks;         /* instants, counter values and thread names */
-	uint64_t twins;         /* Cython profile=True reports dropped as twins of native frames */
 	bool use_tsc;          /* session clock: TSC ticks, else ns */
 	int split;             /* enum ulma_split_method */
 	struct ulma_switches *switches; /* with ULMA_SPLIT_SWITCHES; owned by the caller */
 	struct ulma_offcpu off;
 	double ns_per_tick;    /* for schedstat's increments */
 	uint64_t records;      /* ring records consumed */
-	uint64_t unmatched;    /* exits with no matching open frame */
 	uint64_t resynced;     /* frames an exit of a deeper frame closed, and unmatched exits */
 	uint64_t overhead_ps;  /* the hook's cost per event, once the program has measured it */
 	int error;             /* first -errno from the writer or allocation */

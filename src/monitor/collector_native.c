@@ -89,7 +89,5 @@ uint32_t ulma_collector_native(struct ulma_collector *c, uint32_t pid, uint64_t 
 		c->error = c->error ? c->error : -ENOMEM;
 		return UINT32_MAX;
 	}
-	if (index != UINT32_MAX)
-		c->native_funcs++;
 	return index;
 }

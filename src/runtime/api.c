@@ -25,14 +25,14 @@ void ulma_rt_set_active(bool on)
 	if (on)
 		ulma_rt_bind_hooks();
 	ulma_rt.active = on;
-	ulma_rt_hooks_state = on ? ULMA_HOOKS_ON : ulma_rt.armed ? ULMA_HOOKS_ARMED : ULMA_HOOKS_OFF;
-	ulma_enabled = on || ulma_rt.armed;
+	ulma_rt_hooks_state = on ? ULMA_HOOKS_ON : ULMA_HOOKS_OFF;
+	ulma_enabled = on;
 }
 
 /* Tracing is on, or starts now in an armed process (rt.h). */
 static inline bool tracing(void)
 {
-	return ulma_rt.active || (ulma_rt.armed && ulma_rt_start_armed());
+	return ulma_rt.active || (ulma_rt_hooks_state == ULMA_HOOKS_ARMED && ulma_rt_start_armed());
 }
 
 static uint32_t site_id(struct ulma_zone_site *site)

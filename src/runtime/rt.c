@@ -131,7 +131,6 @@ static bool self_start(int fd)
 	atomic_compare_exchange_strong(&hdr->program_pid, &none, (uint32_t)getpid());
 	atomic_fetch_add(&hdr->started, 1);
 	atomic_store(&hdr->tracing, 1);
-	ulma_rt.self_started = true;
 	ulma_rt_report_modules();
 	if (atexit(stop_at_exit) != 0)
 		return false;
@@ -144,8 +143,7 @@ static pthread_mutex_t start_lock = PTHREAD_MUTEX_INITIALIZER;
 bool ulma_rt_start_armed(void)
 {
 	pthread_mutex_lock(&start_lock);
-	if (ulma_rt.armed && !ulma_rt.active) {
-		ulma_rt.armed = false;
+	if (ulma_rt_hooks_state == ULMA_HOOKS_ARMED && !ulma_rt.active) {
 		ulma_rt_hooks_state = ULMA_HOOKS_OFF;
 		const char *fd_text = getenv("ULMA_SESSION_FD");
 		const char *path = getenv("ULMA_SESSION_PATH");
@@ -171,7 +169,6 @@ __attribute__((constructor)) static void load(void)
 		return;
 	if (dlsym(RTLD_DEFAULT, "Py_IsInitialized"))
 		return; /* a Python process: the extension starts tracing (module.c) */
-	ulma_rt.armed = true;
 	ulma_rt_hooks_state = ULMA_HOOKS_ARMED;
 	ulma_enabled = 1; /* the C API's macros call in, and the first call starts */
 }

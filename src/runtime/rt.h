@@ -52,10 +52,7 @@ struct ulma_thread_writer {
 
 struct ulma_rt {
 	volatile bool active;       /* events are recorded; read by every hook */
-	volatile bool armed;        /* a session waits in the environment: the first native
-				     * event or C API call starts tracing (rt.c) */
 	bool use_tsc;
-	bool self_started;          /* the library started tracing itself (no Python) */
 	uint32_t writer_generation; /* bumped by each map and by fork: a writer of an
 				     * older one belongs to another session or process */
 	uint32_t id_generation;     /* bumped by each map: ids cached by zone sites
@@ -79,7 +76,8 @@ extern struct ulma_rt ulma_rt_self __attribute__((visibility("hidden")));
  * hidden, kept by ulma_rt_set_active and the arming (rt.c). */
 enum ulma_hooks_state {
 	ULMA_HOOKS_OFF = 0,
-	ULMA_HOOKS_ARMED = 1, /* the first event starts tracing (ulma_rt_start_armed) */
+	ULMA_HOOKS_ARMED = 1, /* a session waits in the environment: the first native event or
+			       * C API call starts tracing (ulma_rt_start_armed, rt.c) */
 	ULMA_HOOKS_ON = 2,
 };
 #ifdef ULMA_RT_INTERNAL
