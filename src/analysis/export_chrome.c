@@ -151,6 +151,17 @@ static void put_us(struct ulma_sbuf *b, uint64_t ns)
 	ulma_sbuf_put(b, frac, 4);
 }
 
+/* An event's closing fields: ,"pid":P,"tid":T} and the flush that may follow. */
+static int end_event(struct chrome *c, const struct ulma_walk_thread *t)
+{
+	ulma_sbuf_puts(&c->b, ",\"pid\":");
+	ulma_sbuf_u64(&c->b, t->pid);
+	ulma_sbuf_puts(&c->b, ",\"tid\":");
+	ulma_sbuf_u64(&c->b, t->tid);
+	ulma_sbuf_put(&c->b, "}", 1);
+	return maybe_flush(c);
+}
+
 static int on_close(void *ctx, const struct ulma_walk *w, uint32_t thread, const struct ulma_walk_frame *f)
 {
 	struct chrome *c = ctx;
@@ -162,12 +173,7 @@ static int on_close(void *ctx, const struct ulma_walk *w, uint32_t thread, const
 	put_us(&c->b, f->start_ns);
 	ulma_sbuf_puts(&c->b, ",\"dur\":");
 	put_us(&c->b, f->end_ns - f->start_ns);
-	ulma_sbuf_puts(&c->b, ",\"pid\":");
-	ulma_sbuf_u64(&c->b, t->pid);
-	ulma_sbuf_puts(&c->b, ",\"tid\":");
-	ulma_sbuf_u64(&c->b, t->tid);
-	ulma_sbuf_put(&c->b, "}", 1);
-	return maybe_flush(c);
+	return end_event(c, t);
 }
 
 /* An instant on its thread, a counter's value on its process; a thread's
@@ -200,12 +206,7 @@ static int on_mark(void *ctx, const struct ulma_walk *w, uint32_t thread, const 
 	}
 	ulma_sbuf_puts(&c->b, ",\"ts\":");
 	put_us(&c->b, m->at_ns);
-	ulma_sbuf_puts(&c->b, ",\"pid\":");
-	ulma_sbuf_u64(&c->b, t->pid);
-	ulma_sbuf_puts(&c->b, ",\"tid\":");
-	ulma_sbuf_u64(&c->b, t->tid);
-	ulma_sbuf_put(&c->b, "}", 1);
-	return maybe_flush(c);
+	return end_event(c, t);
 }
 
 int ulma_export_chrome(FILE *in, const struct ulma_export_opts *o, FILE *out, const char *dir,
