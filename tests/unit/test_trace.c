@@ -1025,6 +1025,29 @@ out:
  * read back in place with their state and ns, never counted as events; the
  * END's split fields round-trip; an OFF record in a version 2 trace is
  * corrupt. */
+/* A trace of format `version` whose one thread's EVENTS chunk holds
+ * nothing but one extension record: the varints ext[0..n). */
+static void one_extension_trace(struct bytes *b, uint32_t version, const uint64_t *ext, size_t n)
+{
+	struct bytes t = {.len = 0}, p = {.len = 0};
+	b->len = 0;
+	b_file_header(b);
+	put_u32le(b->data + 8, version);
+	b_meta_chunk(b);
+	b_varint(&t, 0); /* serial, pid, tid */
+	b_varint(&t, 1);
+	b_varint(&t, 1);
+	b_chunk(b, ULMA_CHUNK_THREAD, &t);
+	b_varint(&p, 0);   /* serial */
+	b_varint(&p, 0);   /* no event */
+	b_varint(&p, 0);   /* cpu */
+	b_varint(&p, 100); /* base time */
+	b_varint(&p, ULMA_TAG_EXT);
+	for (size_t i = 0; i < n; i++)
+		b_varint(&p, ext[i]);
+	b_chunk(b, ULMA_CHUNK_EVENTS, &p);
+}
+
 static void test_off_records(void)
 {
 	char *path = temp_path();
@@ -1069,24 +1092,9 @@ static void test_off_records(void)
 	free(r.events);
 
 	/* an OFF record in a version 2 trace: corrupt */
-	struct bytes b = {.len = 0}, p = {.len = 0};
-	b_file_header(&b);
-	put_u32le(b.data + 8, 2);
-	b_meta_chunk(&b);
-	struct bytes t = {.len = 0};
-	b_varint(&t, 0);
-	b_varint(&t, 1);
-	b_varint(&t, 1);
-	b_chunk(&b, ULMA_CHUNK_THREAD, &t);
-	b_varint(&p, 0);    /* serial */
-	b_varint(&p, 0);    /* no event */
-	b_varint(&p, 0);    /* cpu */
-	b_varint(&p, 100);  /* base time */
-	b_varint(&p, ULMA_TAG_EXT);
-	b_varint(&p, ULMA_EXT_OFF);
-	b_varint(&p, 0);
-	b_varint(&p, 5);
-	b_chunk(&b, ULMA_CHUNK_EVENTS, &p);
+	struct bytes b;
+	const uint64_t off[] = {ULMA_EXT_OFF, 0, 5};
+	one_extension_trace(&b, 2, off, 3);
 	int rc = read_bytes(b.data, b.len, &r, &st);
 	CHECK(rc == -EPROTO && strstr(st.error, "unknown event extension 2"), "version 2 with an OFF record: %s",
 	      st.error);
@@ -1150,23 +1158,9 @@ static void test_marks(void)
 	free(r.events);
 
 	/* a mark in a version 3 trace: corrupt */
-	struct bytes b = {.len = 0}, p = {.len = 0};
-	b_file_header(&b);
-	put_u32le(b.data + 8, 3);
-	b_meta_chunk(&b);
-	struct bytes t = {.len = 0};
-	b_varint(&t, 0);
-	b_varint(&t, 1);
-	b_varint(&t, 1);
-	b_chunk(&b, ULMA_CHUNK_THREAD, &t);
-	b_varint(&p, 0);   /* serial */
-	b_varint(&p, 0);   /* no event */
-	b_varint(&p, 0);   /* cpu */
-	b_varint(&p, 100); /* base time */
-	b_varint(&p, ULMA_TAG_EXT);
-	b_varint(&p, ULMA_EXT_INSTANT);
-	b_varint(&p, 1);
-	b_chunk(&b, ULMA_CHUNK_EVENTS, &p);
+	struct bytes b;
+	const uint64_t instant[] = {ULMA_EXT_INSTANT, 1};
+	one_extension_trace(&b, 3, instant, 2);
 	int rc = read_bytes(b.data, b.len, &r, &st);
 	CHECK(rc == -EPROTO && strstr(st.error, "unknown event extension 3"), "version 3 with a mark: %s", st.error);
 out:
