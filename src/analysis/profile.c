@@ -25,6 +25,7 @@ void ulma_profile_free(struct ulma_profile *p)
 	for (uint32_t i = 0; i < p->nthreads; i++) {
 		free(p->threads[i].stack);
 		free(p->threads[i].active);
+		free(p->threads[i].name);
 	}
 	free(p->threads);
 	memset(p, 0, sizeof(*p));
@@ -51,6 +52,16 @@ int ulma_profile_add_func(struct ulma_profile *p, uint32_t index, uint8_t kind, 
 	f->native = ulma_def_is_c(kind) || kind == ULMA_DEF_NATIVE ? 1 : kind == ULMA_DEF_ZONE ? 2 : 0;
 	if (index >= p->nfuncs)
 		p->nfuncs = index + 1;
+	return 0;
+}
+
+int ulma_profile_thread_name(struct ulma_profile *p, uint32_t thread, const char *name)
+{
+	char *n = ulma_strndup(name, strlen(name));
+	if (!n)
+		return -ENOMEM;
+	free(p->threads[thread].name);
+	p->threads[thread].name = n;
 	return 0;
 }
 

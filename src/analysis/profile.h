@@ -112,6 +112,7 @@ struct ulma_thread_row {
 	uint64_t serial;
 	uint32_t pid;
 	uint32_t tid;
+	char *name; /* what the thread called itself last (a thread-name mark), or NULL; owned */
 	uint64_t lost;
 	uint64_t self_ticks;       /* sum of self time of this thread's frames */
 	uint64_t self_blocked_ns;  /* of which off the CPU (the rest was on it) */
@@ -153,6 +154,9 @@ int ulma_profile_add_func(struct ulma_profile *p, uint32_t index, uint8_t kind, 
 /* Define thread `index`. */
 int ulma_profile_add_thread(struct ulma_profile *p, uint32_t index, uint64_t serial, uint32_t pid,
 			    uint32_t tid);
+
+/* Name thread `thread` (a thread-name mark; a later name replaces it). */
+int ulma_profile_thread_name(struct ulma_profile *p, uint32_t thread, const char *name);
 
 /* Slow path of ulma_profile_enter: room for one more frame of `func`. */
 int ulma_profile_grow(struct ulma_thread_row *t, uint32_t func);

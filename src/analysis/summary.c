@@ -534,6 +534,10 @@ int ulma_summary_json(FILE *out, const struct ulma_summary *s)
 				(unsigned long long)t->now.voluntary, (unsigned long long)t->now.involuntary);
 		if (p->has_gil)
 			fprintf(out, ", \"gil_ns\": %llu", (unsigned long long)t->self_gil_ns);
+		if (t->name) {
+			fputs(", \"name\": ", out);
+			json_string(out, t->name);
+		}
 		const char *command = ulma_pid_names_get(&p->names, t->pid);
 		if (command) {
 			fputs(", \"command\": ", out);

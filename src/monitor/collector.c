@@ -360,8 +360,12 @@ static void apply_mark(struct ulma_collector *c, struct ulma_collector_slot *cs,
 		cs->value_parts = 0;
 	}
 	uint32_t idx = ulma_collector_resolve(c, r->id, true);
-	if (idx != UINT32_MAX && cs->stream)
+	if (idx == UINT32_MAX)
+		return;
+	if (cs->stream)
 		ulma_trace_mark(cs->stream, t, ext, idx + 1, value);
+	if (ext == ULMA_EXT_THREAD_NAME)
+		set_error(c, ulma_profile_thread_name(&c->profile, cs->thread, c->profile.funcs[idx].name));
 }
 
 /* The records that are not an enter or an exit.  Returns false if the

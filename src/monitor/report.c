@@ -153,6 +153,16 @@ static int on_events(void *ctx, uint32_t thread, const struct ulma_trace_event *
 	return 0;
 }
 
+/* A thread's name, as the live summary has it; instants and counters are
+ * for the timeline exports. */
+static int on_mark(void *ctx, const struct ulma_trace_mark *m)
+{
+	struct report_ctx *r = ctx;
+	if (m->kind != ULMA_EXT_THREAD_NAME || m->name >= r->profile.nfuncs || m->thread >= r->profile.nthreads)
+		return 0;
+	return ulma_profile_thread_name(&r->profile, m->thread, r->profile.funcs[m->name].name);
+}
+
 static int on_end(void *ctx, const struct ulma_trace_end *e)
 {
 	struct report_ctx *r = ctx;
@@ -227,6 +237,7 @@ int ulma_cmd_report(int argc, char **argv)
 				       .on_func = on_func,
 				       .on_thread = on_thread,
 				       .on_events = on_events,
+				       .on_mark = on_mark,
 				       .on_end = on_end,
 				       .on_sched = on_sched,
 				       .on_process = on_process};

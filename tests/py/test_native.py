@@ -119,6 +119,10 @@ def test_c_api_zones_and_native_frames(cc, run_ulma, tmp_path):
     assert not any("ulma" in name for name in native), sorted(native)
     # a zone inside native code is native time
     assert zones["work"]["total_native_ns"] == zones["work"]["total_ns"]
+    # the thread's name (ulma_thread_name), live and from the trace
+    assert [t.get("name") for t in data["thread_list"]] == ["main-loop"], data["thread_list"]
+    rep = run_ulma(["report", trace, "--format", "json"])
+    assert [t.get("name") for t in json.loads(rep.stdout)["thread_list"]] == ["main-loop"]
     # the text summary has the nat% column and the native line
     text = run_ulma(["report", trace]).stderr.decode() + run_ulma(["report", trace]).stdout.decode()
     assert "nat%" in text and re.search(r"^native: [\d.]+ m?s in C functions and native code", text, re.M), text
