@@ -47,6 +47,14 @@ static void times_of(const struct ulma_summary *s, const struct ulma_func_row *f
 			    f->total_runnable_ns, f->total_gil_ns, total_cost, total);
 }
 
+/* ns * num / den, rounded, in integers (times near 2^64, as a corrupt
+ * trace may hold, neither overflow nor leave a double out of range);
+ * num <= den. */
+static uint64_t scale_ns(uint64_t ns, uint64_t num, uint64_t den)
+{
+	return (uint64_t)(((unsigned __int128)ns * num + den / 2) / den);
+}
+
 /* Of f's total as shown, the time in C functions and native code below
  * it: the measured share of the raw total, applied to the total shown (so
  * the hook's cost, where it is taken out, comes out of both parts alike). */
@@ -58,7 +66,7 @@ static uint64_t native_ns(const struct ulma_summary *s, const struct ulma_func_r
 		return 0;
 	if (raw_native >= raw_total)
 		return total->wall_ns;
-	return (uint64_t)((double)total->wall_ns * ((double)raw_native / (double)raw_total) + 0.5);
+	return scale_ns(total->wall_ns, raw_native, raw_total);
 }
 
 /* The threads' time in native code (C functions and native code), and in
@@ -71,11 +79,11 @@ static void native_split(const struct ulma_summary *s, uint64_t *native, uint64_
 		*all += to_ns(s, s->profile->threads[i].self_ticks);
 	}
 	/* as the table's times: the hook's cost taken out, of both parts alike */
-	double cost = ulma_overhead_cost(ulma_profile_events(s->profile), ns_per_event(s));
+	uint64_t cost = ulma_overhead_cost(ulma_profile_events(s->profile), ns_per_event(s));
 	if (cost > 0 && *all > 0) {
-		double kept = cost < (double)*all ? 1.0 - cost / (double)*all : 0.0;
-		*native = (uint64_t)((double)*native * kept + 0.5);
-		*all = (uint64_t)((double)*all * kept + 0.5);
+		uint64_t kept = cost < *all ? *all - cost : 0;
+		*native = scale_ns(*native, kept, *all);
+		*all = kept;
 	}
 }
 

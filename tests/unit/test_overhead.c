@@ -3,9 +3,12 @@
  * which events each function's self and total time are charged, recursion
  * included, and the corrected split, clamped to add up. */
 #include <stdint.h>
+#include <stdio.h>
+#include <string.h>
 
 #include "analysis/overhead.h"
 #include "analysis/profile.h"
+#include "analysis/summary.h"
 #include "tap.h"
 #include "ulma/shm.h"
 
@@ -71,9 +74,32 @@ static void test_split(void)
 	CHECK(s.on_cpu_ns == 1000 && s.runnable_ns == 0 && s.blocked_ns == 0, "sampled parts clamped to the wall time");
 }
 
+/* A corrupt trace may hold times near 2^64: the corrected native share
+ * is computed in integers, so nothing overflows or leaves a double out of
+ * range (found by fuzz_report; UBSan stops the asan build on it). */
+static void test_extreme_times(void)
+{
+	struct ulma_profile p;
+	ulma_profile_init(&p);
+	ulma_profile_add_thread(&p, 0, 1, 1, 1);
+	ulma_profile_add_func(&p, 0, ULMA_DEF_C, "len", 3, "", 0, 0);
+	ulma_profile_enter(&p, 0, 0, 1);
+	ulma_profile_exit(&p, 0, UINT64_MAX - 1);
+	CHECK_EQ_U64(p.threads[0].native_ticks, UINT64_MAX - 2, "all of it native");
+	struct ulma_summary s = {.profile = &p, .cal = {.ns_per_tick = 1.0}, .overhead_ps = 1000, .exit_status = -1};
+	char buf[8192];
+	FILE *out = fmemopen(buf, sizeof(buf), "w");
+	int rc = ulma_summary_json(out, &s);
+	fclose(out);
+	CHECK(rc == 0 && strstr(buf, "\"total_native_ns\": 184467440737095516") != NULL,
+	      "the native time near 2^64, less two events' cost");
+	ulma_profile_free(&p);
+}
+
 int main(void)
 {
 	test_counts();
 	test_split();
+	test_extreme_times();
 	return tap_done();
 }
