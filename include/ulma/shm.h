@@ -19,7 +19,7 @@
 #include <stdint.h>
 
 #define ULMA_SHM_MAGIC UINT64_C(0x314d48534d4c5500) /* "\0ULMSHM1" */
-#define ULMA_SHM_VERSION 4u
+#define ULMA_SHM_VERSION 5u
 #define ULMA_CACHELINE 64
 
 /* Header flags, fixed at session creation. */
@@ -52,8 +52,13 @@ enum ulma_record_kind {
 				   * half where cpu = 1: the value of the COUNTER that follows */
 	ULMA_REC_COUNTER = 9,     /* id = ULMA_DEF_MARK naming a counter; its value came just before */
 	ULMA_REC_THREAD_NAME = 10, /* id = ULMA_DEF_MARK: the thread's name from now on */
+	/* Lines of the code chosen with --lines (docs/lines.md): they belong
+	 * to the thread's innermost open frame, a Python function's. */
+	ULMA_REC_LINE = 11,        /* id = line number: the frame starts executing this line (a hit) */
+	ULMA_REC_LINE_RESUME = 12, /* id = line number: the frame resumed inside this line (a generator's
+				    * resume or throw); not a hit, the line's time goes on */
 };
-#define ULMA_REC_KIND_MAX 10u
+#define ULMA_REC_KIND_MAX 12u
 
 /* Record flags. */
 enum ulma_record_flag {
@@ -152,6 +157,11 @@ enum ulma_def_kind {
 				     * path, file = its load bias in 16 hex digits,
 				     * line = the pid of the process */
 	ULMA_DEF_MARK = 9,          /* the name of an instant, a counter or a thread */
+	ULMA_DEF_LINES_WANTED = 10, /* session only, written by the monitor before the program
+				     * starts: name = a --lines pattern (docs/lines.md) */
+	ULMA_DEF_LINES_MATCHED = 11, /* session only, written by a traced process as it stops
+				      * tracing: name = a pattern it was given, line = how many
+				      * code objects it chose for it (0: none) */
 };
 
 static inline bool ulma_def_is_c(unsigned kind)

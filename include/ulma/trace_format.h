@@ -13,7 +13,8 @@
 #include <stdint.h>
 
 #define ULMA_TRACE_MAGIC "ULMATRC\x01"
-#define ULMA_TRACE_VERSION 4u     /* 4: native functions, zones and marks;
+#define ULMA_TRACE_VERSION 5u     /* 5: lines and source copies;
+				   * 4: native functions, zones and marks;
                                    * 3: off-CPU intervals in the event stream, END's monitor figures;
 				   * 2: SCHED chunks say how many values a sample has */
 #define ULMA_TRACE_MIN_VERSION 1u /* the oldest version this ulma reads */
@@ -35,6 +36,13 @@ enum ulma_chunk_type {
 enum ulma_def_tag {
 	ULMA_DEFTAG_FILE = 1, /* varint file_id, varint len, bytes */
 	ULMA_DEFTAG_FUNC = 2, /* varint id, u8 kind, varint file_id, varint line, varint len, bytes */
+	ULMA_DEFTAG_SOURCE = 3, /* (version 5) varint file_id, varint ulma_source_flag bits, varint len,
+				 * bytes: the file's text as the monitor read it during the run */
+};
+
+enum ulma_source_flag {
+	ULMA_SOURCE_CHANGED = 1u << 0, /* modified after the program started: may not be what ran */
+	ULMA_SOURCE_CUT = 1u << 1,     /* longer than the copy kept: its first bytes only */
 };
 
 /* Event word: varint (delta_ticks << 2 | tag). */
@@ -54,6 +62,9 @@ enum ulma_ext_kind {
 	ULMA_EXT_INSTANT = 3,     /* varint id: a point in time named by mark definition id */
 	ULMA_EXT_COUNTER = 4,     /* varint id, varint bits of a double: counter id has this value */
 	ULMA_EXT_THREAD_NAME = 5, /* varint id: the thread is named so from here */
+	/* lines (version 5): of the innermost open frame; counted as events */
+	ULMA_EXT_LINE = 6,        /* varint line: the frame starts executing this line (a hit) */
+	ULMA_EXT_LINE_RESUME = 7, /* varint line: the frame resumed inside this line (no hit) */
 };
 
 /* Why a thread was off its CPU (ULMA_EXT_OFF), from the scheduler's switch records. */
