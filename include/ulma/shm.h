@@ -36,6 +36,9 @@ enum ulma_shm_failure {
 	ULMA_FAIL_NOMEM = 1u << 2,      /* an allocation in a slow path failed */
 	ULMA_FAIL_MONITOR_GONE = 1u << 3, /* lossless writer found the monitor dead */
 	ULMA_FAIL_HOOK_REPLACED = 1u << 4, /* something else took ulma's profile hook off a thread (3.9-3.11) */
+	ULMA_FAIL_LINES_TRACER = 1u << 5,  /* code chosen with --lines ran on a thread that had a trace
+					    * function of the program's (sys.settrace: a debugger,
+					    * coverage), so its lines there were not recorded (3.9-3.11) */
 };
 
 enum ulma_record_kind {

@@ -54,7 +54,8 @@ struct attach_options {
 	enum mode mode;
 	pid_t pid;
 	double seconds; /* record: how long */
-	struct ulma_record_options rec; /* -o, --may-drop, --split, --summary: record and __host only */
+	struct ulma_record_options rec; /* -o, --may-drop, --split, --summary: record and __host only;
+					 * --no-c-calls, --lines, --no-correction, --limit: all */
 };
 
 static const char top_usage[] =
@@ -63,6 +64,7 @@ static const char top_usage[] =
 	"  --once                 print one summary after about a second and detach (no terminal needed)\n"
 	"  --limit N              rows of that summary (default 25)\n"
 	"  --no-c-calls           record Python functions only\n"
+ULMA_RECORD_USAGE_LINES
 	"  --no-correction        show times as measured, the hook's own cost included (docs/overhead.md)\n";
 
 static const char record_usage[] =
@@ -72,6 +74,7 @@ static const char record_usage[] =
 	"  -o, --output FILE      trace file to write (default ulma.trace)\n"
 ULMA_RECORD_USAGE_SPLIT
 	"  --no-c-calls           record Python functions only\n"
+ULMA_RECORD_USAGE_LINES
 	"  --summary F            text (default), json or none, printed on stderr at the end\n"
 	"  --limit N              rows in the text summary (default 25)\n"
 	"  --no-correction        show times as measured, the hook's own cost included (docs/overhead.md)\n";
@@ -200,6 +203,8 @@ static int begin(const struct attach_options *o, struct attachment *a)
 		ulma_die_msg("cannot create the shared-memory session: %s", strerror(-err));
 		return -1;
 	}
+	if (ulma_record_define_lines(&o->rec, &a->session) < 0)
+		return -1;
 	a->hz = ulma_clock_measure_hz(cfg.use_tsc);
 	ulma_clock_sample(cfg.use_tsc, &a->start);
 	if (o->mode == MODE_RECORD || o->mode == MODE_HOST) {

@@ -10,9 +10,35 @@
 #include "ulma/shm.h"
 #include "ulma/trace_format.h"
 
+#define ULMA_LINES_PATTERN_MAX 4096
+
 void ulma_record_options_init(struct ulma_record_options *o)
 {
 	*o = (struct ulma_record_options){.output = "ulma.trace", .summary = "text", .limit = 25, .split = -1};
+}
+
+/* --lines PATTERN.  1, or -1 after saying what is wrong. */
+static int add_lines_pattern(struct ulma_record_options *o, const char *pattern)
+{
+	size_t len = strlen(pattern);
+	if (len == 0 || strspn(pattern, " \t\n") == len) {
+		ulma_die_msg("--lines takes a pattern (a function or module name, a file, or all), not '%s'", pattern);
+		return -1;
+	}
+	if (len > ULMA_LINES_PATTERN_MAX) {
+		ulma_die_msg("--lines takes a pattern of at most %d bytes, not %zu", ULMA_LINES_PATTERN_MAX, len);
+		return -1;
+	}
+	for (unsigned i = 0; i < o->nlines; i++)
+		if (strcmp(o->lines[i], pattern) == 0)
+			return 1;
+	if (o->nlines == ULMA_RECORD_LINES_MAX) {
+		ulma_die_msg("--lines given more than %d times: join the names in a glob, or use a file pattern",
+			     ULMA_RECORD_LINES_MAX);
+		return -1;
+	}
+	o->lines[o->nlines++] = pattern;
+	return 1;
 }
 
 int ulma_record_option(struct ulma_record_options *o, int c, const char *arg)
@@ -52,9 +78,22 @@ int ulma_record_option(struct ulma_record_options *o, int c, const char *arg)
 		return 1;
 	case 'n':
 		return ulma_parse_limit(arg, &o->limit) < 0 ? -1 : 1;
+	case 'P':
+		return add_lines_pattern(o, arg);
 	default:
 		return 0;
 	}
+}
+
+int ulma_record_define_lines(const struct ulma_record_options *o, struct ulma_session *s)
+{
+	for (unsigned i = 0; i < o->nlines; i++) {
+		if (ulma_session_define(s, ULMA_DEF_LINES_WANTED, o->lines[i], strlen(o->lines[i]), "", 0, 0) == 0) {
+			ulma_die_msg("no room for the --lines patterns in the session");
+			return -1;
+		}
+	}
+	return 0;
 }
 
 void ulma_record_session_config(const struct ulma_record_options *o, struct ulma_session_config *cfg)

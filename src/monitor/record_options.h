@@ -22,6 +22,8 @@
 #include "collector.h"
 #include "switches.h"
 
+#define ULMA_RECORD_LINES_MAX 64 /* --lines patterns */
+
 struct ulma_record_options {
 	const char *output;  /* -o, --output: the trace file (default ulma.trace) */
 	const char *summary; /* --summary: text (default), json or none */
@@ -30,6 +32,8 @@ struct ulma_record_options {
 	bool no_c_calls;     /* --no-c-calls */
 	bool no_correction;  /* --no-correction */
 	int split;           /* --split: enum ulma_split_method, or -1 for the best available (default) */
+	const char *lines[ULMA_RECORD_LINES_MAX]; /* --lines, each pattern once, in argv */
+	unsigned nlines;
 };
 
 /* getopt_long entries of the shared options, with the values that
@@ -38,7 +42,8 @@ struct ulma_record_options {
 	{"output", required_argument, NULL, 'o'}, {"lossless", no_argument, NULL, 'L'},                  \
 		{"may-drop", no_argument, NULL, 'D'}, {"no-c-calls", no_argument, NULL, 'C'},            \
 		{"no-correction", no_argument, NULL, 'K'}, {"summary", required_argument, NULL, 's'},    \
-		{"limit", required_argument, NULL, 'n'}, {"split", required_argument, NULL, 'S'}
+		{"limit", required_argument, NULL, 'n'}, {"split", required_argument, NULL, 'S'},        \
+		{"lines", required_argument, NULL, 'P'}
 
 /* Their lines in the commands' usage texts. */
 #define ULMA_RECORD_USAGE_SPLIT                                                                            \
@@ -47,11 +52,20 @@ struct ulma_record_options {
 	"  --may-drop             let the program drop events rather than wait when a ring is full\n"      \
 	"                         (the default is to wait: nothing is lost; docs/design.md)\n"
 
+#define ULMA_RECORD_USAGE_LINES                                                                            \
+	"  --lines PATTERN        time every line of the code PATTERN chooses: a function or module name\n"  \
+	"                         (pkg.mod.func, Class.method, globs allowed), a file (prog.py, pkg/*.py)\n" \
+	"                         or `all` of the program's own files; repeatable (docs/lines.md)\n"
+
 void ulma_record_options_init(struct ulma_record_options *o);
 
 /* Apply getopt's `c` (with its argument) if it is a shared option.  Returns
  * 1 if it was, 0 if it is not one, or -1 after saying what is wrong. */
 int ulma_record_option(struct ulma_record_options *o, int c, const char *arg);
+
+/* Write the --lines patterns into a new session, before any program
+ * starts tracing into it (ULMA_DEF_LINES_WANTED).  0, or -1 said. */
+int ulma_record_define_lines(const struct ulma_record_options *o, struct ulma_session *s);
 
 /* The session settings and trace flags these options ask for. */
 void ulma_record_session_config(const struct ulma_record_options *o, struct ulma_session_config *cfg);

@@ -52,7 +52,8 @@ static const char boot_code[] =
 #define REAP_EVERY_NS UINT64_C(10000000) /* how soon a dead child's frames close */
 
 struct run_options {
-	struct ulma_record_options rec; /* -o, --may-drop, --split, --no-c-calls, --no-correction, --summary, --limit */
+	struct ulma_record_options rec; /* -o, --may-drop, --split, --no-c-calls, --lines, --no-correction, --summary,
+					 * --limit */
 	const char *python;
 	long ring_records;
 	bool no_follow;
@@ -73,6 +74,7 @@ static const char run_usage[] =
 	"  -o, --output FILE      trace file to write (default ulma.trace)\n"
 ULMA_RECORD_USAGE_SPLIT
 	"  --no-c-calls           record Python functions only, not builtins (less overhead, see docs/hooks.md)\n"
+ULMA_RECORD_USAGE_LINES
 	"  --no-follow            do not trace Python processes the program starts (subprocess, multiprocessing\n"
 	"                         spawn); leaves the environment untouched.  Forked children are always followed\n"
 	"  --ring-records N       records per thread ring, a power of two (default 262144 = 4 MiB)\n"
@@ -517,6 +519,10 @@ int ulma_cmd_run(int argc, char **argv)
 	err = ulma_session_create(&cfg, &session);
 	if (err) {
 		ulma_die_msg("cannot create the shared-memory session: %s", strerror(-err));
+		return 1;
+	}
+	if (ulma_record_define_lines(&o.rec, &session) < 0) {
+		ulma_session_unmap(&session);
 		return 1;
 	}
 	struct ulma_clock_pair start, endp;
