@@ -5,6 +5,10 @@
  *   PY_RETURN, PY_YIELD, PY_UNWIND     -> leave it
  *   CALL of a C function or descriptor -> enter the C function
  *   C_RETURN, C_RAISE of the same      -> leave it
+ *   LINE, set only on the code chosen with --lines (line_select.h)
+ *                                      -> the line's hit
+ * A resume (PY_RESUME, PY_THROW past the code's start) of chosen code also
+ * says which line the frame goes on in, since no LINE fires for it.
  * sys.monitoring fires C_RETURN for every callable that is not a Python
  * function (classes, callable instances), so CALL and C_RETURN apply the
  * same test (ulma_c_method) to stay balanced.  Monitoring is global, so
@@ -12,7 +16,7 @@
  * take a free tool id (3 or 4 first, leaving PROFILER_ID to the program)
  * and never evict another tool.
  */
-#include "tracer.h"
+#include "line_select.h"
 
 #if PY_VERSION_HEX >= 0x030C0000
 #include <structmember.h>
@@ -31,6 +35,40 @@ static PyObject *on_py_enter(PyObject *self, PyObject *const *args, size_t nargs
 	(void)nargsf;
 	(void)kwnames;
 	ulma_emit(ULMA_REC_ENTER, ulma_code_id((PyCodeObject *)args[0]));
+	Py_RETURN_NONE;
+}
+
+/* A generator resumes, or an exception is thrown into it: past its start,
+ * chosen code goes on inside a line already hit (LINE fires at the next
+ * line only). */
+static PyObject *on_py_resume(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+	(void)self;
+	(void)nargsf;
+	(void)kwnames;
+	PyCodeObject *co = (PyCodeObject *)args[0];
+	uint32_t id = ulma_code_id(co);
+	ulma_emit(ULMA_REC_ENTER, id);
+	if (ULMA_UNLIKELY(ulma_lines.on) && ulma_lines_chosen(id)) {
+		long offset = PyLong_AsLong(args[1]);
+		if (offset > 0)
+			ulma_emit(ULMA_REC_LINE_RESUME, (uint32_t)PyCode_Addr2Line(co, (int)offset));
+		else if (offset < 0)
+			PyErr_Clear();
+	}
+	Py_RETURN_NONE;
+}
+
+static PyObject *on_line(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+	(void)self;
+	(void)nargsf;
+	(void)kwnames;
+	long line = PyLong_AsLong(args[1]);
+	if (ULMA_LIKELY(line >= 0))
+		ulma_emit(ULMA_REC_LINE, (uint32_t)line);
+	else
+		PyErr_Clear();
 	Py_RETURN_NONE;
 }
 
@@ -71,7 +109,11 @@ static PyObject *on_c_exit(PyObject *self, PyObject *const *args, size_t nargsf,
 	Py_RETURN_NONE;
 }
 
-static const vectorcallfunc callbacks[] = {on_py_enter, on_py_exit, on_call, on_c_exit};
+enum callback_index { CB_ENTER, CB_RESUME, CB_EXIT, CB_CALL, CB_C_EXIT, CB_LINE };
+static const vectorcallfunc callbacks[] = {
+	[CB_ENTER] = on_py_enter, [CB_RESUME] = on_py_resume, [CB_EXIT] = on_py_exit,
+	[CB_CALL] = on_call,      [CB_C_EXIT] = on_c_exit,     [CB_LINE] = on_line,
+};
 
 static PyMemberDef callback_members[] = {
 	{"__vectorcalloffset__", T_PYSSIZET, offsetof(struct callback, vectorcall), READONLY, NULL},
@@ -100,15 +142,27 @@ static PyObject *new_callback(PyTypeObject *type, vectorcallfunc fn)
 	return (PyObject *)cb;
 }
 
-/* event name -> index into callbacks */
+/* event name -> its callback; C calls are left out under --no-c-calls, and
+ * LINE is no global event: it is set on each chosen code object alone */
 static const struct {
 	const char *event;
-	int callback;
+	enum callback_index callback;
 } wiring[] = {
-	{"PY_START", 0}, {"PY_RESUME", 0}, {"PY_THROW", 0}, {"PY_RETURN", 1}, {"PY_YIELD", 1},
-	{"PY_UNWIND", 1}, {"CALL", 2},     {"C_RETURN", 3}, {"C_RAISE", 3},
+	{"PY_START", CB_ENTER}, {"PY_RESUME", CB_RESUME}, {"PY_THROW", CB_RESUME}, {"PY_RETURN", CB_EXIT},
+	{"PY_YIELD", CB_EXIT},  {"PY_UNWIND", CB_EXIT},   {"CALL", CB_CALL},        {"C_RETURN", CB_C_EXIT},
+	{"C_RAISE", CB_C_EXIT}, {"LINE", CB_LINE},
 };
 #define NWIRING (sizeof(wiring) / sizeof(wiring[0]))
+
+/* What watching a chosen code object's lines calls: sys.monitoring's
+ * set_local_events, with ulma's tool id and the LINE bit as int objects,
+ * set up by ulma_hook_install. */
+static struct {
+	PyObject *set_local_events;
+	PyObject *tool;
+	PyObject *line_bit;
+	PyObject *no_events;
+} local;
 
 static PyObject *monitoring_module(void)
 {
@@ -129,8 +183,9 @@ static int register_all(PyObject *mon, int tool, PyTypeObject *type, bool instal
 		return -1;
 	bool c_calls = !(ulma_rt.session.hdr->flags & ULMA_SHM_NO_C_CALLS);
 	for (size_t i = 0; i < NWIRING; i++) {
-		if (install && !c_calls && wiring[i].callback >= 2)
-			continue; /* CALL, C_RETURN, C_RAISE */
+		bool c_call = wiring[i].callback == CB_CALL || wiring[i].callback == CB_C_EXIT;
+		if (install && !c_calls && c_call)
+			continue;
 		PyObject *ev = PyObject_GetAttrString(events, wiring[i].event);
 		if (!ev)
 			goto out;
@@ -139,11 +194,17 @@ static int register_all(PyObject *mon, int tool, PyTypeObject *type, bool instal
 		PyObject *r = fn ? PyObject_CallMethod(mon, "register_callback", "iOO", tool, ev, fn) : NULL;
 		if (install)
 			Py_XDECREF(fn);
-		Py_DECREF(ev);
-		if (!r)
+		if (!r) {
+			Py_DECREF(ev);
 			goto out;
+		}
 		Py_DECREF(r);
-		mask |= bit;
+		if (wiring[i].callback == CB_LINE)
+			Py_XSETREF(local.line_bit, ev);
+		else {
+			mask |= bit;
+			Py_DECREF(ev);
+		}
 	}
 	PyObject *r = PyObject_CallMethod(mon, "set_events", "il", tool, install ? mask : 0L);
 	if (r) {
@@ -198,8 +259,41 @@ int ulma_hook_install(PyObject *module)
 		return -1;
 	}
 	ulma_tracer.tool_id = tool;
+	Py_XSETREF(local.tool, PyLong_FromLong(tool));
+	Py_XSETREF(local.set_local_events, PyObject_GetAttrString(mon, "set_local_events"));
+	if (!local.no_events)
+		local.no_events = PyLong_FromLong(0);
 	Py_DECREF(mon);
+	if (!local.tool || !local.set_local_events || !local.no_events || !local.line_bit) {
+		ulma_hook_remove();
+		return -1;
+	}
 	return 0;
+}
+
+/* set_local_events(tool, co, events).  0, or -1 with an exception. */
+static int set_local_events(PyCodeObject *co, PyObject *events)
+{
+	PyObject *args[] = {local.tool, (PyObject *)co, events};
+	/* vectorcall: no argument tuple, whose allocation could start a collection here */
+	PyObject *r = PyObject_Vectorcall(local.set_local_events, args, 3, NULL);
+	Py_XDECREF(r);
+	return r ? 0 : -1;
+}
+
+int ulma_hook_lines_watch(PyCodeObject *co)
+{
+	return set_local_events(co, local.line_bit);
+}
+
+void ulma_hook_lines_end(PyObject *chosen)
+{
+	PyObject *et, *ev, *tb;
+	PyErr_Fetch(&et, &ev, &tb);
+	for (Py_ssize_t i = 0; i < PyList_GET_SIZE(chosen); i++)
+		if (set_local_events((PyCodeObject *)PyList_GET_ITEM(chosen, i), local.no_events) < 0)
+			PyErr_Clear();
+	PyErr_Restore(et, ev, tb);
 }
 
 int ulma_hook_remove(void)

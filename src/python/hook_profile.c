@@ -12,8 +12,13 @@
  * A profile function the program sets itself does not replace ulma's: it
  * is chained behind it and called after ulma records each event (chain.h).
  * When nothing is chained, that costs one test of the argument.
+ *
+ * While code is chosen for line-level profiling, each call and return also
+ * tells line_trace.h, which puts a trace function on the thread while
+ * chosen code runs.
  */
 #include "chain.h"
+#include "line_trace.h"
 
 #if PY_VERSION_HEX < 0x030C0000
 
@@ -27,6 +32,12 @@ int ulma_profile_event(PyObject *chained, PyFrameObject *frame, int what, PyObje
 		id = ulma_code_id(co);
 		Py_DECREF(co);
 		ulma_emit(what == PyTrace_CALL ? ULMA_REC_ENTER : ULMA_REC_EXIT, id);
+		if (ULMA_UNLIKELY(ulma_lines.on)) {
+			if (what == PyTrace_CALL)
+				ulma_line_call(frame, id);
+			else
+				ulma_line_return(frame);
+		}
 		break;
 	}
 	case PyTrace_C_CALL:

@@ -9,7 +9,7 @@
  * it, with a kind saying which (c_owner).  No PyObject pointer ever leaves
  * this process.  Runs with the GIL held; never lets an exception escape.
  */
-#include "tracer.h"
+#include "line_select.h"
 
 #include <string.h>
 
@@ -90,6 +90,8 @@ uint32_t ulma_code_id_slow(PyCodeObject *co)
 			PyErr_Clear();
 			note_nomem();
 		}
+		if (ULMA_UNLIKELY(ulma_lines.on)) /* once per code object and session, as is all of this */
+			ulma_lines_consider(co, id);
 	}
 	PyErr_Restore(et, ev, tb);
 	return id;

@@ -11,6 +11,7 @@
  */
 #include "tracer.h"
 #include "calibrate.h"
+#include "line_select.h"
 #include "gil.h"
 
 #include <dlfcn.h>
@@ -28,11 +29,14 @@ static PyObject *announce(PyObject *module, PyObject *fd_obj);
 
 static PyMethodDef module_methods[] = {
 	{"start", (PyCFunction)(void (*)(void))start, METH_FASTCALL,
-	 "start(fd, skip=(), caller_frames=False)\n--\n\nTrace every thread of this process into the ulma session behind fd,\n"
-	 "which is closed.  Code objects in skip are never recorded.  The frames other threads are\n"
-	 "already in are recorded as entered now; the calling thread's too if caller_frames."},
+	 "start(fd, skip=(), caller_frames=False, lines=())\n--\n\nTrace every thread of this process into the ulma "
+	 "session behind fd,\nwhich is closed.  Code objects in skip are never recorded.  The frames other threads are\n"
+	 "already in are recorded as entered now; the calling thread's too if caller_frames.  lines holds\n"
+	 "(name, code object) pairs whose code is traced line by line, besides the session's --lines\n"
+	 "patterns (docs/lines.md)."},
 	{"stop", stop, METH_NOARGS, "stop()\n--\n\nStop tracing and hand every thread's last records over."},
 	{"is_active", is_active, METH_NOARGS, "is_active()\n--\n\nTrue while this process is traced."},
+	{"_lines_mark", ulma_lines_mark, METH_O, NULL}, /* @ulma.lines: line_select.h */
 	{"_announce", announce, METH_O, NULL}, /* `ulma run`'s bootstrap is running: see announce() */
 	{"_show_untraced_command", ulma_show_untraced_command, METH_O, NULL}, /* cmdline.c */
 	/* attach.c: untraced until a monitor attaches (docs/live.md) */
@@ -101,14 +105,15 @@ static int mark_skipped(PyObject *skip)
 static PyObject *start(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
 	struct ulma_tracer *t = &ulma_tracer;
-	if (nargs < 1 || nargs > 3) {
-		PyErr_SetString(PyExc_TypeError, "start(fd, skip=(), caller_frames=False) takes one to three arguments");
+	if (nargs < 1 || nargs > 4) {
+		PyErr_SetString(PyExc_TypeError,
+				"start(fd, skip=(), caller_frames=False, lines=()) takes one to four arguments");
 		return NULL;
 	}
 	long fd = PyLong_AsLong(args[0]);
 	if (fd == -1 && PyErr_Occurred())
 		return NULL;
-	int caller_frames = nargs == 3 ? PyObject_IsTrue(args[2]) : 0;
+	int caller_frames = nargs >= 3 ? PyObject_IsTrue(args[2]) : 0;
 	if (caller_frames < 0)
 		return NULL;
 	if (ulma_rt.active) {
@@ -160,6 +165,16 @@ static PyObject *start(PyObject *module, PyObject *const *args, Py_ssize_t nargs
 		if (ps)
 			atomic_compare_exchange_strong(&hdr->overhead_ps, &unset, ps);
 	}
+	/* after the calibration, whose code is never chosen, and before any
+	 * event is recorded, so every code object is judged as it is first seen */
+	if (ulma_lines_start(nargs == 4 ? args[3] : NULL) < 0) {
+		PyObject *et, *ev, *tb;
+		PyErr_Fetch(&et, &ev, &tb);
+		if (ulma_hook_remove() < 0)
+			PyErr_Clear();
+		PyErr_Restore(et, ev, tb);
+		return NULL;
+	}
 	ulma_rt_report_modules();
 	ulma_rt_set_active(true);
 	/* last: the frames already running are entered now, so the recorded
@@ -180,6 +195,7 @@ static PyObject *stop(PyObject *module, PyObject *unused)
 	 * bytecode until the hook is gone. */
 	uint32_t cpu;
 	uint64_t stopped_at = ulma_clock_now(ulma_rt.use_tsc, &cpu);
+	ulma_lines_stop(); /* while the hook's sys.monitoring tool is still ulma's */
 	int rc = ulma_hook_remove();
 	ulma_rt_report_modules();
 	ulma_rt_stop(stopped_at, cpu);

@@ -1,0 +1,69 @@
+/* line_select.h - which code objects are traced line by line (docs/lines.md).
+ *
+ * The code chosen for line-level profiling comes from three places: the
+ * session's --lines patterns (ULMA_DEF_LINES_WANTED definitions, which the
+ * monitor writes before the program starts, so every traced process of the
+ * session reads the same), function objects given inline to
+ * ulma.profile(lines=...), and functions marked with @ulma.lines, which
+ * stay chosen for every later session of the process.  A code object is
+ * judged once per session, in the id slow path (intern.c), and a chosen
+ * one brings every code object nested in it (its functions, lambdas,
+ * comprehensions, class bodies).  The hooks then emit ULMA_REC_LINE for
+ * chosen code only: on 3.12+ sys.monitoring fires LINE for the chosen code
+ * objects alone (hook_monitoring.c); before, a trace function is installed
+ * on a thread only while its innermost frame is chosen (line_trace.c).
+ *
+ * When no code can be chosen, `ulma_lines.on` is false and the hooks pay
+ * one test of it.  Everything here runs with the GIL held and never lets
+ * an exception escape the hook; failures become sticky bits.
+ */
+#ifndef ULMA_LINE_SELECT_H
+#define ULMA_LINE_SELECT_H
+
+#include "tracer.h"
+
+struct ulma_lines {
+	bool on;            /* code may be chosen in this session: the hooks test this first */
+	uint32_t epoch;     /* bumped whenever `on` turns true: per-thread state of an older
+			     * epoch is stale (line_trace.c) */
+	uint64_t *chosen;   /* bitmap: bit `id` set for the id of each chosen code object */
+	uint32_t id_limit;  /* ids below this have a bit in `chosen` */
+};
+
+extern struct ulma_lines ulma_lines;
+
+/* Whether the code object with this id is traced line by line. */
+static inline bool ulma_lines_chosen(uint32_t id)
+{
+	return id < ulma_lines.id_limit && (ulma_lines.chosen[id >> 6] >> (id & 63)) & 1;
+}
+
+/* start(), after the hook is installed and before tracing is active: read
+ * the session's patterns, capture what they are resolved against (the
+ * cwd, sys.path, the prefixes) and choose `inline_codes`, a sequence of
+ * (name, code object) pairs, and the codes marked with @ulma.lines.
+ * 0, or -1 with an exception (bad arguments). */
+int ulma_lines_start(PyObject *inline_codes);
+
+/* intern.c: code object `co` got `id` in this session: choose it if it is
+ * nested in chosen code or matches a pattern.  Never raises. */
+void ulma_lines_consider(PyCodeObject *co, uint32_t id);
+
+/* stop(), while the hook is still installed: stop tracing lines (undo the
+ * instrumentation of every chosen code object, or take ulma's trace
+ * function off every thread), and write one ULMA_DEF_LINES_MATCHED
+ * definition per pattern with how many code objects it chose. */
+void ulma_lines_stop(void);
+
+/* _ulma._lines_mark(code): @ulma.lines.  The code object is chosen in every
+ * later session of this process, and at once if one is running. */
+PyObject *ulma_lines_mark(PyObject *module, PyObject *code);
+
+/* The hook's side (hook_monitoring.c on 3.12+, line_trace.c before).
+ * ulma_hook_lines_watch: co was chosen; 0, or -1 with an exception.
+ * ulma_hook_lines_end: the session's line tracing ends; `chosen` is the
+ * list of the code objects chosen in it.  Never raises. */
+int ulma_hook_lines_watch(PyCodeObject *co);
+void ulma_hook_lines_end(PyObject *chosen);
+
+#endif
