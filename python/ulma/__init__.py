@@ -9,7 +9,9 @@ Mark the program's own spans and events, which show among its calls
 (docs/native.md, "From Python"): `with ulma.zone("load"):` or
 `@ulma.zone("step")`, `ulma.instant("checkpoint", step=3)`,
 `ulma.counter("queue_depth", n)`, `ulma.thread_name("worker")`.  They
-cost almost nothing when the program is not traced.  Importing ulma also
+cost almost nothing when the program is not traced.  Time a function line
+by line with `@ulma.lines`, `ulma.profile(lines=[...])` or `ulma run
+--lines PATTERN` (docs/lines.md).  Importing ulma also
 makes the runtime's -finstrument-functions hooks visible to extension
 modules imported later, and `get_include()`, `get_lib_dir()` and
 `get_link_args()` say how to build such a module against ulma's C API.
@@ -23,7 +25,7 @@ from ulma._ulma import counter, instant, thread_name, zone
 
 __version__ = "0.1.0"
 __all__ = ["__version__", "attachable", "counter", "get_include", "get_lib_dir", "get_link_args", "instant",
-           "profile", "thread_name", "zone"]
+           "lines", "profile", "thread_name", "zone"]
 
 
 def get_include():
@@ -53,6 +55,66 @@ def get_link_args():
     d = get_lib_dir()
     return ["-L" + d, "-lulma_rt", "-Wl,-rpath," + d, "-Wl,--wrap=__cyg_profile_func_enter",
             "-Wl,--wrap=__cyg_profile_func_exit"]
+
+def _code_of(func):
+    """The code object of a function, through decorators that keep the
+    function they wrap in __wrapped__ (functools.wraps), methods,
+    staticmethod and classmethod; and the function it belongs to."""
+    seen = set()
+    while id(func) not in seen:
+        seen.add(id(func))
+        if hasattr(func, "__wrapped__"):
+            func = func.__wrapped__
+        elif hasattr(func, "__func__"):  # a method, staticmethod, classmethod
+            func = func.__func__
+        else:
+            break
+    code = getattr(func, "__code__", None)
+    if type(code) is not type(_code_of.__code__):
+        raise TypeError("ulma: lines takes Python functions and patterns, not %r" % (func,))
+    return func, code
+
+
+def lines(func):
+    """Time every line of a function when this process is traced:
+
+        @ulma.lines
+        def hot(data):
+            ...
+
+    The function (and the functions, lambdas and comprehensions inside it)
+    is chosen for line-level profiling in every later tracing session of
+    this process, and at once in one that is running: under `ulma run`, in
+    a `with ulma.profile():` block, when `ulma record` attaches.  Untraced,
+    it costs nothing.  Returns the function itself.  docs/lines.md.
+    """
+    from ulma import _ulma
+
+    _ulma._lines_mark(_code_of(func)[1])
+    return func
+
+
+def _lines_targets(chosen):
+    """profile(lines=...): the patterns (str) for the monitor, which every
+    process of the session reads, and (name, code) pairs for functions,
+    which only this process can see."""
+    if chosen is None:
+        return [], ()
+    if isinstance(chosen, str) or callable(chosen) or hasattr(chosen, "__func__"):
+        chosen = [chosen]
+    patterns, codes = [], []
+    for item in chosen:
+        if isinstance(item, str):
+            if not item.strip():
+                raise ValueError("ulma.profile: lines takes patterns (a function or module name, a file, "
+                                 "or 'all'), not %r" % (item,))
+            patterns.append(item)
+        else:
+            func, code = _code_of(item)
+            name = "%s.%s" % (getattr(func, "__module__", None) or "?", getattr(func, "__qualname__", code.co_name))
+            codes.append((name, code))
+    return patterns, tuple(codes)
+
 
 _attach = {"path": None}
 
@@ -107,11 +169,14 @@ class profile:
     when a ring is full, wait for room (the default) rather than drop
     events; c_calls: record builtins too; follow:
     let started processes join; correction: subtract the hook's own cost
-    from the summary's times; limit: rows of the text summary.
+    from the summary's times; limit: rows of the text summary; lines:
+    the code to time line by line, a list of functions and of patterns as
+    `ulma run --lines` takes them ("pkg.mod", "Class.method", "prog.py",
+    "all"; docs/lines.md).
     """
 
     def __init__(self, output="ulma.trace", summary="text", lossless=True, c_calls=True, follow=True,
-                 correction=True, limit=25):
+                 correction=True, limit=25, lines=None):
         if summary not in ("text", "json", "none"):
             raise ValueError("ulma.profile: summary must be 'text', 'json' or 'none', not %r" % (summary,))
         self.output = str(output)
@@ -121,6 +186,7 @@ class profile:
         self.follow = follow
         self.correction = correction
         self.limit = int(limit)
+        self._line_patterns, self._line_codes = _lines_targets(lines)
         self._monitor = None
         self._saved_path = None
 
@@ -142,6 +208,7 @@ class profile:
         argv += [] if self.lossless else ["--may-drop"]
         argv += [] if self.c_calls else ["--no-c-calls"]
         argv += [] if self.correction else ["--no-correction"]
+        argv += ["--lines=" + pattern for pattern in self._line_patterns]
         monitor = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, start_new_session=True)
         path = monitor.stdout.readline().decode(errors="replace").strip()
         if not path.startswith("/proc/"):
@@ -164,7 +231,7 @@ class profile:
         # the caller's frames (main, the block's function) are recorded as
         # entered now; our own (start, __enter__) are not
         own = (profile.start, profile.__enter__, profile.stop, profile.__exit__, _restore_env)
-        _ulma.start(fd, tuple(f.__code__ for f in own), True)
+        _ulma.start(fd, tuple(f.__code__ for f in own), True, self._line_codes)
         return self
 
     def stop(self):
