@@ -7,6 +7,7 @@
 
 #include "../analysis/lane.h"
 #include "../analysis/profile.h"
+#include "../analysis/profile_lines.h"
 #include "../analysis/schedline.h"
 #include "../analysis/summary.h"
 #include "../core/trace_reader.h"
@@ -133,6 +134,10 @@ static int on_events(void *ctx, uint32_t thread, const struct ulma_trace_event *
 		case ULMA_EV_EXIT:
 			ulma_profile_exit(p, thread, e->ticks);
 			break;
+		case ULMA_EV_LINE:
+			if (ulma_profile_line(p, thread, e->ticks, (uint32_t)e->count, !e->resumed))
+				return -ENOMEM;
+			break;
 		case ULMA_EV_OFF: {
 			bool runnable = e->off == ULMA_OFF_RUNNABLE;
 			p->split = ULMA_PROFILE_SPLIT_SWITCHES;
@@ -151,6 +156,13 @@ static int on_events(void *ctx, uint32_t thread, const struct ulma_trace_event *
 		}
 	}
 	return 0;
+}
+
+/* A copy of a source file, for the line tables. */
+static int on_source(void *ctx, const struct ulma_trace_source *src)
+{
+	struct report_ctx *r = ctx;
+	return ulma_profile_add_source(&r->profile, src->path, src->path_len, src->text, src->text_len, src->flags);
 }
 
 /* A thread's name, as the live summary has it; instants and counters are
@@ -238,6 +250,7 @@ int ulma_cmd_report(int argc, char **argv)
 				       .on_thread = on_thread,
 				       .on_events = on_events,
 				       .on_mark = on_mark,
+				       .on_source = on_source,
 				       .on_end = on_end,
 				       .on_sched = on_sched,
 				       .on_process = on_process};

@@ -16,6 +16,7 @@
 
 #include "analysis/overhead.h"
 #include "analysis/profile.h"
+#include "analysis/profile_lines.h"
 #include "analysis/schedline.h"
 #include "core/trace_reader.h"
 #include "ulma/trace_format.h"
@@ -121,9 +122,13 @@ static int on_event(void *c, const struct ulma_trace_event *e)
 	case ULMA_EV_LOST:
 		ulma_profile_lost(&x->prof, e->thread, e->ticks, e->count);
 		return 0;
+	case ULMA_EV_LINE:
+		REQUIRE(e->count <= UINT32_MAX && x->prof.threads[e->thread].depth > 0);
+		REQUIRE(x->prof.threads[e->thread].stack[x->prof.threads[e->thread].depth - 1].func == e->func);
+		return ulma_profile_line(&x->prof, e->thread, e->ticks, (uint32_t)e->count, !e->resumed) ? -ENOMEM : 0;
 	default:
 		REQUIRE(e->kind == ULMA_EV_ENTER || e->kind == ULMA_EV_EXIT || e->kind == ULMA_EV_LOST ||
-			e->kind == ULMA_EV_OFF);
+			e->kind == ULMA_EV_OFF || e->kind == ULMA_EV_LINE);
 		return 0;
 	}
 }
