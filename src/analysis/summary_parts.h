@@ -28,11 +28,6 @@ size_t ulma_summary_put_printable(FILE *out, const char *s, size_t max);
 /* s as a JSON string; invalid UTF-8 bytes become U+FFFD. */
 void ulma_summary_json_string(FILE *out, const char *s);
 
-/* summary_lines.c: the line tables of the `limit` functions with lines
- * that took the most time (all of them for UINT32_MAX), after the
- * function table.  Returns how many functions have lines. */
-uint32_t ulma_summary_lines_text(FILE *out, const struct ulma_summary *s, uint32_t limit);
-
 /* summary_lines.c: `, "lines": [...]` for function func if it has lines
  * (and `, "source_changed": true` if its file changed during the run). */
 void ulma_summary_lines_json(FILE *out, const struct ulma_summary *s, uint32_t func);

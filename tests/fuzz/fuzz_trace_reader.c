@@ -163,12 +163,20 @@ static int on_mark(void *c, const struct ulma_trace_mark *m)
 	return 0;
 }
 
+static int on_source(void *c, const struct ulma_trace_source *src)
+{
+	struct fuzz_ctx *x = c;
+	REQUIRE(x->metas == 1 && x->ends == 0);
+	REQUIRE((src->flags & ~(unsigned)(ULMA_SOURCE_CHANGED | ULMA_SOURCE_CUT)) == 0);
+	return ulma_profile_add_source(&x->prof, src->path, src->path_len, src->text, src->text_len, src->flags);
+}
+
 static void read_once(const uint8_t *data, size_t size)
 {
 	struct fuzz_ctx x;
 	struct ulma_trace_status st;
 	struct ulma_trace_visitor v = {&x, on_meta, on_func, on_thread, on_event, on_end, on_sched, on_process, NULL, NULL,
-				       on_mark};
+				       on_mark, on_source};
 	memset(&x, 0, sizeof(x));
 	ulma_profile_init(&x.prof);
 	/* fmemopen refuses a zero size: an empty input reads from /dev/null */
