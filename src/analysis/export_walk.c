@@ -480,6 +480,8 @@ static int on_events_all(struct ulma_walk *w, uint32_t thread, const struct ulma
 		if (e->kind == ULMA_EV_OFF)
 			continue; /* time off the CPU: not a frame boundary */
 		events++;
+		if (e->kind == ULMA_EV_LINE)
+			continue; /* a line inside the frame on top */
 		uint64_t ns = event_ns(w, t, e);
 		if (e->kind == ULMA_EV_ENTER) {
 			if (t->depth == t->cap &&
@@ -553,6 +555,8 @@ static int on_events_tree(struct ulma_walk *w, uint32_t thread, const struct ulm
 		if (e->kind == ULMA_EV_OFF)
 			continue; /* time off the CPU: not a frame boundary */
 		events++;
+		if (e->kind == ULMA_EV_LINE)
+			continue; /* a line inside the frame on top */
 		uint64_t ns = event_ns(w, t, e);
 		if (e->kind == ULMA_EV_ENTER) {
 			err = ulma_calltree_enter(tree, thread, w->funcs[e->func].key, ns);
@@ -592,7 +596,7 @@ static int on_events(void *ctx, uint32_t thread, const struct ulma_trace_event *
 		w->events++;
 		if (e->kind == ULMA_EV_LOST)
 			w->lost += e->count;
-		if (!t->pass)
+		if (!t->pass || e->kind == ULMA_EV_LINE)
 			continue;
 		uint64_t ns = event_ns(w, t, e);
 		int err = 0;

@@ -1,6 +1,7 @@
 /* profile.c - shadow stacks and per-function totals (see profile.h); the
  * per-event paths are inline in profile.h, the rare ones are here. */
 #include "profile.h"
+#include "profile_lines.h"
 
 #include "../core/array.h"
 #include "ulma/shm.h"
@@ -26,7 +27,9 @@ void ulma_profile_free(struct ulma_profile *p)
 		free(p->threads[i].stack);
 		free(p->threads[i].active);
 		free(p->threads[i].name);
+		free(p->threads[i].lines);
 	}
+	ulma_profile_lines_free(p->lines);
 	free(p->threads);
 	memset(p, 0, sizeof(*p));
 }

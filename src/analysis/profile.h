@@ -43,6 +43,9 @@
 #include "../core/ring.h" /* ULMA_LIKELY */
 #include "pid_names.h"
 
+struct ulma_line_open;
+struct ulma_profile_lines;
+
 struct ulma_func_row {
 	/* hot: touched by every event */
 	uint64_t calls;
@@ -71,6 +74,8 @@ struct ulma_func_row {
 	uint32_t line;
 	uint8_t kind; /* enum ulma_def_kind */
 	bool pyx;     /* a Python-level function of a .pyx file: what Cython's profile=True reports */
+	uint32_t line_rows;      /* its lines with a row (profile_lines.h) */
+	uint32_t first_line_row; /* the newest of them */
 };
 
 /* A thread's cumulative time off its CPU; a frame keeps a copy from its
@@ -124,6 +129,8 @@ struct ulma_thread_row {
 	 * runnable; 0 on it), since off_since; the interval is not charged yet */
 	int off_now;
 	uint64_t off_since;
+	struct ulma_line_open *lines; /* per depth: the frame's current line (profile_lines.h), or NULL */
+	uint32_t lines_cap;
 };
 
 enum ulma_profile_split {
@@ -143,6 +150,8 @@ struct ulma_profile {
 	int split;   /* enum ulma_profile_split */
 	int has_gil; /* some thread's GIL waits were told apart */
 	struct ulma_pid_names names; /* what to call each process, where known */
+	struct ulma_profile_lines *lines; /* lines of the code chosen with --lines, or NULL */
+	bool lines_failed; /* a line's call could not be counted (out of memory) */
 };
 
 void ulma_profile_init(struct ulma_profile *p);
@@ -206,11 +215,16 @@ static inline int ulma_profile_enter(struct ulma_profile *p, uint32_t thread, ui
 /* Slow path of ulma_profile_pop: the off-CPU part of a total. */
 void ulma_profile_total_off(struct ulma_func_row *r, const struct ulma_thread_row *t, const struct ulma_frame *f);
 
+/* profile_lines.c: frame f (t->stack[t->depth]) ends; its line closes. */
+void ulma_profile_lines_pop(struct ulma_profile *p, struct ulma_thread_row *t, const struct ulma_frame *f);
+
 /* Remove the top frame, ending at the thread's last event; an outermost
  * frame of its function adds its total. */
 static inline void ulma_profile_pop(struct ulma_profile *p, struct ulma_thread_row *t)
 {
 	const struct ulma_frame *f = &t->stack[--t->depth];
+	if (ULMA_UNLIKELY(t->lines != NULL))
+		ulma_profile_lines_pop(p, t, f);
 	t->top = t->depth ? f[-1].func : ULMA_PROFILE_NO_FRAME;
 	t->top_native = t->depth ? (uint64_t)0 - f[-1].native : 0;
 	if (ULMA_LIKELY(--t->active[f->func] != 0))

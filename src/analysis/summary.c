@@ -9,15 +9,16 @@
 
 #include "export_text.h"
 #include "overhead.h"
+#include "summary_parts.h"
 #include "ulma/shm.h"
 
-static uint64_t to_ns(const struct ulma_summary *s, uint64_t ticks)
+uint64_t ulma_summary_ns(const struct ulma_summary *s, uint64_t ticks)
 {
 	return ulma_clock_ticks_to_ns(&s->cal, ticks);
 }
 
 /* The hook's cost per event to subtract, in ns (0: no correction). */
-static double ns_per_event(const struct ulma_summary *s)
+double ulma_summary_cost_per_event(const struct ulma_summary *s)
 {
 	return s->no_correction ? 0.0 : (double)s->overhead_ps / 1000.0;
 }
@@ -33,8 +34,8 @@ static uint64_t on_cpu(uint64_t wall_ns, uint64_t blocked_ns, uint64_t runnable_
 static void times_of(const struct ulma_summary *s, const struct ulma_func_row *f, struct ulma_time_split *self,
 		     struct ulma_time_split *total)
 {
-	double b = ns_per_event(s);
-	uint64_t raw_total = to_ns(s, f->total_ticks), raw_self = to_ns(s, f->self_ticks);
+	double b = ulma_summary_cost_per_event(s);
+	uint64_t raw_total = ulma_summary_ns(s, f->total_ticks), raw_self = ulma_summary_ns(s, f->self_ticks);
 	ulma_overhead_split(raw_self, on_cpu(raw_self, f->self_blocked_ns, f->self_runnable_ns), f->self_runnable_ns,
 			    f->self_gil_ns, ulma_overhead_cost(f->self_events, b), self);
 	uint64_t total_cost = ulma_overhead_cost(f->total_events, b);
@@ -61,7 +62,7 @@ static uint64_t scale_ns(uint64_t ns, uint64_t num, uint64_t den)
 static uint64_t native_ns(const struct ulma_summary *s, const struct ulma_func_row *f,
 			  const struct ulma_time_split *total)
 {
-	uint64_t raw_total = to_ns(s, f->total_ticks), raw_native = to_ns(s, f->total_native_ticks);
+	uint64_t raw_total = ulma_summary_ns(s, f->total_ticks), raw_native = ulma_summary_ns(s, f->total_native_ticks);
 	if (raw_total == 0 || raw_native == 0)
 		return 0;
 	if (raw_native >= raw_total)
@@ -75,11 +76,11 @@ static void native_split(const struct ulma_summary *s, uint64_t *native, uint64_
 {
 	*native = *all = 0;
 	for (uint32_t i = 0; i < s->profile->nthreads; i++) {
-		*native += to_ns(s, s->profile->threads[i].native_ticks);
-		*all += to_ns(s, s->profile->threads[i].self_ticks);
+		*native += ulma_summary_ns(s, s->profile->threads[i].native_ticks);
+		*all += ulma_summary_ns(s, s->profile->threads[i].self_ticks);
 	}
 	/* as the table's times: the hook's cost taken out, of both parts alike */
-	uint64_t cost = ulma_overhead_cost(ulma_profile_events(s->profile), ns_per_event(s));
+	uint64_t cost = ulma_overhead_cost(ulma_profile_events(s->profile), ulma_summary_cost_per_event(s));
 	if (cost > 0 && *all > 0) {
 		uint64_t kept = cost < *all ? *all - cost : 0;
 		*native = scale_ns(*native, kept, *all);
@@ -93,7 +94,7 @@ static const char *or_unknown(const char *s)
 }
 
 /* Shorten a path for a table cell: relative to cwd when inside it, else its tail. */
-static const char *short_path(const char *path, char *buf, size_t cap)
+const char *ulma_summary_short_path(const char *path, char *buf, size_t cap)
 {
 	char cwd[4096];
 	if (path[0] == '/' && getcwd(cwd, sizeof(cwd))) {
@@ -142,8 +143,8 @@ void ulma_summary_thread_times(const struct ulma_summary *s, uint32_t thread, ui
 			       uint64_t *self_ns)
 {
 	const struct ulma_thread_row *t = &s->profile->threads[thread];
-	*wall_ns = t->seen ? to_ns(s, t->last_ticks - t->first_ticks) : 0;
-	*self_ns = to_ns(s, t->self_ticks);
+	*wall_ns = t->seen ? ulma_summary_ns(s, t->last_ticks - t->first_ticks) : 0;
+	*self_ns = ulma_summary_ns(s, t->self_ticks);
 }
 
 static uint32_t count_processes(const struct ulma_profile *p)
@@ -163,14 +164,14 @@ static uint64_t thread_cpu(const struct ulma_summary *s, const struct ulma_threa
 {
 	if (t->sampled)
 		return t->sample_cpu1 - t->sample_cpu0;
-	uint64_t wall = t->seen ? to_ns(s, t->last_ticks - t->first_ticks) : 0;
+	uint64_t wall = t->seen ? ulma_summary_ns(s, t->last_ticks - t->first_ticks) : 0;
 	return on_cpu(wall, t->now.blocked_ns, t->now.runnable_ns);
 }
 
 /* The on-CPU part of a thread's self time. */
 static uint64_t thread_self_cpu(const struct ulma_summary *s, const struct ulma_thread_row *t)
 {
-	return on_cpu(to_ns(s, t->self_ticks), t->self_blocked_ns, t->self_runnable_ns);
+	return on_cpu(ulma_summary_ns(s, t->self_ticks), t->self_blocked_ns, t->self_runnable_ns);
 }
 
 uint64_t ulma_summary_program_cpu_ns(const struct ulma_summary *s)
@@ -201,7 +202,7 @@ const char *ulma_summary_split_method(const struct ulma_summary *s)
  * program's to choose.  At most `max` (> 3) characters: a longer s is cut
  * before a whole character and ends in "...", so the cut shows.  Returns
  * the characters written. */
-static size_t put_printable(FILE *out, const char *s, size_t max)
+size_t ulma_summary_put_printable(FILE *out, const char *s, size_t max)
 {
 	const unsigned char *p = (const unsigned char *)s;
 	size_t n = strlen(s), chars = 0;
@@ -250,8 +251,8 @@ static void print_processes(FILE *out, const struct ulma_summary *s)
 		}
 		const char *name = ulma_pid_names_get(&p->names, pid);
 		fprintf(out, "%10u %8u %12llu %10llu %12.3f %12.3f  ", pid, threads, (unsigned long long)events,
-			(unsigned long long)lost, (double)to_ns(s, self) / 1e6, (double)cpu / 1e6);
-		put_printable(out, name ? name : "?", 100);
+			(unsigned long long)lost, (double)ulma_summary_ns(s, self) / 1e6, (double)cpu / 1e6);
+		ulma_summary_put_printable(out, name ? name : "?", 100);
 		fputc('\n', out);
 	}
 }
@@ -320,17 +321,18 @@ int ulma_summary_text(FILE *out, const struct ulma_summary *s, uint32_t limit)
 		}
 		fprintf(out, "%5.0f ", total.wall_ns ? 100.0 * (double)native_ns(s, f, &total) / (double)total.wall_ns : 0.0);
 		fputc(' ', out);
-		for (size_t n = put_printable(out, or_unknown(f->name), 60); n < 36; n++)
+		for (size_t n = ulma_summary_put_printable(out, or_unknown(f->name), 60); n < 36; n++)
 			fputc(' ', out);
 		fputc(' ', out);
 		if (strcmp(file, "~") == 0) {
 			fprintf(out, "~\n");
 		} else {
-			put_printable(out, short_path(file, pbuf, sizeof(pbuf)), sizeof(pbuf));
+			ulma_summary_put_printable(out, ulma_summary_short_path(file, pbuf, sizeof(pbuf)), sizeof(pbuf));
 			fprintf(out, ":%u\n", f->line);
 		}
 	}
 	free(order);
+	ulma_summary_lines_text(out, s, limit);
 
 	uint32_t procs = count_processes(p);
 	char ending[64] = "";
@@ -394,7 +396,7 @@ int ulma_summary_text(FILE *out, const struct ulma_summary *s, uint32_t limit)
 }
 
 /* JSON string with escapes; invalid UTF-8 bytes become U+FFFD. */
-static void json_string(FILE *out, const char *s)
+void ulma_summary_json_string(FILE *out, const char *s)
 {
 	const unsigned char *p = (const unsigned char *)(s ? s : "");
 	fputc('"', out);
@@ -491,9 +493,9 @@ int ulma_summary_json(FILE *out, const struct ulma_summary *s)
 			continue;
 		fputs(first ? "\n  {\"name\": " : ",\n  {\"name\": ", out);
 		first = 0;
-		json_string(out, or_unknown(f->name));
+		ulma_summary_json_string(out, or_unknown(f->name));
 		fputs(", \"file\": ", out);
-		json_string(out, or_unknown(f->file));
+		ulma_summary_json_string(out, or_unknown(f->file));
 		struct ulma_time_split self, total;
 		times_of(s, f, &self, &total);
 		fprintf(out,
@@ -501,7 +503,7 @@ int ulma_summary_json(FILE *out, const struct ulma_summary *s)
 			"\"raw_total_ns\": %llu, \"raw_self_ns\": %llu",
 			f->line, kind_name(f->kind), (unsigned long long)f->calls,
 			(unsigned long long)total.wall_ns, (unsigned long long)self.wall_ns,
-			(unsigned long long)to_ns(s, f->total_ticks), (unsigned long long)to_ns(s, f->self_ticks));
+			(unsigned long long)ulma_summary_ns(s, f->total_ticks), (unsigned long long)ulma_summary_ns(s, f->self_ticks));
 		fprintf(out, ", \"total_native_ns\": %llu", (unsigned long long)native_ns(s, f, &total));
 		if (ulma_def_is_c(f->kind))
 			fprintf(out, ", \"c_kind\": \"%s\"", c_kind_name(f->kind));
@@ -521,6 +523,7 @@ int ulma_summary_json(FILE *out, const struct ulma_summary *s)
 		if (p->has_gil)
 			fprintf(out, ", \"gil_ns\": %llu, \"total_gil_ns\": %llu", (unsigned long long)self.gil_ns,
 				(unsigned long long)total.gil_ns);
+		ulma_summary_lines_json(out, s, order[k]);
 		fputc('}', out);
 	}
 	free(order);
@@ -544,16 +547,16 @@ int ulma_summary_json(FILE *out, const struct ulma_summary *s)
 			fprintf(out, ", \"gil_ns\": %llu", (unsigned long long)t->self_gil_ns);
 		if (t->name) {
 			fputs(", \"name\": ", out);
-			json_string(out, t->name);
+			ulma_summary_json_string(out, t->name);
 		}
 		const char *command = ulma_pid_names_get(&p->names, t->pid);
 		if (command) {
 			fputs(", \"command\": ", out);
-			json_string(out, command);
+			ulma_summary_json_string(out, command);
 		}
 		if (s->lanes && s->lanes[i]) {
 			fputs(", \"lane\": ", out);
-			json_string(out, s->lanes[i]);
+			ulma_summary_json_string(out, s->lanes[i]);
 		}
 		fputc('}', out);
 	}
@@ -579,9 +582,9 @@ int ulma_summary_json(FILE *out, const struct ulma_summary *s)
 		p->has_gil ? "true" : "false", ulma_summary_parallelism(s), (unsigned long long)s->monitor_cpu_ns,
 		(unsigned long long)s->switches_lost, (double)s->overhead_ps / 1e3,
 		(double)s->overhead_ps * (double)events / 1e3,
-		ns_per_event(s) > 0 ? "true" : "false", (unsigned long long)nat,
+		ulma_summary_cost_per_event(s) > 0 ? "true" : "false", (unsigned long long)nat,
 		(unsigned long long)(in_frames > nat ? in_frames - nat : 0), (unsigned long long)s->resynced);
-	json_string(out, fbuf[0] ? fbuf + 1 : "");
+	ulma_summary_json_string(out, fbuf[0] ? fbuf + 1 : "");
 	fputs("}\n", out);
 	return ferror(out) ? -EIO : 0;
 }

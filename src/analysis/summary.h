@@ -34,6 +34,12 @@ struct ulma_summary {
 /* Top `limit` functions by self time, then totals.  Returns 0 or -EIO. */
 int ulma_summary_text(FILE *out, const struct ulma_summary *s, uint32_t limit);
 
+/* The line tables (docs/lines.md) of the `limit` functions with lines
+ * that took the most time (UINT32_MAX: all), as the text summary shows
+ * them after its function table.  Returns how many functions have lines
+ * (0: nothing written). */
+uint32_t ulma_summary_lines_text(FILE *out, const struct ulma_summary *s, uint32_t limit);
+
 /* Every function, then totals, as one JSON object.  Returns 0 or -EIO. */
 int ulma_summary_json(FILE *out, const struct ulma_summary *s);
 

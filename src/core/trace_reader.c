@@ -177,6 +177,18 @@ static int parse_defs(struct reader *r, const uint8_t *p, const uint8_t *end)
 			};
 			if (r->v->on_func && (err = r->v->on_func(r->v->ctx, &f)))
 				return err;
+		} else if (tag == ULMA_DEFTAG_SOURCE && r->version >= 5) {
+			uint64_t flags;
+			NEED_VARINT(r, p, end, file_id, "source file");
+			NEED_VARINT(r, p, end, flags, "source flags");
+			if ((err = parse_string(r, &p, end, &s, &len)))
+				return err;
+			if (file_id > UINT32_MAX || !ulma_idmap_get(&r->file_ids, file_id + 1, &idx))
+				return corrupt(r, "source of undefined file %llu", (unsigned long long)file_id);
+			struct ulma_trace_source src = {r->files[idx].path, r->files[idx].len, s, len,
+							(unsigned)(flags & (ULMA_SOURCE_CHANGED | ULMA_SOURCE_CUT))};
+			if (r->v->on_source && (err = r->v->on_source(r->v->ctx, &src)))
+				return err;
 		} else {
 			return corrupt(r, "unknown definition tag %llu", (unsigned long long)tag);
 		}
@@ -358,6 +370,18 @@ static int parse_events(struct reader *r, const uint8_t *p, const uint8_t *end)
 				if (r->v->on_mark && (err = r->v->on_mark(r->v->ctx, &m)))
 					return err;
 				continue;
+			}
+			if ((x == ULMA_EXT_LINE || x == ULMA_EXT_LINE_RESUME) && r->version >= 5) {
+				what = "line";
+				GET_VARINT(p, end, ev->count, truncated);
+				if (t->depth == 0)
+					return corrupt(r, "line event with no open frame");
+				if (ev->count > UINT32_MAX)
+					return corrupt(r, "line number %llu out of range", (unsigned long long)ev->count);
+				ev->kind = ULMA_EV_LINE;
+				ev->func = t->stack[t->depth - 1];
+				ev->resumed = x == ULMA_EXT_LINE_RESUME;
+				break;
 			}
 			if (x != ULMA_EXT_LOST)
 				return corrupt(r, "unknown event extension %llu", (unsigned long long)x);

@@ -25,6 +25,8 @@ enum ulma_event_kind {
 	ULMA_EV_LOST = 3,
 	ULMA_EV_OFF = 4, /* the thread was off its CPU from `ticks` for `count` ns (version 3);
 			  * not counted as an event */
+	ULMA_EV_LINE = 5, /* the innermost open frame starts line `count` (version 5), or goes on
+			   * in it after a resume (`resumed`); func is that frame's */
 };
 
 /* Strings are valid only during the callback. */
@@ -61,6 +63,16 @@ struct ulma_trace_event {
 	uint32_t thread; /* dense thread index */
 	uint8_t kind;    /* enum ulma_event_kind */
 	uint8_t off;     /* OFF: enum ulma_off_state */
+	uint8_t resumed; /* LINE: a resume inside the line, not a hit */
+};
+
+/* A copy of a source file's text (version 5).  Valid during the callback. */
+struct ulma_trace_source {
+	const char *path;
+	size_t path_len;
+	const char *text;
+	size_t text_len;
+	unsigned flags; /* enum ulma_source_flag */
 };
 
 /* A mark in a thread's stream (version 4): an instant, a counter's value,
@@ -96,6 +108,8 @@ struct ulma_trace_visitor {
 	int (*on_overhead)(void *ctx, uint64_t ps_per_event);
 	/* a mark, in order with the thread's events (they are delivered first) */
 	int (*on_mark)(void *ctx, const struct ulma_trace_mark *mark);
+	/* a copy of a source file, before the events of its lines */
+	int (*on_source)(void *ctx, const struct ulma_trace_source *source);
 };
 
 

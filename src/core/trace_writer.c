@@ -224,6 +224,19 @@ int ulma_trace_define_file(struct ulma_trace_writer *w, uint32_t file_id, const 
 	return 0;
 }
 
+int ulma_trace_define_source(struct ulma_trace_writer *w, uint32_t file_id, unsigned flags, const char *text,
+			     size_t len)
+{
+	if (!buf_reserve(w, &w->defs, 4 * ULMA_VARINT_MAX + len))
+		return w->error;
+	buf_varint(&w->defs, ULMA_DEFTAG_SOURCE);
+	buf_varint(&w->defs, file_id);
+	buf_varint(&w->defs, flags);
+	buf_varint(&w->defs, len);
+	buf_bytes(&w->defs, text, len);
+	return 0;
+}
+
 int ulma_trace_define_func(struct ulma_trace_writer *w, uint32_t id, uint8_t kind, uint32_t file_id,
 			   uint32_t line, const char *name, size_t len)
 {
@@ -328,6 +341,13 @@ void ulma_trace_off(struct ulma_trace_stream *s, uint64_t ticks, unsigned state,
 	s->len += ulma_varint_put(s->body + s->len, ULMA_EXT_OFF);
 	s->len += ulma_varint_put(s->body + s->len, state);
 	s->len += ulma_varint_put(s->body + s->len, ns);
+}
+
+void ulma_trace_line(struct ulma_trace_stream *s, uint64_t ticks, uint32_t line, bool resumed)
+{
+	ext_word(s, ticks, true);
+	s->len += ulma_varint_put(s->body + s->len, resumed ? ULMA_EXT_LINE_RESUME : ULMA_EXT_LINE);
+	s->len += ulma_varint_put(s->body + s->len, line);
 }
 
 void ulma_trace_mark(struct ulma_trace_stream *s, uint64_t ticks, unsigned ext, uint32_t id, double value)

@@ -87,6 +87,11 @@ int ulma_trace_writer_open(const char *path, const struct ulma_trace_meta *meta,
 			   struct ulma_trace_writer **out);
 
 int ulma_trace_define_file(struct ulma_trace_writer *w, uint32_t file_id, const char *path, size_t len);
+/* A copy of file file_id's text, as read during the run (enum
+ * ulma_source_flag).  At most ULMA_TRACE_MAX_SOURCE bytes. */
+#define ULMA_TRACE_MAX_SOURCE (4u << 20)
+int ulma_trace_define_source(struct ulma_trace_writer *w, uint32_t file_id, unsigned flags, const char *text,
+			     size_t len);
 int ulma_trace_define_func(struct ulma_trace_writer *w, uint32_t id, uint8_t kind, uint32_t file_id,
 			   uint32_t line, const char *name, size_t len);
 
@@ -196,6 +201,9 @@ static inline void ulma_trace_exit(struct ulma_trace_stream *s, uint64_t ticks, 
 void ulma_trace_lost(struct ulma_trace_stream *s, uint64_t ticks, uint64_t count);
 /* The thread left its CPU at `ticks` and was off it `ns` (enum ulma_off_state). */
 void ulma_trace_off(struct ulma_trace_stream *s, uint64_t ticks, unsigned state, uint64_t ns);
+/* A line event of the stream's innermost frame: it starts `line` (a hit),
+ * or goes on in it after a resume.  Counted as an event. */
+void ulma_trace_line(struct ulma_trace_stream *s, uint64_t ticks, uint32_t line, bool resumed);
 /* A mark (ULMA_EXT_INSTANT, _COUNTER with `value`, _THREAD_NAME) of
  * definition id at `ticks`.  Not an event. */
 void ulma_trace_mark(struct ulma_trace_stream *s, uint64_t ticks, unsigned ext, uint32_t id, double value);

@@ -37,6 +37,7 @@
 #include "../core/trace_writer.h"
 #include "attach_ctl.h"
 #include "collector.h"
+#include "collector_lines.h"
 #include "commands.h"
 #include "live_view.h"
 #include "record_options.h"
@@ -282,6 +283,7 @@ static int print_summary(const struct attach_options *o, struct attachment *a, F
 	ulma_record_summary(&s, &a->col, wrote ? o->rec.output : NULL, a->use_tsc, a->hz, &a->start, &a->end, -1,
 			    monitor_cpu, o->rec.no_correction);
 	ulma_record_print_summary(out, &o->rec, &s);
+	ulma_collector_lines_warn(&a->col, stderr);
 	return err ? 1 : 0;
 }
 

@@ -11,6 +11,7 @@
 #include "../analysis/schedline.h"
 #include "../core/clock.h"
 #include "collector_defs.h"
+#include "collector_lines.h"
 #include "collector_native.h"
 #include "gilwait.h"
 #include "proc_name.h"
@@ -144,6 +145,7 @@ void ulma_collector_free(struct ulma_collector *c)
 	free(c->slots);
 	ulma_collector_defs_free(c);
 	ulma_collector_native_free(c);
+	ulma_collector_lines_free(c);
 	ulma_offcpu_free(&c->off);
 	ulma_profile_free(&c->profile);
 	memset(c, 0, sizeof(*c));
@@ -393,6 +395,10 @@ static bool apply_rare(struct ulma_collector *c, struct ulma_collector_slot *cs,
 	case ULMA_REC_COUNTER:
 	case ULMA_REC_THREAD_NAME:
 		apply_mark(c, cs, r, t);
+		return true;
+	case ULMA_REC_LINE:
+	case ULMA_REC_LINE_RESUME:
+		ulma_collector_line(c, cs->thread, cs->pid, cs->stream, t, r->id, r->kind == ULMA_REC_LINE_RESUME);
 		return true;
 	default: /* unknown kind from a newer writer: skip */
 		return false;

@@ -41,6 +41,7 @@
 #include "switches.h"
 
 struct ulma_collector_slot;
+struct ulma_collector_lines;
 struct ulma_symbols;
 
 struct ulma_collector {
@@ -73,6 +74,7 @@ struct ulma_collector {
 	uint64_t records;      /* ring records consumed */
 	uint64_t resynced;     /* frames an exit of a deeper frame closed, and unmatched exits */
 	uint64_t overhead_ps;  /* the hook's cost per event, once the program has measured it */
+	struct ulma_collector_lines *lines; /* source copies and --lines patterns (collector_lines.c), or NULL */
 	int error;             /* first -errno from the writer or allocation */
 };
 

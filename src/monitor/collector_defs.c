@@ -10,6 +10,7 @@
  * writer completes it after all (docs/design.md).
  */
 #include "collector_defs.h"
+#include "collector_lines.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -37,7 +38,7 @@ static uint64_t fnv1a(const char *s, size_t n)
 }
 
 /* Trace file id for a path, defining it on first sight. */
-static int file_id(struct ulma_collector *c, const char *path, size_t len, uint32_t *out)
+int ulma_collector_file_id(struct ulma_collector *c, const char *path, size_t len, uint32_t *out)
 {
 	uint64_t h = fnv1a(path, len);
 	uint32_t id;
@@ -110,7 +111,7 @@ static int define(struct ulma_collector *c, uint32_t sid, uint8_t kind, const ch
 		return sid == UINT32_MAX ? 0 : set_error(c, map_id(c, sid, index)); /* another process's id */
 	}
 	index = c->profile.nfuncs;
-	int err = file_id(c, file, flen, &fid);
+	int err = ulma_collector_file_id(c, file, flen, &fid);
 	if (!err)
 		err = ulma_profile_add_func(&c->profile, index, kind, name, nlen, file, flen, line);
 	if (!err)
@@ -130,6 +131,8 @@ static int take_def(struct ulma_collector *c, const struct ulma_def_view *d)
 	uint32_t have;
 	if (d->kind == ULMA_DEF_MODULE)
 		return set_error(c, ulma_collector_take_module(c, d));
+	if (d->kind == ULMA_DEF_LINES_WANTED || d->kind == ULMA_DEF_LINES_MATCHED)
+		return ulma_collector_take_lines_def(c, d);
 	if (ulma_idmap_get(&c->func_index, d->id, &have))
 		return 0;
 	return define(c, d->id, d->kind, d->name, d->name_len, d->file, d->file_len, d->line, &have);

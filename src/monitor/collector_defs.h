@@ -27,6 +27,9 @@ uint32_t ulma_collector_resolve(struct ulma_collector *c, uint32_t sid, bool fin
 uint32_t ulma_collector_define(struct ulma_collector *c, uint8_t kind, const char *name, size_t name_len,
 			       const char *file, size_t file_len, uint32_t line);
 
+/* The trace's file id of path, defined now if new.  0 or -ENOMEM. */
+int ulma_collector_file_id(struct ulma_collector *c, const char *path, size_t len, uint32_t *out);
+
 /* Free the table (part of ulma_collector_free). */
 void ulma_collector_defs_free(struct ulma_collector *c);
 

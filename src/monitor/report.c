@@ -7,6 +7,7 @@
 
 #include "../analysis/lane.h"
 #include "../analysis/profile.h"
+#include "../analysis/profile_lines.h"
 #include "../analysis/schedline.h"
 #include "../analysis/summary.h"
 #include "../core/trace_reader.h"
@@ -133,6 +134,10 @@ static int on_events(void *ctx, uint32_t thread, const struct ulma_trace_event *
 		case ULMA_EV_EXIT:
 			ulma_profile_exit(p, thread, e->ticks);
 			break;
+		case ULMA_EV_LINE:
+			if (ulma_profile_line(p, thread, e->ticks, (uint32_t)e->count, !e->resumed))
+				return -ENOMEM;
+			break;
 		case ULMA_EV_OFF: {
 			bool runnable = e->off == ULMA_OFF_RUNNABLE;
 			p->split = ULMA_PROFILE_SPLIT_SWITCHES;
@@ -153,6 +158,13 @@ static int on_events(void *ctx, uint32_t thread, const struct ulma_trace_event *
 	return 0;
 }
 
+/* A copy of a source file, for the line tables. */
+static int on_source(void *ctx, const struct ulma_trace_source *src)
+{
+	struct report_ctx *r = ctx;
+	return ulma_profile_add_source(&r->profile, src->path, src->path_len, src->text, src->text_len, src->flags);
+}
+
 /* A thread's name, as the live summary has it; instants and counters are
  * for the timeline exports. */
 static int on_mark(void *ctx, const struct ulma_trace_mark *m)
@@ -171,9 +183,10 @@ static int on_end(void *ctx, const struct ulma_trace_end *e)
 }
 
 static const char report_usage[] =
-	"usage: ulma report TRACE [--format text|json] [--limit N] [--no-correction] [--html OUT.html]\n"
+	"usage: ulma report TRACE [--format text|json] [--limit N] [--lines] [--no-correction] [--html OUT.html]\n"
 	"  --format F       text (default) or json (see docs/json.md)\n"
 	"  --limit N        rows in the text table (default 25)\n"
+	"  --lines          the line tables of every function recorded with --lines (docs/lines.md)\n"
 	"  --no-correction  show times as measured, the hook's own cost included (docs/overhead.md)\n"
 	"  --html OUT   write a self-contained HTML report instead (docs/exports.md)\n";
 
@@ -184,12 +197,13 @@ int ulma_cmd_report(int argc, char **argv)
 		{"limit", required_argument, NULL, 'n'},
 		{"html", required_argument, NULL, 'H'},
 		{"no-correction", no_argument, NULL, 'C'},
+		{"lines", no_argument, NULL, 'l'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
 	const char *format = "text", *html = NULL;
 	long limit = 25;
-	bool no_correction = false;
+	bool no_correction = false, lines = false;
 	int c;
 	optind = 0;
 	while ((c = getopt_long(argc + 1, argv - 1, "f:n:h", opts, NULL)) != -1) {
@@ -206,6 +220,9 @@ int ulma_cmd_report(int argc, char **argv)
 			break;
 		case 'C':
 			no_correction = true;
+			break;
+		case 'l':
+			lines = true;
 			break;
 		case 'h':
 			fputs(report_usage, stdout);
@@ -238,6 +255,7 @@ int ulma_cmd_report(int argc, char **argv)
 				       .on_thread = on_thread,
 				       .on_events = on_events,
 				       .on_mark = on_mark,
+				       .on_source = on_source,
 				       .on_end = on_end,
 				       .on_sched = on_sched,
 				       .on_process = on_process};
@@ -309,8 +327,14 @@ int ulma_cmd_report(int argc, char **argv)
 	if (!st.complete)
 		ulma_die_msg("warning: %s is incomplete (cut short at byte %llu); showing the %llu events it holds",
 			     path, (unsigned long long)st.bytes, (unsigned long long)st.events);
-	err = strcmp(format, "json") == 0 ? ulma_summary_json(stdout, &s)
-					  : ulma_summary_text(stdout, &s, (uint32_t)limit);
+	bool no_lines = false;
+	if (lines && strcmp(format, "text") == 0) {
+		err = 0;
+		no_lines = ulma_summary_lines_text(stdout, &s, UINT32_MAX) == 0;
+	} else {
+		err = strcmp(format, "json") == 0 ? ulma_summary_json(stdout, &s)
+						  : ulma_summary_text(stdout, &s, (uint32_t)limit);
+	}
 	ulma_profile_free(&r.profile);
 	for (uint32_t i = 0; i < r.nsched; i++)
 		ulma_schedline_free(&r.sched[i]);
@@ -319,6 +343,10 @@ int ulma_cmd_report(int argc, char **argv)
 	free(r.feed);
 	free(lane_text);
 	free(lane_ptrs);
+	if (no_lines) {
+		ulma_die_msg("%s has no lines: record them with `ulma run --lines PATTERN` (docs/lines.md)", path);
+		return 1;
+	}
 	if (fflush(stdout) != 0 || err) {
 		ulma_die_msg("cannot write the report: %s", strerror(errno ? errno : EIO));
 		return 1;

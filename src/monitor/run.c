@@ -29,6 +29,7 @@
 #include "../core/session.h"
 #include "../core/trace_writer.h"
 #include "collector.h"
+#include "collector_lines.h"
 #include "commands.h"
 #include "live_view.h"
 #include "native_target.h"
@@ -629,6 +630,7 @@ int ulma_cmd_run(int argc, char **argv)
 	ulma_record_summary(&s, &col, o.rec.output, cfg.use_tsc, hz, &start, &endp, status, monitor_cpu,
 			    o.rec.no_correction);
 	ulma_record_print_summary(stderr, &o.rec, &s);
+	ulma_collector_lines_warn(&col, stderr);
 	ulma_switches_close(switches);
 	ulma_collector_free(&col);
 	ulma_session_unmap(&session);

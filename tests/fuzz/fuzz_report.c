@@ -3,7 +3,8 @@
  *
  * Each input is a trace; every complete chunk's CRC-32C is recomputed first
  * so that mutations reach the decoders.  Each input is reported in every
- * form: text, json, text with --no-correction, and --html to stdout.  The
+ * form: text, json, text with --no-correction, --html to stdout, and the
+ * line tables (--lines).  The
  * command runs as the program runs it, on the trace through a memfd's
  * /proc path, with stdout on /dev/null.  Besides the sanitizers and libFuzzer's
  * timeout (a report that never finishes), the harness aborts when the
@@ -87,6 +88,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		{"report", trace_path, "--format", "json", NULL},
 		{"report", trace_path, "--no-correction", NULL},
 		{"report", trace_path, "--html", "-", NULL},
+		{"report", trace_path, "--lines", NULL},
 	};
 	for (size_t form = 0; form < sizeof(args) / sizeof(args[0]); form++) {
 		char **argv = args[form];

@@ -16,6 +16,7 @@
 
 #include "analysis/overhead.h"
 #include "analysis/profile.h"
+#include "analysis/profile_lines.h"
 #include "analysis/schedline.h"
 #include "core/trace_reader.h"
 #include "ulma/trace_format.h"
@@ -121,9 +122,13 @@ static int on_event(void *c, const struct ulma_trace_event *e)
 	case ULMA_EV_LOST:
 		ulma_profile_lost(&x->prof, e->thread, e->ticks, e->count);
 		return 0;
+	case ULMA_EV_LINE:
+		REQUIRE(e->count <= UINT32_MAX && x->prof.threads[e->thread].depth > 0);
+		REQUIRE(x->prof.threads[e->thread].stack[x->prof.threads[e->thread].depth - 1].func == e->func);
+		return ulma_profile_line(&x->prof, e->thread, e->ticks, (uint32_t)e->count, !e->resumed) ? -ENOMEM : 0;
 	default:
 		REQUIRE(e->kind == ULMA_EV_ENTER || e->kind == ULMA_EV_EXIT || e->kind == ULMA_EV_LOST ||
-			e->kind == ULMA_EV_OFF);
+			e->kind == ULMA_EV_OFF || e->kind == ULMA_EV_LINE);
 		return 0;
 	}
 }
@@ -158,12 +163,20 @@ static int on_mark(void *c, const struct ulma_trace_mark *m)
 	return 0;
 }
 
+static int on_source(void *c, const struct ulma_trace_source *src)
+{
+	struct fuzz_ctx *x = c;
+	REQUIRE(x->metas == 1 && x->ends == 0);
+	REQUIRE((src->flags & ~(unsigned)(ULMA_SOURCE_CHANGED | ULMA_SOURCE_CUT)) == 0);
+	return ulma_profile_add_source(&x->prof, src->path, src->path_len, src->text, src->text_len, src->flags);
+}
+
 static void read_once(const uint8_t *data, size_t size)
 {
 	struct fuzz_ctx x;
 	struct ulma_trace_status st;
 	struct ulma_trace_visitor v = {&x, on_meta, on_func, on_thread, on_event, on_end, on_sched, on_process, NULL, NULL,
-				       on_mark};
+				       on_mark, on_source};
 	memset(&x, 0, sizeof(x));
 	ulma_profile_init(&x.prof);
 	/* fmemopen refuses a zero size: an empty input reads from /dev/null */

@@ -245,6 +245,46 @@ static int write_native(const char *path)
 	return ulma_trace_writer_close(w, &end);
 }
 
+/* Version 5: lines of a recursive function and a generator, a source copy. */
+static int write_lines(const char *path)
+{
+	static const char source[] = "@deco\ndef fib(n):\n    if n < 2:\n        return n\n"
+				     "    return fib(n - 1) + fib(n - 2)\n\ndef gen():\n    yield 1\n";
+	struct ulma_trace_meta meta = {ULMA_META_TSC, 78, 6000, 1000000, 2000000000u, "python fib.py"};
+	struct ulma_trace_writer *w;
+	struct ulma_trace_stream *a;
+	int err = ulma_trace_writer_open(path, &meta, &w);
+	if (err)
+		return err;
+	ulma_trace_define_file(w, 0, "/t/fib.py", 9);
+	ulma_trace_define_func(w, 1, ULMA_DEF_PY, 0, 1, "fib", 3);
+	ulma_trace_define_func(w, 2, ULMA_DEF_PY, 0, 7, "gen", 3);
+	ulma_trace_define_source(w, 0, ULMA_SOURCE_CHANGED, source, sizeof(source) - 1);
+	if ((err = ulma_trace_stream_open(w, 0, 78, 78, &a))) {
+		ulma_trace_writer_abandon(w);
+		return err;
+	}
+	uint64_t t = 6100;
+	ulma_trace_enter(a, t, 0, 1, false);
+	ulma_trace_line(a, t += 1, 3, false);
+	ulma_trace_line(a, t += 1, 5, false);
+	for (int k = 0; k < 2; k++) {
+		ulma_trace_enter(a, t += 2, 0, 1, true);
+		ulma_trace_line(a, t += 1, 3, false);
+		ulma_trace_line(a, t += 1, 4, false);
+		ulma_trace_exit(a, t += 3, 0);
+	}
+	ulma_trace_exit(a, t += 1, 0);
+	for (int k = 0; k < 2; k++) {
+		ulma_trace_enter(a, t += 5, 1, 2, false);
+		ulma_trace_line(a, t += 1, 8, k == 1);
+		ulma_trace_off(a, t + 1, ULMA_OFF_BLOCKED, 700);
+		ulma_trace_exit(a, t += 9, 1);
+	}
+	struct ulma_trace_end end = {t + 100, 1000300, 22, 0, 0, 0, ULMA_SPLIT_SWITCHES, 0, 0, 0, 0};
+	return ulma_trace_writer_close(w, &end);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct {
@@ -256,7 +296,8 @@ int main(int argc, char **argv)
 		     {"wide.ulma", write_wide, 1},
 		     {"empty.ulma", write_empty_names, 1},
 		     {"far.ulma", write_far, 1},
-		     {"native.ulma", write_native, 1}};
+		     {"native.ulma", write_native, 1},
+		     {"lines.ulma", write_lines, 1}};
 	char path[4096];
 	if (argc != 2) {
 		fprintf(stderr, "usage: %s DIR\n", argv[0]);

@@ -201,6 +201,11 @@ struct record {
 	struct ulma_trace_mark marks[8];
 	size_t events_before_mark[8]; /* events delivered when each mark came */
 	int nmarks;
+	char source_path[64];
+	char source_text[256];
+	unsigned source_flags;
+	size_t events_before_source;
+	int nsources;
 };
 
 static void copy_str(char *dst, size_t cap, const char *s, size_t n)
@@ -307,11 +312,22 @@ static int rec_mark(void *ctx, const struct ulma_trace_mark *m)
 	return 0;
 }
 
+static int rec_source(void *ctx, const struct ulma_trace_source *src)
+{
+	struct record *r = ctx;
+	copy_str(r->source_path, sizeof(r->source_path), src->path, src->path_len);
+	copy_str(r->source_text, sizeof(r->source_text), src->text, src->text_len);
+	r->source_flags = src->flags;
+	r->events_before_source = r->nevents;
+	r->nsources++;
+	return 0;
+}
+
 static struct ulma_trace_visitor recorder(struct record *r)
 {
 	memset(r, 0, sizeof(*r));
 	return (struct ulma_trace_visitor){r,	    rec_meta, rec_func, rec_thread, rec_event, rec_end,
-					   NULL,    rec_process, NULL,  NULL,	    rec_mark};
+					   NULL,    rec_process, NULL,  NULL,	    rec_mark, rec_source};
 }
 
 /* ---------- the round trip ---------- */
@@ -1168,6 +1184,67 @@ out:
 	free(path);
 }
 
+/* Version 5: line events belong to the innermost open frame; a source
+ * copy arrives before the events; a line with no open frame, or a line
+ * event in a version 4 trace, is corrupt. */
+static void test_lines(void)
+{
+	char *path = temp_path();
+	if (!CHECK(path != NULL, "temp file"))
+		return;
+	struct ulma_trace_meta meta = {0, 42, 1000, 777000, 1000000000u, COMMAND};
+	struct ulma_trace_writer *w;
+	struct ulma_trace_stream *s;
+	int err = ulma_trace_writer_open(path, &meta, &w);
+	err = err ? err : ulma_trace_define_file(w, 0, "/p/m.py", 7);
+	err = err ? err : ulma_trace_define_func(w, 1, ULMA_DEF_PY, 0, 1, "gen", 3);
+	err = err ? err : ulma_trace_define_source(w, 0, ULMA_SOURCE_CHANGED, "def gen():\n    yield 1\n", 23);
+	err = err ? err : ulma_trace_stream_open(w, 0, 42, 42, &s);
+	if (!CHECK_EQ_I64(err, 0, "a writer with a source copy"))
+		goto out;
+	ulma_trace_enter(s, 1100, 0, 1, false);
+	ulma_trace_line(s, 1110, 2, false);
+	ulma_trace_exit(s, 1120, 0);
+	ulma_trace_enter(s, 1130, 0, 1, false);
+	ulma_trace_line(s, 1131, 2, true);
+	ulma_trace_line(s, 1140, 300000, false);
+	ulma_trace_exit(s, 1150, 0);
+	struct ulma_trace_end end = {2000, 778000, 7, 0, 0, 0, ULMA_SPLIT_SWITCHES, 1, 0, 0, 0};
+	CHECK_EQ_I64(ulma_trace_writer_close(w, &end), 0, "closed");
+	struct record r;
+	struct ulma_trace_status st;
+	struct ulma_trace_visitor v = recorder(&r);
+	err = ulma_trace_read_path(path, &v, &st);
+	CHECK(err == 0 && st.complete && st.events == 7 && r.nevents == 7,
+	      "7 events, lines among them (%d, %s, %zu)", err, st.error, r.nevents);
+	CHECK(r.nsources == 1 && strcmp(r.source_path, "/p/m.py") == 0 &&
+		      strcmp(r.source_text, "def gen():\n    yield 1\n") == 0 && r.source_flags == ULMA_SOURCE_CHANGED &&
+		      r.events_before_source == 0,
+	      "the source copy, its flags, before the events");
+	if (r.nevents == 7) {
+		const struct ulma_trace_event *e = r.events;
+		CHECK(e[1].kind == ULMA_EV_LINE && e[1].ticks == 1110 && e[1].count == 2 && !e[1].resumed &&
+			      e[1].func == 0,
+		      "a hit on line 2 of the open frame");
+		CHECK(e[4].kind == ULMA_EV_LINE && e[4].count == 2 && e[4].resumed, "a resume inside line 2");
+		CHECK(e[5].kind == ULMA_EV_LINE && e[5].count == 300000 && !e[5].resumed && e[6].kind == ULMA_EV_EXIT,
+		      "a large line number, then the exit");
+	}
+	free(r.events);
+
+	struct bytes b;
+	const uint64_t line[] = {ULMA_EXT_LINE, 5};
+	one_extension_trace(&b, 4, line, 2);
+	int rc = read_bytes(b.data, b.len, &r, &st);
+	CHECK(rc == -EPROTO && strstr(st.error, "unknown event extension 6"), "version 4 with a line: %s", st.error);
+	one_extension_trace(&b, 5, line, 2);
+	rc = read_bytes(b.data, b.len, &r, &st);
+	CHECK(rc == -EPROTO && strstr(st.error, "no open frame"), "a line with no open frame: %s", st.error);
+out:
+	unlink(path);
+	free(path);
+}
+
 static void test_foreign(void)
 {
 	struct record r;
@@ -1219,6 +1296,7 @@ int main(void)
 	test_round_trip();
 	test_off_records();
 	test_marks();
+	test_lines();
 	test_big_stream();
 	test_process_names();
 	test_abandon();
