@@ -58,6 +58,7 @@ static struct {
 	PyObject *chosen;           /* list of the chosen code objects, or NULL */
 	struct ulma_idmap chosen_at; /* code object address -> 1 */
 	PyObject *files;            /* co_filename -> its file facts (file_facts), or NULL */
+	PyObject *pending;          /* code objects that got an id before the choice began, or NULL */
 	/* what patterns are resolved against, captured at start */
 	char cwd[PATH_MAX];
 	char **roots; /* sys.path entries, absolute and normal */
@@ -108,6 +109,7 @@ static void forget(void)
 	sel.npatterns = 0;
 	Py_CLEAR(sel.chosen);
 	Py_CLEAR(sel.files);
+	Py_CLEAR(sel.pending);
 	ulma_idmap_free(&sel.chosen_at);
 	free_strings(sel.roots, sel.nroots);
 	free_strings(sel.skipped_dirs, sel.nskipped);
@@ -229,13 +231,11 @@ static bool is_under(const char *path, const char *dir)
 	return strncmp(path, dir, n) == 0 && path[n] == '/';
 }
 
-/* Capture the cwd, sys.path, the standard library's directories and
- * ulma's package directory.  Entries that are not str, or too long, are
+/* Capture sys.path, the standard library's directories and ulma's
+ * package directory.  Entries that are not str, or too long, are
  * left out.  0, or -1 (out of memory). */
 static int capture_places(void)
 {
-	if (!getcwd(sel.cwd, sizeof(sel.cwd)))
-		strcpy(sel.cwd, "/");
 	char normal[PATH_MAX];
 	PyObject *path = PySys_GetObject("path"); /* borrowed */
 	for (Py_ssize_t i = 0; path && PyList_Check(path) && i < PyList_GET_SIZE(path); i++) {
@@ -458,7 +458,12 @@ static void judge(PyCodeObject *co)
 void ulma_lines_consider(PyCodeObject *co, uint32_t id)
 {
 	uint32_t one;
-	if (ulma_idmap_get(&sel.chosen_at, (uint64_t)(uintptr_t)co, &one))
+	if (ULMA_UNLIKELY(sel.pending != NULL)) { /* judged when the choice begins */
+		if (PyList_Append(sel.pending, (PyObject *)co) < 0) {
+			PyErr_Clear();
+			set_failure(ULMA_FAIL_NOMEM);
+		}
+	} else if (ulma_idmap_get(&sel.chosen_at, (uint64_t)(uintptr_t)co, &one))
 		mark_id(id); /* chosen with the code it is nested in, or given directly */
 	else if (sel.npatterns && sel.files)
 		judge(co);
@@ -552,9 +557,11 @@ static int switch_on(void)
 	return 0;
 }
 
-int ulma_lines_start(PyObject *inline_codes)
+int ulma_lines_prepare(PyObject *inline_codes)
 {
 	forget();
+	if (!getcwd(sel.cwd, sizeof(sel.cwd))) /* what relative paths are taken from */
+		strcpy(sel.cwd, "/");
 	if (read_wanted() < 0)
 		return PyErr_NoMemory(), -1;
 	if (inline_codes && read_inline(inline_codes) < 0)
@@ -565,18 +572,35 @@ int ulma_lines_start(PyObject *inline_codes)
 		PyErr_NoMemory();
 		goto fail;
 	}
-	if (!(sel.files = PyDict_New()) || switch_on() < 0)
+	if (!(sel.files = PyDict_New()) || !(sel.pending = PyList_New(0)) || switch_on() < 0)
 		goto fail;
+	return 0;
+fail:
+	forget();
+	return -1;
+}
+
+int ulma_lines_start(void)
+{
+	PyObject *pending = sel.pending;
+	if (!pending)
+		return 0; /* nothing to choose */
+	sel.pending = NULL;
 	for (size_t i = 0; i < sel.npatterns; i++)
 		if (sel.patterns[i].code && choose((PyCodeObject *)sel.patterns[i].code, &sel.patterns[i]) < 0)
 			goto fail;
 	for (Py_ssize_t i = 0; marked && i < PyList_GET_SIZE(marked); i++)
 		if (choose((PyCodeObject *)PyList_GET_ITEM(marked, i), NULL) < 0)
 			goto fail;
+	for (Py_ssize_t i = 0; i < PyList_GET_SIZE(pending); i++) {
+		PyCodeObject *co = (PyCodeObject *)PyList_GET_ITEM(pending, i);
+		ulma_lines_consider(co, cached_id(co));
+	}
+	Py_DECREF(pending);
 	return 0;
 fail:
-	if (sel.chosen)
-		ulma_hook_lines_end(sel.chosen);
+	Py_DECREF(pending);
+	ulma_hook_lines_end(sel.chosen);
 	forget();
 	return -1;
 }

@@ -38,12 +38,20 @@ static inline bool ulma_lines_chosen(uint32_t id)
 	return id < ulma_lines.id_limit && (ulma_lines.chosen[id >> 6] >> (id & 63)) & 1;
 }
 
-/* start(), after the hook is installed and before tracing is active: read
- * the session's patterns, capture what they are resolved against (the
- * cwd, sys.path, the prefixes) and choose `inline_codes`, a sequence of
- * (name, code object) pairs, and the codes marked with @ulma.lines.
- * 0, or -1 with an exception (bad arguments). */
-int ulma_lines_start(PyObject *inline_codes);
+/* start(), before the hook is installed: read the session's patterns,
+ * `inline_codes` (a sequence of (name, code object) pairs) and what the
+ * patterns are resolved against (the cwd, sys.path, the prefixes).  From
+ * then on, the code objects that get an id are kept to be judged by
+ * ulma_lines_start: while start() measures the hook, other threads run
+ * and the code they run gets its id then.  0, or -1 with an exception
+ * (bad arguments, out of memory). */
+int ulma_lines_prepare(PyObject *inline_codes);
+
+/* start(), once the hook is installed and measured, before tracing is
+ * active: choose the inline code objects, those marked with @ulma.lines,
+ * and those of the code seen so far that the patterns match.  0, or -1
+ * with an exception (the hook could not watch a code object). */
+int ulma_lines_start(void);
 
 /* intern.c: code object `co` got `id` in this session: choose it if it is
  * nested in chosen code or matches a pattern.  Never raises. */

@@ -147,6 +147,9 @@ static PyObject *start(PyObject *module, PyObject *const *args, Py_ssize_t nargs
 	PyErr_Clear();
 	if (nargs >= 2 && mark_skipped(args[1]) < 0)
 		return NULL;
+	/* before the hook: every code object given an id from now on is judged */
+	if (ulma_lines_prepare(nargs == 4 ? args[3] : NULL) < 0)
+		return NULL;
 	struct ulma_shm_header *hdr = ulma_rt.session.hdr;
 	uint32_t none = 0;
 	atomic_compare_exchange_strong(&hdr->program_pid, &none, (uint32_t)getpid());
@@ -165,9 +168,7 @@ static PyObject *start(PyObject *module, PyObject *const *args, Py_ssize_t nargs
 		if (ps)
 			atomic_compare_exchange_strong(&hdr->overhead_ps, &unset, ps);
 	}
-	/* after the calibration, whose code is never chosen, and before any
-	 * event is recorded, so every code object is judged as it is first seen */
-	if (ulma_lines_start(nargs == 4 ? args[3] : NULL) < 0) {
+	if (ulma_lines_start() < 0) {
 		PyObject *et, *ev, *tb;
 		PyErr_Fetch(&et, &ev, &tb);
 		if (ulma_hook_remove() < 0)
