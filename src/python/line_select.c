@@ -609,7 +609,8 @@ void ulma_lines_stop(void)
 {
 	if (sel.chosen)
 		ulma_hook_lines_end(sel.chosen);
-	for (size_t i = 0; ulma_rt.session.hdr && i < sel.npatterns; i++) {
+	bool began = !sel.pending; /* else start() failed before the choice began: nothing to tell */
+	for (size_t i = 0; began && ulma_rt.session.hdr && i < sel.npatterns; i++) {
 		const struct pattern *p = &sel.patterns[i];
 		ulma_session_define(&ulma_rt.session, ULMA_DEF_LINES_MATCHED, p->text, strlen(p->text), "", 0,
 				    p->chosen);

@@ -60,7 +60,9 @@ void ulma_lines_consider(PyCodeObject *co, uint32_t id);
 /* stop(), while the hook is still installed: stop tracing lines (undo the
  * instrumentation of every chosen code object, or take ulma's trace
  * function off every thread), and write one ULMA_DEF_LINES_MATCHED
- * definition per pattern with how many code objects it chose. */
+ * definition per pattern with how many code objects it chose.  Also
+ * start()'s way out when it fails after ulma_lines_prepare (then nothing
+ * is written). */
 void ulma_lines_stop(void);
 
 /* _ulma._lines_mark(code): @ulma.lines.  The code object is chosen in every

@@ -1,12 +1,16 @@
 /* line_trace.c - lines of chosen code on Python 3.9-3.11 (line_trace.h).
  *
- * Switching the trace function goes through _PyEval_SetTrace, as
- * sys.settrace does: it keeps the interpreter's count of threads that
- * trace (3.9 and 3.10 look at lines only while it is non-zero), and it
- * raises the "sys.settrace" audit event, which an audit hook of the
- * program therefore sees at each switch.  Switching from inside the
- * profile function is safe: CPython recomputes the thread's tracing flag
- * when the profile function returns (call_trace).
+ * The trace function is switched from inside ulma's profile function,
+ * where CPython recomputes the thread's tracing flag as the profile
+ * function returns (call_trace).  On 3.10 and 3.11 the thread's
+ * c_tracefunc alone then decides, so a switch is one store: no
+ * _PyEval_SetTrace, whose audit event and bookkeeping cost twice what the
+ * rest of the switch does, and which an audit hook of the program would
+ * see at every switch.  3.9 also keeps a count of the interpreter's
+ * tracing threads (tracing_possible, without which it looks for no
+ * line), which only _PyEval_SetTrace keeps: there a switch goes through
+ * it, audit event included.  When tracing stops, _PyEval_SetTrace takes
+ * ulma's function off every thread.
  */
 #include "line_trace.h"
 
@@ -88,6 +92,12 @@ static void set_tracing(struct ulma_line_thread *lt, bool want)
 		return;
 	}
 	if ((have == line_trace) != want) {
+#if PY_VERSION_HEX >= 0x030A0000
+		/* the field alone says whether the thread traces: ulma's profile
+		 * function keeps the thread's tracing flag set, and CPython
+		 * recomputes it as that function returns */
+		ts->c_tracefunc = want ? line_trace : NULL;
+#else
 		PyObject *et, *ev, *tb;
 		PyErr_Fetch(&et, &ev, &tb);
 		if (_PyEval_SetTrace(ts, want ? line_trace : NULL, NULL) < 0) { /* an audit hook refused */
@@ -95,6 +105,7 @@ static void set_tracing(struct ulma_line_thread *lt, bool want)
 			set_failure(ULMA_FAIL_LINES_TRACER);
 		}
 		PyErr_Restore(et, ev, tb);
+#endif
 	}
 	lt->tracing = ts->c_tracefunc == line_trace;
 }

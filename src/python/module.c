@@ -159,12 +159,16 @@ static PyObject *start(PyObject *module, PyObject *const *args, Py_ssize_t nargs
 	 * finds no writer and attaching one is refused.  So installing the hook
 	 * and measuring its cost (whose own records go to a scratch ring) stay
 	 * out of the trace, and out of the time of the frames already running. */
-	if (ulma_hook_install(module) < 0)
+	if (ulma_hook_install(module) < 0) {
+		ulma_lines_stop();
 		return NULL;
+	}
 	if (atomic_load(&hdr->overhead_ps) == 0) { /* the session's first process measures the hook */
 		uint64_t ps, unset = 0;
-		if (ulma_calibrate(module, &ps) < 0)
+		if (ulma_calibrate(module, &ps) < 0) {
+			ulma_lines_stop();
 			return NULL;
+		}
 		if (ps)
 			atomic_compare_exchange_strong(&hdr->overhead_ps, &unset, ps);
 	}
