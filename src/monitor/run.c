@@ -504,6 +504,10 @@ int ulma_cmd_run(int argc, char **argv)
 		ulma_die_msg("--attachable takes a Python program; '%s' is a native one", o.args[0]);
 		return ULMA_EXIT_USAGE;
 	}
+	if (o.attachable && o.rec.nlines) { /* no session here: the monitor that attaches has the patterns */
+		ulma_die_msg("--lines goes to the monitor that attaches: `ulma record PID --lines ...`");
+		return ULMA_EXIT_USAGE;
+	}
 	const char *python = find_python(o.python, pybuf, sizeof(pybuf));
 	if (o.attachable)
 		return run_attachable(&o, python);

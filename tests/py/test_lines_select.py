@@ -150,6 +150,12 @@ def test_an_empty_pattern_is_refused(run_ulma, tree):
     assert not os.path.exists(tree / "t.trace")
 
 
+def test_lines_with_attachable_is_refused(run_ulma, tree):
+    proc = run_ulma(["run", "--attachable", "--lines", "local", str(tree / "main.py")])
+    assert proc.returncode != 0
+    assert b"ulma record PID --lines" in proc.stderr, proc.stderr
+
+
 def test_code_without_a_source_file(run_ulma, report_json, tree):
     tables, data, _ = chosen(run_ulma, report_json, tree, ["made", "dynamic"])
     assert tables["made"] == {2: 1}, tables
