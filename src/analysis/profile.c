@@ -21,6 +21,7 @@ void ulma_profile_free(struct ulma_profile *p)
 	for (uint32_t i = 0; i < p->nfuncs; i++) {
 		free(p->funcs[i].name);
 		free(p->funcs[i].file);
+		free(p->funcs[i].line_row_of);
 	}
 	free(p->funcs);
 	for (uint32_t i = 0; i < p->nthreads; i++) {

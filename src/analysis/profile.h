@@ -76,6 +76,9 @@ struct ulma_func_row {
 	bool pyx;     /* a Python-level function of a .pyx file: what Cython's profile=True reports */
 	uint32_t line_rows;      /* its lines with a row (profile_lines.h) */
 	uint32_t first_line_row; /* the newest of them */
+	uint32_t *line_row_of;   /* row of line line_base + i, UINT32_MAX: none; owned */
+	uint32_t line_base;
+	uint32_t line_span;
 };
 
 /* A thread's cumulative time off its CPU; a frame keeps a copy from its

@@ -180,6 +180,18 @@ static inline void ulma_trace_cursor_exit(struct ulma_trace_stream *s, struct ul
 	ulma_trace_cursor_word(s, c, ticks, cpu, ULMA_TAG_EXIT);
 }
 
+/* A line event (ulma_trace_line) through the cursor. */
+static inline void ulma_trace_cursor_line(struct ulma_trace_stream *s, struct ulma_trace_cursor *c, uint64_t ticks,
+					  uint32_t cpu, uint32_t line, bool resumed)
+{
+	ulma_trace_cursor_word(s, c, ticks, cpu, ULMA_TAG_EXT);
+	*c->p++ = resumed ? ULMA_EXT_LINE_RESUME : ULMA_EXT_LINE;
+	if (line < 0x80)
+		*c->p++ = (uint8_t)line;
+	else
+		c->p += ulma_varint_put(c->p, line);
+}
+
 /* The same, one event at a time.  Errors are sticky. */
 static inline void ulma_trace_enter(struct ulma_trace_stream *s, uint64_t ticks, uint32_t cpu, uint32_t id,
 				    bool same_as_parent)

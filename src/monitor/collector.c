@@ -12,6 +12,7 @@
 #include "../core/clock.h"
 #include "collector_defs.h"
 #include "collector_lines.h"
+#include "../analysis/profile_lines.h"
 #include "collector_native.h"
 #include "gilwait.h"
 #include "proc_name.h"
@@ -499,6 +500,18 @@ apply_loop(struct ulma_collector *c, struct ulma_collector_slot *cs, const struc
 			cpu = (mode & APPLY_STREAM) ? cur.cpu : cs->cpu;
 			enter = r->kind == ULMA_REC_NATIVE_ENTER;
 		} else {
+			if ((r->kind == ULMA_REC_LINE || r->kind == ULMA_REC_LINE_RESUME) && th->depth &&
+			    p->funcs[th->top].line_rows) { /* a line of a function seen before (else: copy its source) */
+				bool resumed = r->kind == ULMA_REC_LINE_RESUME;
+				if (ULMA_UNLIKELY(ulma_profile_line(p, thread, t, sid, !resumed))) {
+					set_error(c, -ENOMEM);
+					break;
+				}
+				if (mode & APPLY_STREAM)
+					ulma_trace_cursor_line(st, &cur, t, cpu, sid, resumed);
+				last = t;
+				continue;
+			}
 			cs->last_ticks = last;
 			if (r > from && has_cpu(r[-1].kind))
 				cs->cpu = r[-1].cpu;
