@@ -333,6 +333,7 @@ int ulma_summary_text(FILE *out, const struct ulma_summary *s, uint32_t limit)
 	}
 	free(order);
 	ulma_summary_lines_text(out, s, limit);
+	ulma_summary_memory_text(out, s, limit);
 
 	uint32_t procs = count_processes(p);
 	char ending[64] = "";
@@ -524,6 +525,7 @@ int ulma_summary_json(FILE *out, const struct ulma_summary *s)
 			fprintf(out, ", \"gil_ns\": %llu, \"total_gil_ns\": %llu", (unsigned long long)self.gil_ns,
 				(unsigned long long)total.gil_ns);
 		ulma_summary_lines_json(out, s, order[k]);
+		ulma_summary_memory_func_json(out, s, order[k]);
 		fputc('}', out);
 	}
 	free(order);
@@ -561,6 +563,8 @@ int ulma_summary_json(FILE *out, const struct ulma_summary *s)
 		fputc('}', out);
 	}
 	fputs("\n],\n", out);
+	if (ulma_summary_memory_json(out, s) < 0)
+		return -ENOMEM;
 	uint64_t nat, in_frames;
 	native_split(s, &nat, &in_frames);
 	failure_text(s->failures, fbuf, sizeof(fbuf));

@@ -32,4 +32,11 @@ void ulma_summary_json_string(FILE *out, const char *s);
  * (and `, "source_changed": true` if its file changed during the run). */
 void ulma_summary_lines_json(FILE *out, const struct ulma_summary *s, uint32_t func);
 
+/* summary_memory.c (--memory, docs/memory.md): a function's memory keys;
+ * the top-level keys (`"memory": false, ` without memory), each followed
+ * by ", " (0 or -ENOMEM); the text section after the function table. */
+void ulma_summary_memory_func_json(FILE *out, const struct ulma_summary *s, uint32_t func);
+int ulma_summary_memory_json(FILE *out, const struct ulma_summary *s);
+void ulma_summary_memory_text(FILE *out, const struct ulma_summary *s, uint32_t limit);
+
 #endif

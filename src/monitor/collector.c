@@ -13,6 +13,7 @@
 #include "collector_defs.h"
 #include "collector_lines.h"
 #include "../analysis/profile_lines.h"
+#include "../analysis/profile_memory.h"
 #include "collector_native.h"
 #include "gilwait.h"
 #include "proc_name.h"
@@ -37,6 +38,8 @@ struct ulma_collector_slot {
 	uint64_t value_bits;  /* the counter value the VALUE records so far gave */
 	unsigned value_parts; /* which halves of it: bit 0 high, bit 1 low */
 	uint32_t twins_open;  /* Cython's reports of native frames, dropped (cython_twin) */
+	uint64_t mem_size;    /* size << 2 | domain of the ALLOC that follows (MEM_SIZE) */
+	bool mem_sized;       /* mem_size is set */
 	struct native_seen *native_cache; /* NATIVE_CACHE recent addresses, NULL until the first */
 	struct ulma_offcpu_thread *off; /* switch records of the thread, or NULL */
 	/* schedstat sampling */
@@ -73,6 +76,8 @@ int ulma_collector_init(struct ulma_collector *c, struct ulma_session *s, struct
 	if (ulma_collector_native_init(c) < 0)
 		return -ENOMEM;
 	c->use_tsc = (s->hdr->flags & ULMA_SHM_CLOCK_TSC) != 0;
+	if ((s->hdr->flags & ULMA_SHM_MEMORY) && ulma_profile_memory_enable(&c->profile) < 0)
+		return -ENOMEM;
 	c->split = ULMA_SPLIT_SCHEDSTAT;
 	c->ns_per_tick = 1.0;
 	c->slots = calloc(s->hdr->slot_count, sizeof(*c->slots));
@@ -185,6 +190,7 @@ static int open_thread(struct ulma_collector *c, struct ulma_collector_slot *cs,
 	cs->pid = slot->pid;
 	cs->cpu = 0;
 	cs->twins_open = 0;
+	cs->mem_sized = false;
 	if (cs->native_cache) /* a slot's new owner may be another process */
 		memset(cs->native_cache, 0, NATIVE_CACHE * sizeof(*cs->native_cache));
 	cs->off = NULL;
@@ -328,10 +334,42 @@ static inline uint64_t native_addr(const struct ulma_record *r)
 	return (uint64_t)r->id | (uint64_t)r->cpu << 32;
 }
 
-/* Records whose cpu field is the CPU (native and value records use it for data). */
+/* Records whose cpu field is the CPU (native, value and memory records use it for data). */
 static inline bool has_cpu(uint8_t kind)
 {
-	return kind != ULMA_REC_NATIVE_ENTER && kind != ULMA_REC_NATIVE_EXIT && kind != ULMA_REC_VALUE;
+	return kind != ULMA_REC_NATIVE_ENTER && kind != ULMA_REC_NATIVE_EXIT && kind != ULMA_REC_VALUE &&
+	       (kind < ULMA_REC_MEM_SIZE || kind > ULMA_REC_FREE);
+}
+
+/* A memory record (--memory) to the profile and the trace: a MEM_SIZE is
+ * kept for the ALLOC after it; an ALLOC whose size was lost is counted
+ * and dropped (the LOST marker before it says why). */
+static void apply_memory(struct ulma_collector *c, struct ulma_collector_slot *cs, const struct ulma_record *r,
+			 uint64_t t)
+{
+	uint64_t value = native_addr(r);
+	struct ulma_profile *p = &c->profile;
+	if (!p->memory)
+		return; /* not asked for: a foreign writer's */
+	if (r->kind == ULMA_REC_MEM_SIZE) {
+		cs->mem_size = value;
+		cs->mem_sized = true;
+		return;
+	}
+	if (r->kind == ULMA_REC_FREE) {
+		set_error(c, ulma_profile_mem_free(p, cs->thread, value, t));
+		if (cs->stream)
+			ulma_trace_free(cs->stream, t, value);
+		return;
+	}
+	if (!cs->mem_sized) {
+		p->memory->unmatched_allocs++;
+		return;
+	}
+	cs->mem_sized = false;
+	set_error(c, ulma_profile_mem_alloc(p, cs->thread, value, cs->mem_size >> 2, t));
+	if (cs->stream)
+		ulma_trace_alloc(cs->stream, t, value, cs->mem_size >> 2, (unsigned)(cs->mem_size & 3));
 }
 
 /* The dense index of the native function at addr, of the thread's cache
@@ -500,6 +538,13 @@ apply_loop(struct ulma_collector *c, struct ulma_collector_slot *cs, const struc
 			cpu = (mode & APPLY_STREAM) ? cur.cpu : cs->cpu;
 			enter = r->kind == ULMA_REC_NATIVE_ENTER;
 		} else {
+			if (r->kind >= ULMA_REC_MEM_SIZE && r->kind <= ULMA_REC_FREE) { /* --memory */
+				CURSOR_PUT();
+				apply_memory(c, cs, r, t);
+				CURSOR_GET();
+				last = t;
+				continue;
+			}
 			if ((r->kind == ULMA_REC_LINE || r->kind == ULMA_REC_LINE_RESUME) && th->depth &&
 			    p->funcs[th->top].line_rows) { /* a line of a function seen before (else: copy its source) */
 				bool resumed = r->kind == ULMA_REC_LINE_RESUME;

@@ -8,6 +8,7 @@
 #include "../analysis/lane.h"
 #include "../analysis/profile.h"
 #include "../analysis/profile_lines.h"
+#include "../analysis/profile_memory.h"
 #include "../analysis/schedline.h"
 #include "../analysis/summary.h"
 #include "../core/trace_reader.h"
@@ -41,7 +42,7 @@ static int on_meta(void *ctx, const struct ulma_trace_meta *m)
 	r->meta = *m;
 	r->meta.command = NULL; /* not kept past the callback */
 	r->ns_per_tick = (m->flags & ULMA_META_TSC) && m->tick_hz ? 1e9 / (double)m->tick_hz : 1.0;
-	return 0;
+	return (m->flags & ULMA_META_MEMORY) ? ulma_profile_memory_enable(&r->profile) : 0;
 }
 
 static int on_func(void *ctx, const struct ulma_trace_func *f)
@@ -175,6 +176,17 @@ static int on_mark(void *ctx, const struct ulma_trace_mark *m)
 	return ulma_profile_thread_name(&r->profile, m->thread, r->profile.funcs[m->name].name);
 }
 
+/* An allocation or a free (--memory), as the monitor applied it. */
+static int on_memory(void *ctx, const struct ulma_trace_memory *m)
+{
+	struct report_ctx *r = ctx;
+	if (!r->profile.memory || m->thread >= r->profile.nthreads)
+		return 0;
+	if (m->kind == ULMA_EXT_ALLOC)
+		return ulma_profile_mem_alloc(&r->profile, m->thread, m->addr, m->size, m->ticks);
+	return ulma_profile_mem_free(&r->profile, m->thread, m->addr, m->ticks);
+}
+
 static int on_end(void *ctx, const struct ulma_trace_end *e)
 {
 	struct report_ctx *r = ctx;
@@ -256,6 +268,7 @@ int ulma_cmd_report(int argc, char **argv)
 				       .on_events = on_events,
 				       .on_mark = on_mark,
 				       .on_source = on_source,
+				       .on_memory = on_memory,
 				       .on_end = on_end,
 				       .on_sched = on_sched,
 				       .on_process = on_process};
@@ -304,6 +317,8 @@ int ulma_cmd_report(int argc, char **argv)
 	s.monitor_cpu_ns = r.end.monitor_cpu_ns;
 	s.switches_lost = r.end.switches_lost;
 	s.resynced = r.end.resynced;
+	if (r.profile.memory)
+		r.profile.memory->unattributed = r.end.mem_unattributed;
 	uint64_t end_ticks = st.complete ? r.end.end_ticks : st.last_ticks;
 	ulma_profile_finish(&r.profile, end_ticks);
 	if (st.complete && r.end.lost > r.profile.lost)

@@ -70,7 +70,7 @@ static int write_basic(const char *path)
 	ulma_trace_exit(a, 1200, 0);
 	ulma_trace_exit(a, 1300, 0);
 	ulma_trace_off(a, 1350, ULMA_OFF_BLOCKED, 30); /* after the last event: the chunk ends with it */
-	struct ulma_trace_end end = {1400, 778000, 13, 12, ULMA_FAIL_NO_SLOT, 0, ULMA_SPLIT_SWITCHES, 12345, 0, 1, 0};
+	struct ulma_trace_end end = {1400, 778000, 13, 12, ULMA_FAIL_NO_SLOT, 0, ULMA_SPLIT_SWITCHES, 12345, 0, 1, 0, 0};
 	return ulma_trace_writer_close(w, &end);
 }
 
@@ -141,7 +141,7 @@ static int write_wide(const char *path)
 		if (i == 120)
 			ulma_trace_writer_flush(w);
 	}
-	struct ulma_trace_end end = {now, 6, 240, 0, 0, 256, 0, 0, 0, 0, 0};
+	struct ulma_trace_end end = {now, 6, 240, 0, 0, 256, 0, 0, 0, 0, 0, 0};
 	return ulma_trace_writer_close(w, &end);
 }
 
@@ -167,7 +167,7 @@ static int write_empty_names(const char *path)
 	ulma_trace_enter(a, 130, 0, 3, same_fn(3, 1));
 	ulma_trace_exit(a, 140, 0);
 	ulma_trace_exit(a, 150, 0);
-	struct ulma_trace_end end = {200, 120, 6, 0, 0, 0, 0, 0, 0, 0, 0};
+	struct ulma_trace_end end = {200, 120, 6, 0, 0, 0, 0, 0, 0, 0, 0, 0};
 	return ulma_trace_writer_close(w, &end);
 }
 
@@ -191,7 +191,7 @@ static int write_far(const char *path)
 	ulma_trace_enter(a, top - 300, 1, 2, same_fn(2, 1));
 	ulma_trace_exit(a, top - 200, 1);
 	ulma_trace_exit(a, top - 100, 0);
-	struct ulma_trace_end end = {top - 1, top - 1, 4, 0, 0, 0, 0, 0, 0, 0, 0};
+	struct ulma_trace_end end = {top - 1, top - 1, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0};
 	return ulma_trace_writer_close(w, &end);
 }
 
@@ -241,7 +241,7 @@ static int write_native(const char *path)
 	ulma_trace_writer_flush(w);
 	ulma_trace_exit(a, 5300, 0);
 	ulma_trace_mark(a, 5310, ULMA_EXT_INSTANT, 5, 0); /* after the thread's last frame */
-	struct ulma_trace_end end = {5400, 1000200, 40, 0, 0, 0, 0, 0, 0, 0, 0};
+	struct ulma_trace_end end = {5400, 1000200, 40, 0, 0, 0, 0, 0, 0, 0, 0, 0};
 	return ulma_trace_writer_close(w, &end);
 }
 
@@ -281,7 +281,7 @@ static int write_lines(const char *path)
 		ulma_trace_off(a, t + 1, ULMA_OFF_BLOCKED, 700);
 		ulma_trace_exit(a, t += 9, 1);
 	}
-	struct ulma_trace_end end = {t + 100, 1000300, 22, 0, 0, 0, ULMA_SPLIT_SWITCHES, 0, 0, 0, 0};
+	struct ulma_trace_end end = {t + 100, 1000300, 22, 0, 0, 0, ULMA_SPLIT_SWITCHES, 0, 0, 0, 0, 0};
 	return ulma_trace_writer_close(w, &end);
 }
 
