@@ -10,6 +10,13 @@
 #define ADDR_MASK ((UINT64_C(1) << 48) - 1)
 #define BLOCKS_MIN 1024u /* entries of the first table */
 #define PEAK_STEP 64     /* copy the holders when the peak has grown by 1/PEAK_STEP */
+#define GHOST_SAMPLE 1024 /* ghosts whose times estimate the median */
+
+static int by_ticks(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
 
 static inline uint64_t mix(uint64_t k)
 {
@@ -226,8 +233,8 @@ static struct ulma_mem_block *find(struct ulma_profile_memory *m, uint64_t key)
 static void erase(struct ulma_profile_memory *m, struct ulma_mem_block *b)
 {
 	uint64_t i = (uint64_t)(b - m->blocks);
-	if (m->blocks[i].size == ULMA_MEM_TOMB)
-		m->ntombs--;
+	if (m->blocks[i].size == ULMA_MEM_GHOST)
+		m->nghosts--;
 	m->used--;
 	for (uint64_t j = (i + 1) & m->mask;; j = (j + 1) & m->mask) {
 		if (!m->blocks[j].key)
@@ -258,14 +265,27 @@ static int grow_blocks(struct ulma_profile_memory *m)
 	return 0;
 }
 
-/* Too many frees wait for an allocation: they were of blocks allocated
- * before tracing, most likely.  Forget them all. */
-static void drop_tombs(struct ulma_profile_memory *m)
+/* Too many ghosts: forget the older half (by a sample's median time).
+ * An allocation older than a forgotten ghost's free that is still in a
+ * ring would then be taken as live: ghosts are kept long enough for that
+ * to need a thread whose records wait unpublished for that long. */
+static void drop_ghosts(struct ulma_profile_memory *m)
 {
+	uint64_t sample[GHOST_SAMPLE], cut;
+	uint32_t n = 0;
+	for (uint64_t i = 0; i <= m->mask && n < GHOST_SAMPLE; i += 1 + (m->mask >> 12))
+		if (m->blocks[i].key && m->blocks[i].size == ULMA_MEM_GHOST)
+			sample[n++] = m->blocks[i].ticks;
+	qsort(sample, n, sizeof(*sample), by_ticks);
+	cut = n ? sample[n / 2] : UINT64_MAX;
 	for (uint64_t i = 0; i <= m->mask;) {
-		if (m->blocks[i].key && m->blocks[i].size == ULMA_MEM_TOMB) {
-			m->unknown_frees++;
-			erase(m, &m->blocks[i]); /* a later entry may have moved into i: look again */
+		struct ulma_mem_block *b = &m->blocks[i];
+		if (b->key && b->size == ULMA_MEM_GHOST && (b->ticks <= cut || n == 0)) {
+			if (!b->func) {
+				m->unknown_frees++;
+				m->unmatched--;
+			}
+			erase(m, b); /* a later entry may have moved into i: look again */
 		} else {
 			i++;
 		}
@@ -336,35 +356,38 @@ int ulma_profile_mem_alloc(struct ulma_profile *p, uint32_t thread, uint64_t add
 	}
 	uint64_t key = block_key(mt->proc, addr);
 	struct ulma_mem_block *b = find(m, key);
-	if (b->key && b->size == ULMA_MEM_TOMB) {
-		if (b->ticks >= ticks) { /* its free was seen first (another thread's ring) */
-			erase(m, b);
+	if (b->key) {
+		bool ghost = b->size == ULMA_MEM_GHOST;
+		if (b->ticks > ticks) {
+			/* a later block, or a later free, at this address: this block
+			 * was freed before it (the free may still be in a ring) */
+			if (ghost && !b->func) {
+				b->func = 1; /* that free was this block's */
+				m->unmatched--;
+			}
 			block_gone(m, func, mt->proc, size, false);
 			return 0;
 		}
-		erase(m, b); /* an older block's free: of one allocated before tracing */
-		m->unknown_frees++;
-		b = find(m, key);
-	} else if (b->key) {
-		if (b->ticks > ticks) { /* a newer block holds the address: this one was freed before it */
-			block_gone(m, func, mt->proc, size, false);
-			return 0;
+		if (ghost) { /* freed before: the address is free for this block */
+			if (!b->func) {
+				m->unknown_frees++; /* a free of a block allocated before tracing */
+				m->unmatched--;
+			}
+			m->nghosts--;
+		} else { /* an older block whose free is still in another thread's ring */
+			block_gone(m, b->func, mt->proc, b->size, true);
 		}
-		/* the older block's free is still in another thread's ring: it is
-		 * gone now, and that free will be stale */
-		block_gone(m, b->func, mt->proc, b->size, true);
-		erase(m, b);
-		b = find(m, key);
-	}
-	if (m->used + 1 > (m->mask + 1) / 2) {
+	} else if (m->used + 1 > (m->mask + 1) / 2) {
 		if (m->mask + 1 >= ULMA_MEM_BLOCKS_MAX * 2 || grow_blocks(m)) {
 			m->untracked++;
 			return 0; /* counted, not kept: its free will be of an unknown block */
 		}
 		b = find(m, key);
+		m->used++;
+	} else {
+		m->used++;
 	}
 	*b = (struct ulma_mem_block){key, size, ticks, func, context(m, t, mt)};
-	m->used++;
 	if (r)
 		r->live_bytes += size;
 	struct ulma_mem_proc *pr = &m->procs[mt->proc];
@@ -383,20 +406,26 @@ int ulma_profile_mem_free(struct ulma_profile *p, uint32_t thread, uint64_t addr
 		return -ENOMEM;
 	uint64_t key = block_key(mt->proc, addr);
 	struct ulma_mem_block *b = find(m, key);
-	if (b->key && b->size != ULMA_MEM_TOMB) {
+	if (b->key && b->size != ULMA_MEM_GHOST) {
 		if (b->ticks > ticks)
-			return 0; /* stale: the block it freed was retired when this one took the address */
+			return 0; /* stale: of an older block, counted as freed when this one came */
 		block_gone(m, b->func, mt->proc, b->size, true);
-		erase(m, b);
+		*b = (struct ulma_mem_block){key, ULMA_MEM_GHOST, ticks, 1, 0};
+		m->nghosts++;
 		return 0;
 	}
-	if (b->key) { /* a second free of an unknown address: the first was of a block before tracing */
-		m->unknown_frees++;
-		b->ticks = ticks;
+	if (b->key) { /* freed again: an allocation between the two is still in a ring, or was not seen */
+		if (ticks > b->ticks) {
+			if (!b->func)
+				m->unknown_frees++;
+			else
+				m->unmatched++;
+			*b = (struct ulma_mem_block){key, ULMA_MEM_GHOST, ticks, 0, 0};
+		}
 		return 0;
 	}
-	if (m->ntombs >= ULMA_MEM_TOMBS_MAX) {
-		drop_tombs(m);
+	if (m->nghosts >= ULMA_MEM_GHOSTS_MAX) {
+		drop_ghosts(m);
 		b = find(m, key);
 	}
 	if (m->used + 1 > (m->mask + 1) / 2) {
@@ -406,9 +435,10 @@ int ulma_profile_mem_free(struct ulma_profile *p, uint32_t thread, uint64_t addr
 		}
 		b = find(m, key);
 	}
-	*b = (struct ulma_mem_block){key, ULMA_MEM_TOMB, ticks, ULMA_MEM_NO_FUNC, 0};
+	*b = (struct ulma_mem_block){key, ULMA_MEM_GHOST, ticks, 0, 0};
 	m->used++;
-	m->ntombs++;
+	m->nghosts++;
+	m->unmatched++;
 	return 0;
 }
 
@@ -436,7 +466,7 @@ int ulma_profile_memory_leaks(const struct ulma_profile *p, struct ulma_mem_leak
 		return -ENOMEM;
 	for (uint64_t i = 0; i <= m->mask; i++) {
 		const struct ulma_mem_block *b = &m->blocks[i];
-		if (!b->key || b->size == ULMA_MEM_TOMB || b->node >= m->nnodes)
+		if (!b->key || b->size == ULMA_MEM_GHOST || b->node >= m->nnodes)
 			continue;
 		by_node[b->node].bytes += b->size;
 		by_node[b->node].count++;

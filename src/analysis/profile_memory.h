@@ -25,12 +25,22 @@
  *   stacks that allocate; each thread keeps its stack's nodes per depth,
  *   valid up to the depth its last exit left, so an allocation walks only
  *   the frames entered since.
- * - Threads drain in any order, so the address of a block one thread
- *   freed may come back allocated by another before that free is seen:
- *   each block keeps its time, a free older than the live block at its
- *   address is stale (that block was counted as freed when the newer one
- *   took the address), and a free of an address not live is kept for a
- *   while (a tombstone) in case its allocation is still in a ring.
+ * - Threads drain in any order (each ring in its own order, but one
+ *   thread's records may wait unpublished while another's are read), so
+ *   the address of a block one thread freed may come back allocated by
+ *   another before that free is seen, and a free may come before the
+ *   allocation it frees.  The times decide: a free's time is read before
+ *   the block is given back, an allocation's after it was got, so an
+ *   address's true history alternates allocation < free < allocation...
+ *   An address keeps its live block (with its time) or, once freed, a
+ *   ghost with the time of its latest free.  An allocation older than
+ *   what the address holds was freed before it; an allocation newer than
+ *   a live block retires that block (its free is still in a ring, and
+ *   will be stale: older than the block then live); a free older than
+ *   the live block is stale.  Each block is counted freed once, whatever
+ *   the order.  Only the peak is taken in the order records are applied,
+ *   which may run a ring batch (32 records) per thread apart from the
+ *   order of time (docs/memory.md).
  * - Peak: per process, the highest live bytes and when.  The per-function
  *   live bytes are copied at a new peak once the live bytes have grown by
  *   1/64 since the last copy, so "who held the peak" is exact to within
@@ -41,8 +51,8 @@
  * ULMA_MEM_BLOCKS_MAX entries (32 bytes each at a load of at most 1/2);
  * blocks beyond it are counted (untracked) but not kept.  Calling contexts
  * stop growing at ULMA_MEM_NODES_MAX nodes (deeper frames fold into the
- * deepest kept).  Tombstones: at most ULMA_MEM_TOMBS_MAX, then all are
- * dropped and counted as frees of unknown blocks.
+ * deepest kept).  Ghosts: at most ULMA_MEM_GHOSTS_MAX, then the older half
+ * is forgotten (a free no allocation matched counts as of an unknown block).
  *
  * Single-threaded, like the profile.  Functions returning int give 0 or
  * -ENOMEM.
@@ -56,7 +66,7 @@
 
 #define ULMA_MEM_BLOCKS_MAX (UINT64_C(1) << 25) /* live blocks kept: 32 Mi (a 2 GiB table) */
 #define ULMA_MEM_NODES_MAX (1u << 22)           /* calling contexts */
-#define ULMA_MEM_TOMBS_MAX (1u << 16)           /* frees waiting for their allocation */
+#define ULMA_MEM_GHOSTS_MAX (1u << 18)          /* freed addresses remembered */
 #define ULMA_MEM_PROCS_MAX 65535u               /* processes told apart (the rest share the last) */
 #define ULMA_MEM_NO_FUNC UINT32_MAX             /* an allocation with no frame open */
 
@@ -88,12 +98,12 @@ struct ulma_mem_thread {
 
 struct ulma_mem_block {
 	uint64_t key;  /* address | (process + 1) << 48; 0: empty */
-	uint64_t size; /* ULMA_MEM_TOMB: a free whose allocation was not seen (yet) */
-	uint64_t ticks; /* allocated (a tombstone: freed) */
-	uint32_t func;
+	uint64_t size;  /* ULMA_MEM_GHOST: the address was freed */
+	uint64_t ticks; /* allocated (a ghost: its latest free) */
+	uint32_t func;  /* a ghost: 1 if its free matched a block seen, else 0 */
 	uint32_t node;
 };
-#define ULMA_MEM_TOMB UINT64_MAX
+#define ULMA_MEM_GHOST UINT64_MAX
 
 struct ulma_mem_node {
 	uint32_t parent;
@@ -113,8 +123,9 @@ struct ulma_profile_memory {
 	uint32_t nfuncs;
 	struct ulma_mem_block *blocks; /* open addressing, linear probing */
 	uint64_t mask;
-	uint64_t used;  /* entries, tombstones included */
-	uint64_t ntombs;
+	uint64_t used;  /* entries, ghosts included */
+	uint64_t nghosts;
+	uint64_t unmatched; /* ghosts whose free matched no block (yet) */
 	struct ulma_mem_node *nodes;
 	uint32_t nnodes, cap_nodes;
 	uint32_t *node_index; /* hash of (parent, func) -> node + 1; 0 empty */
@@ -127,7 +138,8 @@ struct ulma_profile_memory {
 	/* the whole run */
 	uint64_t alloc_count, alloc_bytes, free_count, free_bytes;
 	uint64_t outside_count, outside_bytes; /* allocated with no frame open */
-	uint64_t unknown_frees;   /* frees of blocks allocated before tracing (or lost, or untracked) */
+	uint64_t unknown_frees;   /* frees of blocks allocated before tracing (or lost, or untracked);
+				   * with `unmatched`, all of them */
 	uint64_t untracked;       /* blocks not kept: the live table was full */
 	uint64_t unmatched_allocs; /* ALLOC records whose size was lost (collector) */
 	uint64_t unattributed;    /* allocations and frees no thread could record (the session's count) */

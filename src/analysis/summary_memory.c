@@ -81,7 +81,7 @@ int ulma_summary_memory_json(FILE *out, const struct ulma_summary *s)
 		(unsigned long long)(peak ? since_start(s, peak->peak_ticks) : 0), peak ? peak->pid : 0,
 		(unsigned long long)m->alloc_count, (unsigned long long)m->alloc_bytes, (unsigned long long)m->free_count,
 		(unsigned long long)m->free_bytes, (unsigned long long)live, (unsigned long long)m->outside_count,
-		(unsigned long long)(m->unknown_frees + m->ntombs), (unsigned long long)(m->unattributed + m->unmatched_allocs),
+		(unsigned long long)(m->unknown_frees + m->unmatched), (unsigned long long)(m->unattributed + m->unmatched_allocs),
 		(unsigned long long)m->untracked, nleaks);
 	for (uint32_t i = 0; i < nleaks && i < LEAKS_JSON; i++) {
 		fputs(i ? ",\n  {\"stack\": " : "\n  {\"stack\": ", out);
@@ -140,7 +140,7 @@ void ulma_summary_memory_text(FILE *out, const struct ulma_summary *s, uint32_t 
 	if (m->nprocs > 1 && peak)
 		fprintf(out, " (pid %u)", peak->pid);
 	fputc('\n', out);
-	uint64_t unknown = m->unknown_frees + m->ntombs, unattributed = m->unattributed + m->unmatched_allocs;
+	uint64_t unknown = m->unknown_frees + m->unmatched, unattributed = m->unattributed + m->unmatched_allocs;
 	if (unknown || unattributed || m->untracked)
 		fprintf(out, "  %llu frees of blocks allocated before tracing; %llu records no thread could write; "
 			     "%llu blocks not kept (table full)\n",

@@ -16,7 +16,9 @@
  * Nesting: pymalloc hands large blocks to PyMem_RawMalloc, and another
  * tool's hook may sit between domains; a per-thread depth byte makes only
  * the outermost call of a thread count, as tracemalloc does, so a block is
- * recorded once, in the domain the program asked.  Our wrappers read their
+ * recorded once, in the domain the program asked.  The same byte keeps
+ * out what ulma's own slow paths allocate (interning a function's name,
+ * its co_extra slot: intern.c).  Our wrappers read their
  * original allocator from static memory, never from ctx: a RAW call of
  * another thread racing PyMem_SetAllocator may pair our function with the
  * previous ctx.  The RAW domain is called without the GIL; nothing here
@@ -34,7 +36,7 @@ static PyMemAllocatorEx original[DOMAINS]; /* what was installed before ours */
 static PyMemAllocatorEx wrapper[DOMAINS];  /* ours, as installed */
 static bool installed;                      /* ours are in the interpreter's chain */
 static volatile bool recording;             /* they record (else they pass calls through) */
-static __thread uint8_t depth __attribute__((tls_model("initial-exec"))); /* inside one of our wrappers */
+__thread uint8_t ulma_memory_depth __attribute__((tls_model("initial-exec"))); /* tracer.h */
 
 static const PyMemAllocatorDomain py_domain[DOMAINS] = {PYMEM_DOMAIN_RAW, PYMEM_DOMAIN_MEM, PYMEM_DOMAIN_OBJ};
 
@@ -87,7 +89,7 @@ static inline uint64_t now(void)
 
 static inline bool outermost(void)
 {
-	return recording && depth == 0;
+	return recording && ulma_memory_depth == 0;
 }
 
 static void *hook_malloc(int dom, size_t size)
@@ -95,11 +97,11 @@ static void *hook_malloc(int dom, size_t size)
 	const PyMemAllocatorEx *o = &original[dom];
 	if (!outermost())
 		return o->malloc(o->ctx, size);
-	depth = 1;
+	ulma_memory_depth++;
 	void *p = o->malloc(o->ctx, size);
 	if (p)
 		record_alloc(dom, p, size);
-	depth = 0;
+	ulma_memory_depth--;
 	return p;
 }
 
@@ -108,11 +110,11 @@ static void *hook_calloc(int dom, size_t n, size_t size)
 	const PyMemAllocatorEx *o = &original[dom];
 	if (!outermost())
 		return o->calloc(o->ctx, n, size);
-	depth = 1;
+	ulma_memory_depth++;
 	void *p = o->calloc(o->ctx, n, size);
 	if (p)
 		record_alloc(dom, p, n * size); /* the allocator checked n * size for overflow */
-	depth = 0;
+	ulma_memory_depth--;
 	return p;
 }
 
@@ -124,7 +126,7 @@ static void *hook_realloc(int dom, void *old, size_t size)
 	const PyMemAllocatorEx *o = &original[dom];
 	if (!outermost())
 		return o->realloc(o->ctx, old, size);
-	depth = 1;
+	ulma_memory_depth++;
 	uint64_t t0 = old ? now() : 0;
 	void *p = o->realloc(o->ctx, old, size);
 	if (p) {
@@ -132,7 +134,7 @@ static void *hook_realloc(int dom, void *old, size_t size)
 			record_free(old, t0);
 		record_alloc(dom, p, size);
 	}
-	depth = 0;
+	ulma_memory_depth--;
 	return p;
 }
 
@@ -143,11 +145,11 @@ static void hook_free(int dom, void *p)
 		o->free(o->ctx, p);
 		return;
 	}
-	depth = 1;
+	ulma_memory_depth++;
 	uint64_t t = now();
 	o->free(o->ctx, p);
 	record_free(p, t);
-	depth = 0;
+	ulma_memory_depth--;
 }
 
 /* One set of entry points per domain, so that none depends on ctx. */
