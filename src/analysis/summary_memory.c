@@ -160,7 +160,10 @@ void ulma_summary_memory_text(FILE *out, const struct ulma_summary *s, uint32_t 
 	free(order);
 	struct ulma_mem_leak *leaks;
 	uint32_t nleaks;
-	if (ulma_profile_memory_leaks(p, &leaks, &nleaks) < 0 || nleaks == 0) {
+	if (ulma_profile_memory_leaks(p, &leaks, &nleaks) < 0)
+		return;
+	if (nleaks == 0) {
+		free(leaks);
 		return;
 	}
 	fprintf(out, "still allocated at the end, by stack (%u stacks):\n", nleaks);
