@@ -1,6 +1,6 @@
 """What recording memory costs: `ulma run --memory` against memray and tracemalloc.
 
-Usage: python bench/memory.py [--rounds N] [--workloads bootstrap,mergesort,...]
+Usage: python bench/memory.py [--rounds N] [--workloads bootstrap,mergesort,...] [--hook-only]
 
 For each workload in bench/workloads/, runs side by side, interleaved
 (untraced, ulma, ulma --memory, memray, tracemalloc, untraced, ...), N
@@ -17,8 +17,11 @@ run, the hook's cost per allocation event in the program (the --memory
 run's time less the run without memory, over those events: it includes
 the monitor's share of a loaded machine), the monitor's CPU per event, and
 the trace's bytes per allocation event (the --memory trace less the one
-without, over those events).  Uses the `ulma` installed beside this
-Python.  Prints; asserts nothing.
+without, over those events).  Last, the hook's own cost: a loop of
+bytes objects made and freed (two allocation events each, no call events),
+timed inside the program (its thread's CPU time), untraced, under `ulma run` and under
+`ulma run --memory`: the difference per allocation event.  Uses the `ulma`
+installed beside this Python.  Prints; asserts nothing.
 """
 import argparse
 import json
@@ -58,14 +61,54 @@ def summary(ulma, trace, env):
     return json.loads(out.stdout)
 
 
+HOOK_LOOP = """
+import sys, time
+def loop(n):
+    t = time.thread_time()  # CPU time: a loaded machine's waits for a CPU left out
+    for _ in range(n):
+        bytes(100)  # one allocation and its free: no free list, no call event
+    return time.thread_time() - t
+loop(10000)
+print(loop(int(sys.argv[1])))
+"""
+
+
+def hook_cost(ulma, env, out, rounds, n=2000000):
+    """ns per allocation event the hook adds, timed inside the program."""
+    script = os.path.join(out, "hook_loop.py")
+    with open(script, "w") as f:
+        f.write(HOOK_LOOP)
+    variants = {
+        "untraced": [sys.executable, script, str(n)],
+        "ulma": [ulma, "run", "--no-live", "--summary", "none", "-o", os.path.join(out, "h.trace"), script, str(n)],
+        "ulma-memory": [ulma, "run", "--no-live", "--memory", "--summary", "none", "-o",
+                        os.path.join(out, "hm.trace"), script, str(n)],
+    }
+    times = {k: [] for k in variants}
+    for _ in range(rounds):
+        for k, cmd in variants.items():
+            run = subprocess.run(cmd, check=True, capture_output=True, text=True, env=env)
+            times[k].append(float(run.stdout.split()[-1]))
+    med = {k: statistics.median(v) for k, v in times.items()}
+    per = lambda k: (med[k] - med["untraced"]) * 1e9 / (2 * n)  # noqa: E731
+    print("hook: a loop of %d allocations and frees, timed inside the program: untraced %.1f ns per event, "
+          "+%.1f ns under ulma (its call hook, no allocation events), +%.1f ns under ulma --memory: "
+          "%.1f ns per allocation event" % (n, med["untraced"] * 1e9 / (2 * n), per("ulma"), per("ulma-memory"),
+                                            per("ulma-memory") - per("ulma")))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--workloads", default="bootstrap,mergesort,numeric,threads,fib")
+    ap.add_argument("--hook-only", action="store_true", help="only the hook's cost per allocation event")
     args = ap.parse_args()
     ulma = ulma_binary()
     env = dict(os.environ, ULMA_PYTHON=sys.executable)
     out = tempfile.mkdtemp(prefix="ulma-bench-memory-")
+    if args.hook_only:
+        hook_cost(ulma, env, out, args.rounds)
+        return
     memray = have_memray()
     if not memray:
         print("memray is not installed beside %s: its columns are skipped (pip install memray)" % sys.executable)
@@ -107,6 +150,7 @@ def main():
             name, base, ratio("ulma"), ratio("ulma-memory"), ratio("memray"), ratio("memray-native"),
             ratio("tracemalloc"), events, per_event, monitor, per_byte))
         sys.stdout.flush()
+    hook_cost(ulma, env, out, args.rounds)
 
 
 if __name__ == "__main__":

@@ -53,6 +53,12 @@ static inline void put_value(struct ulma_thread_writer *w, uint64_t t, uint64_t 
 	ulma_ring_write(&w->ring, t, (uint32_t)value, (uint32_t)(value >> 32) & 0xffffu, kind);
 }
 
+/* The session's clock, without the CPU: memory records carry none. */
+static inline uint64_t now(void)
+{
+	return ULMA_LIKELY(ulma_rt.use_tsc) ? ulma_clock_rdtsc() : ulma_clock_monotonic_ns();
+}
+
 /* A block of `size` bytes at p was allocated in domain dom (the time is read now, after it was). */
 static void record_alloc(int dom, void *p, size_t size)
 {
@@ -61,8 +67,7 @@ static void record_alloc(int dom, void *p, size_t size)
 		unattributed();
 		return;
 	}
-	uint32_t cpu;
-	uint64_t t = ulma_clock_now(ulma_rt.use_tsc, &cpu);
+	uint64_t t = now();
 	uint64_t sz = size < ULMA_MEM_SIZE_MAX ? (uint64_t)size : ULMA_MEM_SIZE_MAX;
 	put_value(w, t, sz << 2 | (uint64_t)dom, ULMA_REC_MEM_SIZE);
 	put_value(w, t, (uint64_t)(uintptr_t)p, ULMA_REC_ALLOC);
@@ -81,11 +86,6 @@ static void record_free(void *p, uint64_t t)
 	ulma_rt_done(w);
 }
 
-static inline uint64_t now(void)
-{
-	uint32_t cpu;
-	return ulma_clock_now(ulma_rt.use_tsc, &cpu);
-}
 
 static inline bool outermost(void)
 {
