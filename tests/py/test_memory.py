@@ -174,3 +174,24 @@ def test_inline_profile_with_memory(prog, report_json, tmp_path):
     assert data["memory"] is True
     assert leaks_by_innermost(data)["hold"] == [K, K * sys.getsizeof(object())]
     assert functions(data)["hold"]["net_bytes"] == K * sys.getsizeof(object())
+
+
+def test_record_memory_attaches_and_detaches(prog, ulma_bin, tmp_path, report_json):
+    """`ulma record PID --memory` on an attachable program: allocations are
+    recorded while attached, the allocators are put back at the detach, and
+    the program goes on and ends as it would."""
+    from test_live_attach import Program, control, STATE_DETACHED
+
+    p = Program(prog, ulma_bin, tmp_path, True)
+    try:
+        trace = str(tmp_path / "rec.trace")
+        rec = subprocess.run([ulma_bin, "record", str(p.pid), "-d", "1", "--memory", "-o", trace],
+                             stdin=subprocess.DEVNULL, capture_output=True, env=base_env(), timeout=TIMEOUT)
+        assert rec.returncode == 0, rec.stderr.decode()
+        data, _ = report_json(trace)
+        assert data["memory"] is True and data["alloc_count"] > 0 and data["free_count"] > 0
+        assert control(p.pid)[2] == STATE_DETACHED
+        code, out, err = p.finish()
+        assert code == 5, (out, err)
+    finally:
+        p.kill()
