@@ -5,6 +5,7 @@ the program forks while another thread allocates; threads allocate and
 exit mid-run.  No crash, each kept block counted once, in the function
 and process that made it."""
 import json
+import sys
 
 import pytest
 
@@ -51,6 +52,18 @@ def test_program_replaces_the_allocator(prog, run_ulma, report_json, tmp_path, l
         assert leaks["after"] == [K, K * OBJECT], leaks.get("after")
     report, _ = report_json(trace)
     assert leaks_by_innermost(report) == leaks
+
+
+def test_failed_allocations_are_none(prog, run_ulma, tmp_path):
+    """A NULL result is no allocation; a failed realloc frees nothing."""
+    data, proc = run_json(run_ulma, prog("mem_null.py"), [], str(tmp_path / "n.trace"))
+    assert proc.stdout.decode().strip() == "ok"
+    fs = {f["name"]: f for f in data["functions"]}
+    assert data["alloc_bytes"] < 1 << 40, data["alloc_bytes"]
+    assert fs["fail"]["alloc_bytes"] < 1 << 20, fs["fail"]
+    # keep's 4096 bytes are still its own after the failed realloc (and the
+    # int ctypes made of their address, a 47-bit int)
+    assert leaks_by_innermost(data)["keep"] == [2, 4096 + sys.getsizeof(1 << 46)]
 
 
 def test_fork_and_exiting_threads(prog, run_ulma, report_json, tmp_path):
