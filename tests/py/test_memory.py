@@ -64,7 +64,7 @@ def known(prog, run_ulma, report_json, tmp_path_factory):
 
 
 def test_n_blocks_of_the_allocators_exact_bytes(known):
-    live, _, (bytes_size, _, _) = known
+    live, _, (bytes_size, _, _, _) = known
     assert live["memory"] is True
     f = functions(live)["make_bytes"]
     leaks = leaks_by_innermost(live)
@@ -72,8 +72,19 @@ def test_n_blocks_of_the_allocators_exact_bytes(known):
     assert f["alloc_count"] >= N and f["net_bytes"] == N * bytes_size, f
 
 
+def test_n_lists_are_n_arrays_of_exact_bytes(known):
+    """Each list's array is one block of 8 * LENGTH bytes; its list object
+    is a block of sys.getsizeof([]) bytes unless the list free list (up to
+    80 lists freed earlier) gave it."""
+    live, _, (_, _, _, empty_list) = known
+    count, size = leaks_by_innermost(live)["make_lists"]
+    objects = count - N
+    assert N - 80 <= objects <= N, (count, size)
+    assert size == N * 8 * LENGTH + objects * empty_list, (count, size)
+
+
 def test_kept_objects_are_a_leak_of_net_k(known):
-    live, _, (_, object_size, _) = known
+    live, _, (_, object_size, _, _) = known
     f = functions(live)["hold"]
     assert f["net_bytes"] == K * object_size, f
     assert leaks_by_innermost(live)["hold"] == [K, K * object_size]
@@ -93,15 +104,15 @@ def test_totals_include_callees(known):
     live, _, _ = known
     fs = functions(live)
     main = fs["main"]
-    parts = sum(fs[n]["total_alloc_bytes"] for n in ("make_bytes", "hold", "churn", "peak_phase"))
+    parts = sum(fs[n]["total_alloc_bytes"] for n in ("make_bytes", "make_lists", "hold", "churn", "peak_phase"))
     assert main["total_alloc_bytes"] >= parts
     assert main["total_alloc_count"] >= sum(fs[n]["total_alloc_count"] for n in ("make_bytes", "hold", "churn"))
     assert main["total_alloc_bytes"] - parts < 1 << 20, "main's own and its C callees' only"
 
 
 def test_peak_within_5_percent_and_its_holder(known):
-    live, _, (bytes_size, object_size, mib_size) = known
-    expected = PEAK_MB * mib_size + N * bytes_size + K * object_size
+    live, _, (bytes_size, object_size, mib_size, empty_list) = known
+    expected = PEAK_MB * mib_size + N * bytes_size + N * (8 * LENGTH + empty_list) + K * object_size
     assert abs(live["peak_bytes"] - expected) <= 0.05 * expected, (live["peak_bytes"], expected)
     holders = sorted(live["functions"], key=lambda f: f.get("peak_held_bytes", 0), reverse=True)
     assert holders[0]["name"] == "peak_phase", [(f["name"], f["peak_held_bytes"]) for f in holders[:3]]
@@ -117,7 +128,7 @@ def test_report_agrees_with_the_live_summary(known):
     per = ["alloc_count", "alloc_bytes", "free_count", "net_bytes", "total_alloc_count", "total_alloc_bytes",
            "peak_held_bytes"]
     lf, rf = functions(live), functions(report)
-    for name in ("make_bytes", "hold", "churn", "peak_phase", "main"):
+    for name in ("make_bytes", "make_lists", "hold", "churn", "peak_phase", "main"):
         assert {k: lf[name][k] for k in per} == {k: rf[name][k] for k in per}, name
 
 

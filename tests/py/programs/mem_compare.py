@@ -1,6 +1,9 @@
 """Live blocks per function, for the comparison with tracemalloc in
 tests/py/test_memory.py.  Each function keeps what it allocates in a
-module list, with objects no free list recycles (bytes of several sizes,
+module list, with objects no free list recycles (no lists, tuples, dicts
+or floats: their free lists hold what was freed before, by ulma's
+bootstrap or by a cyclic collection whose moment the tracer's own
+allocations shift) (bytes of several sizes,
 plain objects, instances with __slots__, large ints, a growing
 bytearray), so a traced and an untraced run allocate alike.  With
 `--tracemalloc OUT` (run under -X tracemalloc) the program writes, per

@@ -1,6 +1,8 @@
 """Known allocations for tests/py/test_memory.py: make_bytes keeps N bytes
 objects of LENGTH bytes each (no free list, one block each, the allocator's
-size is sys.getsizeof's); hold keeps K plain objects; churn allocates and
+size is sys.getsizeof's); make_lists keeps N lists of LENGTH items (an
+array of 8 * LENGTH bytes each, and a list object unless the list free list
+gave one); hold keeps K plain objects; churn allocates and
 frees; peak_phase holds PEAK_MB blocks of 1 MiB at once, then frees them.
 Argument: N LENGTH K PEAK_MB.  Prints the sizes the test expects."""
 import sys
@@ -13,6 +15,11 @@ HELD = []
 def make_bytes(n, length):
     for _ in range(n):
         KEEP.append(bytes(length))
+
+
+def make_lists(n, length):
+    for _ in range(n):
+        KEEP.append([None] * length)
 
 
 def hold(k):
@@ -35,6 +42,7 @@ def peak_phase(mb):
 
 def main():
     make_bytes(N, LENGTH)
+    make_lists(N, LENGTH)
     hold(K)
     churn(1000)
     peak_phase(PEAK_MB)
@@ -42,4 +50,4 @@ def main():
 
 
 main()
-print(sys.getsizeof(bytes(LENGTH)), sys.getsizeof(object()), sys.getsizeof(bytes(1 << 20)))
+print(sys.getsizeof(bytes(LENGTH)), sys.getsizeof(object()), sys.getsizeof(bytes(1 << 20)), sys.getsizeof([]))
