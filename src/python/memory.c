@@ -59,33 +59,25 @@ static inline uint64_t now(void)
 	return ULMA_LIKELY(ulma_rt.use_tsc) ? ulma_clock_rdtsc() : ulma_clock_monotonic_ns();
 }
 
-/* A block of `size` bytes at p was allocated in domain dom (the time is read now, after it was). */
-static void record_alloc(int dom, void *p, size_t size)
+/* Write what one call did: block `old` freed at t_free (if old), block p
+ * of `size` bytes allocated in domain dom at t_alloc (if p).  One writer
+ * for both, so a realloc's three records go in together. */
+static void record(int dom, void *old, uint64_t t_free, void *p, size_t size, uint64_t t_alloc)
 {
 	struct ulma_thread_writer *w = ulma_rt_writer();
 	if (ULMA_UNLIKELY(!w)) {
 		unattributed();
 		return;
 	}
-	uint64_t t = now();
-	uint64_t sz = size < ULMA_MEM_SIZE_MAX ? (uint64_t)size : ULMA_MEM_SIZE_MAX;
-	put_value(w, t, sz << 2 | (uint64_t)dom, ULMA_REC_MEM_SIZE);
-	put_value(w, t, (uint64_t)(uintptr_t)p, ULMA_REC_ALLOC);
-	ulma_rt_done(w);
-}
-
-/* Block p was freed; t was read before it was. */
-static void record_free(void *p, uint64_t t)
-{
-	struct ulma_thread_writer *w = ulma_rt_writer();
-	if (ULMA_UNLIKELY(!w)) {
-		unattributed();
-		return;
+	if (old)
+		put_value(w, t_free, (uint64_t)(uintptr_t)old, ULMA_REC_FREE);
+	if (p) {
+		uint64_t sz = size < ULMA_MEM_SIZE_MAX ? (uint64_t)size : ULMA_MEM_SIZE_MAX;
+		put_value(w, t_alloc, sz << 2 | (uint64_t)dom, ULMA_REC_MEM_SIZE);
+		put_value(w, t_alloc, (uint64_t)(uintptr_t)p, ULMA_REC_ALLOC);
 	}
-	put_value(w, t, (uint64_t)(uintptr_t)p, ULMA_REC_FREE);
 	ulma_rt_done(w);
 }
-
 
 static inline bool outermost(void)
 {
@@ -100,7 +92,7 @@ static void *hook_malloc(int dom, size_t size)
 	ulma_memory_depth++;
 	void *p = o->malloc(o->ctx, size);
 	if (p)
-		record_alloc(dom, p, size);
+		record(dom, NULL, 0, p, size, now()); /* read after the block was got */
 	ulma_memory_depth--;
 	return p;
 }
@@ -113,27 +105,26 @@ static void *hook_calloc(int dom, size_t n, size_t size)
 	ulma_memory_depth++;
 	void *p = o->calloc(o->ctx, n, size);
 	if (p)
-		record_alloc(dom, p, n * size); /* the allocator checked n * size for overflow */
+		record(dom, NULL, 0, p, n * size, now()); /* the allocator checked n * size for overflow */
 	ulma_memory_depth--;
 	return p;
 }
 
 /* A free and an allocation: the old block is gone (its time before the
  * call), the new one is there (its time after).  A failed realloc changes
- * nothing. */
+ * nothing.  (Under the GIL one read would order MEM and OBJ blocks, but
+ * pymalloc hands large ones to the RAW domain, which other threads call
+ * without it.) */
 static void *hook_realloc(int dom, void *old, size_t size)
 {
 	const PyMemAllocatorEx *o = &original[dom];
 	if (!outermost())
 		return o->realloc(o->ctx, old, size);
 	ulma_memory_depth++;
-	uint64_t t0 = old ? now() : 0;
+	uint64_t t0 = now();
 	void *p = o->realloc(o->ctx, old, size);
-	if (p) {
-		if (old)
-			record_free(old, t0);
-		record_alloc(dom, p, size);
-	}
+	if (p)
+		record(dom, old, t0, p, size, now());
 	ulma_memory_depth--;
 	return p;
 }
@@ -148,7 +139,7 @@ static void hook_free(int dom, void *p)
 	ulma_memory_depth++;
 	uint64_t t = now();
 	o->free(o->ctx, p);
-	record_free(p, t);
+	record(dom, p, t, NULL, 0, 0);
 	ulma_memory_depth--;
 }
 
