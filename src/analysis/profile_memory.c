@@ -7,7 +7,6 @@
 
 #include "../core/array.h"
 
-#define ADDR_MASK ((UINT64_C(1) << 48) - 1)
 #define BLOCKS_MIN 1024u /* entries of the first table */
 #define PEAK_STEP 64     /* copy the holders when the peak has grown by 1/PEAK_STEP */
 #define GHOST_SAMPLE 1024 /* ghosts whose times estimate the median */
@@ -18,13 +17,7 @@ static int by_ticks(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-static inline uint64_t mix(uint64_t k)
-{
-	k ^= k >> 29;
-	k *= UINT64_C(0xbf58476d1ce4e5b9);
-	k ^= k >> 32;
-	return k;
-}
+#define mix ulma_mem_mix
 
 int ulma_profile_memory_enable(struct ulma_profile *p)
 {
@@ -215,10 +208,7 @@ uint32_t ulma_profile_memory_stack(const struct ulma_profile *p, uint32_t node, 
 
 /* ---- live blocks ---- */
 
-static inline uint64_t block_key(uint32_t proc, uint64_t addr)
-{
-	return (addr & ADDR_MASK) | (uint64_t)(proc + 1) << 48;
-}
+#define block_key ulma_mem_key
 
 /* The entry of key, or the empty one where it would go. */
 static struct ulma_mem_block *find(struct ulma_profile_memory *m, uint64_t key)

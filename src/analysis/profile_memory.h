@@ -145,6 +145,30 @@ struct ulma_profile_memory {
 	uint64_t unattributed;    /* allocations and frees no thread could record (the session's count) */
 };
 
+/* The table's key of block addr in process proc, and its hash. */
+static inline uint64_t ulma_mem_key(uint32_t proc, uint64_t addr)
+{
+	return (addr & ((UINT64_C(1) << 48) - 1)) | (uint64_t)(proc + 1) << 48;
+}
+
+static inline uint64_t ulma_mem_mix(uint64_t k)
+{
+	k ^= k >> 29;
+	k *= UINT64_C(0xbf58476d1ce4e5b9);
+	k ^= k >> 32;
+	return k;
+}
+
+/* Bring the table's line for block addr of thread `thread` into the cache
+ * ahead of its record: the table is large and hashed, so each lookup is a
+ * cache miss otherwise.  A hint only. */
+static inline void ulma_profile_mem_prefetch(const struct ulma_profile *p, uint32_t thread, uint64_t addr)
+{
+	const struct ulma_mem_thread *mt = p->threads[thread].mem;
+	if (mt)
+		__builtin_prefetch(&p->memory->blocks[ulma_mem_mix(ulma_mem_key(mt->proc, addr)) & p->memory->mask]);
+}
+
 /* Start recording memory in p (the session or the trace says so). */
 int ulma_profile_memory_enable(struct ulma_profile *p);
 void ulma_profile_memory_free(struct ulma_profile_memory *m);

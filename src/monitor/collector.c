@@ -23,6 +23,7 @@
 #define SAMPLE_BUSY_NS 1000000u   /* schedstat period of a thread with new events */
 #define SAMPLE_IDLE_NS 10000000u  /* and of one without */
 #define PREFETCH_RECORDS 16       /* read the ring this far ahead: the writer's core holds its lines */
+#define MEMORY_AHEAD 4            /* fetch the live-block table's line of the memory record this far ahead */
 
 struct ulma_collector_slot {
 	bool live;
@@ -539,6 +540,10 @@ apply_loop(struct ulma_collector *c, struct ulma_collector_slot *cs, const struc
 			enter = r->kind == ULMA_REC_NATIVE_ENTER;
 		} else {
 			if (r->kind >= ULMA_REC_MEM_SIZE && r->kind <= ULMA_REC_FREE) { /* --memory */
+				const struct ulma_record *ahead = r + MEMORY_AHEAD;
+				if (ahead < end && (ahead->kind == ULMA_REC_ALLOC || ahead->kind == ULMA_REC_FREE) &&
+				    p->memory)
+					ulma_profile_mem_prefetch(p, thread, native_addr(ahead));
 				CURSOR_PUT();
 				apply_memory(c, cs, r, t);
 				CURSOR_GET();
