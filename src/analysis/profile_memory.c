@@ -414,7 +414,10 @@ int ulma_profile_mem_free(struct ulma_profile *p, uint32_t thread, uint64_t addr
 		}
 		return 0;
 	}
-	if (m->nghosts >= ULMA_MEM_GHOSTS_MAX) {
+	/* as many ghosts as live blocks are kept, so that a sweep of the table
+	 * removes a quarter of it or more (sweeping a large table for a few
+	 * ghosts took 10% of the monitor's time on bench/workloads/numeric.py) */
+	if (m->nghosts >= ULMA_MEM_GHOSTS_MAX && m->nghosts * 2 >= m->used) {
 		drop_ghosts(m);
 		b = find(m, key);
 	}

@@ -51,8 +51,9 @@
  * ULMA_MEM_BLOCKS_MAX entries (32 bytes each at a load of at most 1/2);
  * blocks beyond it are counted (untracked) but not kept.  Calling contexts
  * stop growing at ULMA_MEM_NODES_MAX nodes (deeper frames fold into the
- * deepest kept).  Ghosts: at most ULMA_MEM_GHOSTS_MAX, then the older half
- * is forgotten (a free no allocation matched counts as of an unknown block).
+ * deepest kept).  Ghosts: at most ULMA_MEM_GHOSTS_MAX or as many as live
+ * blocks, whichever is more; then the older half is forgotten (a free no
+ * allocation matched counts as of an unknown block).
  *
  * Single-threaded, like the profile.  Functions returning int give 0 or
  * -ENOMEM.
@@ -66,7 +67,7 @@
 
 #define ULMA_MEM_BLOCKS_MAX (UINT64_C(1) << 25) /* live blocks kept: 32 Mi (a 2 GiB table) */
 #define ULMA_MEM_NODES_MAX (1u << 22)           /* calling contexts */
-#define ULMA_MEM_GHOSTS_MAX (1u << 18)          /* freed addresses remembered */
+#define ULMA_MEM_GHOSTS_MAX (1u << 18)          /* freed addresses remembered, at least */
 #define ULMA_MEM_PROCS_MAX 65535u               /* processes told apart (the rest share the last) */
 #define ULMA_MEM_NO_FUNC UINT32_MAX             /* an allocation with no frame open */
 

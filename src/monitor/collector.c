@@ -23,7 +23,7 @@
 #define SAMPLE_BUSY_NS 1000000u   /* schedstat period of a thread with new events */
 #define SAMPLE_IDLE_NS 10000000u  /* and of one without */
 #define PREFETCH_RECORDS 16       /* read the ring this far ahead: the writer's core holds its lines */
-#define MEMORY_AHEAD 4            /* fetch the live-block table's line of the memory record this far ahead */
+#define MEMORY_AHEAD 8            /* fetch the live-block table's line of the memory record this far ahead */
 
 struct ulma_collector_slot {
 	bool live;
