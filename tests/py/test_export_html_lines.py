@@ -16,7 +16,7 @@ from html.parser import HTMLParser
 import pytest
 
 from test_export_html import CHROMIUM, page_data
-from trace_builder import SOURCE_CHANGED, lines_trace
+from trace_builder import SOURCE_CHANGED, SPLIT_NONE, lines_trace
 
 PROG = """\
 def work(n):
@@ -315,3 +315,15 @@ def test_cut_and_corrupt_traces(run_ulma, tmp_path, work_trace):
     bad.write_bytes(data[:60] + bytes([data[60] ^ 0xFF]) + data[61:])
     proc = run_ulma(["report", str(bad), "--html", str(tmp_path / "bad.html")])
     assert proc.returncode == 1 and b"not a readable ulma trace" in proc.stderr, proc.stderr
+
+
+def test_without_a_split_one_colour(run_ulma, tmp_path):
+    """A trace that does not split time draws each bar in one colour."""
+    path = tmp_path / "nosplit.ulma"
+    events = [e for e in WORK_EVENTS if e[1] != "off"]
+    path.write_bytes(lines_trace([("/src/prog.py", PROG, 0)], [("work", 0, 1), ("helper", 0, 7)], events, 400,
+                                 overhead_ps=0, split=SPLIT_NONE))
+    view = lines_dom(html_of(run_ulma, path, tmp_path / "nosplit.html"), tmp_path)
+    rows = source_rows(view)
+    assert rows[5]["parts"] == {"time": 100.0}
+    assert rows[4]["bar"] == pytest.approx(100.0 * 40 / 50, abs=0.01)
