@@ -125,7 +125,7 @@ def source_rows(view):
 
 
 def call_rows(view):
-    return [r for r in view.rows if r["class"] == "call"]
+    return [r for r in view.rows if "call" in r["class"].split()]
 
 
 @pytest.fixture
@@ -174,6 +174,7 @@ def test_annotated_source_with_hits_times_and_calls(work_trace, run_ulma, tmp_pa
     # the call made on line 4, beneath it
     (call,) = call_rows(view)
     assert call["cells"][-1] == "\u2192 helper (1 call)" and call["cells"][2] == "20 ns"
+    assert call["class"] == "call hasl"  # helper has lines of its own: a click shows them
     assert view.rows.index(call) == view.rows.index(rows[4]) + 1
     # the function table leads to the lines: both functions have some
     assert view.table_classes.count("hasl") == 2
