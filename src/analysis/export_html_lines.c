@@ -10,10 +10,11 @@
  * rows' lines only (ulma_summary_line_block).
  *
  * The data stays bounded whatever the trace: the MAX_FUNCS functions
- * with lines that took longest, the MAX_CALLS longest calls of a line (the
- * rest counted), source lines cut at MAX_LINE_BYTES, and MAX_SOURCE bytes
- * of source in all: functions past it show line numbers, and the data says
- * how many.  Strings go through ulma_sbuf_json, which keeps them inside
+ * with lines that took longest, as long as their rows fit in MAX_ROWS (a
+ * function with more is left out and counted); the MAX_CALLS longest
+ * calls of a line, MAX_CALLS_ALL in all (the rest counted); source lines
+ * cut at MAX_LINE_BYTES, and MAX_SOURCE bytes of source in all: functions
+ * past it show line numbers, and the data says so.  Strings go through ulma_sbuf_json, which keeps them inside
  * their <script> element; the page puts them on screen as text.
  */
 #include "export_html_lines.h"
@@ -30,6 +31,16 @@
 #define MAX_CALLS 16u
 #define MAX_LINE_BYTES 1000u
 #define MAX_SOURCE (2u << 20)
+#define MAX_ROWS 100000u
+#define MAX_CALLS_ALL 200000u
+
+/* What the data may still take. */
+struct room {
+	size_t source;   /* bytes of source */
+	uint32_t rows;
+	uint32_t calls;
+	bool source_left_out; /* a function's source did not fit */
+};
 
 /* One source line (text[0..len), up to its newline) as a JSON string. */
 static void put_line(struct ulma_sbuf *b, const char *p, const char *end)
@@ -42,18 +53,18 @@ static void put_line(struct ulma_sbuf *b, const char *p, const char *end)
 	ulma_sbuf_json(b, buf);
 }
 
-/* [callee row, name, calls, ns] of the MAX_CALLS longest calls of a line,
- * then how many more. */
+/* [callee row, name, calls, ns] of the longest calls of a line (at most
+ * MAX_CALLS, and what room is left), then how many more. */
 static void put_calls(struct ulma_sbuf *b, const struct ulma_summary *s, const struct ulma_walk *w, uint32_t row,
-		      const uint32_t *row_of)
+		      const uint32_t *row_of, struct room *room)
 {
 	const struct ulma_profile_lines *l = s->profile->lines;
-	uint32_t best[MAX_CALLS], nbest = 0, more = 0;
+	uint32_t best[MAX_CALLS], nbest = 0, more = 0, most = room->calls < MAX_CALLS ? room->calls : MAX_CALLS;
 	for (uint32_t i = l->rows[row].first_call; i != UINT32_MAX; i = l->calls[i].next) {
-		uint32_t k = nbest < MAX_CALLS ? nbest++ : MAX_CALLS;
-		if (k == MAX_CALLS) {
+		uint32_t k = nbest < most ? nbest++ : most;
+		if (k == most) { /* full: this one or the shortest kept is one more */
 			more++;
-			if (l->calls[i].ticks <= l->calls[best[k - 1]].ticks)
+			if (most == 0 || l->calls[i].ticks <= l->calls[best[k - 1]].ticks)
 				continue;
 			k--;
 		}
@@ -61,6 +72,7 @@ static void put_calls(struct ulma_sbuf *b, const struct ulma_summary *s, const s
 			best[k] = best[k - 1];
 		best[k] = i;
 	}
+	room->calls -= nbest;
 	ulma_sbuf_puts(b, ",[");
 	for (uint32_t k = 0; k < nbest; k++) {
 		const struct ulma_line_call *c = &l->calls[best[k]];
@@ -75,7 +87,7 @@ static void put_calls(struct ulma_sbuf *b, const struct ulma_summary *s, const s
 
 /* [line, hits, total, on_cpu, runnable, blocked, gil, % of the function, calls, more calls] */
 static void put_row(struct ulma_sbuf *b, const struct ulma_summary *s, const struct ulma_walk *w,
-		    const struct ulma_func_row *f, uint32_t row, const uint32_t *row_of)
+		    const struct ulma_func_row *f, uint32_t row, const uint32_t *row_of, struct room *room)
 {
 	const struct ulma_line_row *r = &s->profile->lines->rows[row];
 	struct ulma_time_split t;
@@ -85,14 +97,14 @@ static void put_row(struct ulma_sbuf *b, const struct ulma_summary *s, const str
 			 (unsigned long long)t.runnable_ns, (unsigned long long)t.blocked_ns,
 			 (unsigned long long)t.gil_ns,
 			 f->total_ticks ? 100.0 * (double)r->ticks / (double)f->total_ticks : 0.0);
-	put_calls(b, s, w, row, row_of);
+	put_calls(b, s, w, row, row_of, room);
 }
 
 /* The source the view shows of function func (rows sorted by line): the
  * block first..last ("first":N, "text":[every line]), or the rows' lines
- * ("text":[one per row]); *budget is what source may still take. */
+ * ("text":[one per row]), if it fits in the room left. */
 static int put_source(struct ulma_sbuf *b, const struct ulma_profile *p, uint32_t func, const uint32_t *rows, int n,
-		      size_t *budget, bool *left_out)
+		      struct room *room)
 {
 	const struct ulma_func_row *f = &p->funcs[func];
 	const struct ulma_line_row *lr = p->lines->rows;
@@ -116,13 +128,13 @@ static int put_source(struct ulma_sbuf *b, const struct ulma_profile *p, uint32_
 		for (int k = 0; k < n; k++)
 			if (lr[rows[k]].line >= 1 && lr[rows[k]].line <= nlines)
 				need += starts[lr[rows[k]].line] - starts[lr[rows[k]].line - 1];
-	if (need > *budget) {
-		*left_out = true;
+	if (need > room->source) {
+		room->source_left_out = true;
 		ulma_sbuf_puts(b, ",\"source\":\"left out\"");
 		free(starts);
 		return 0;
 	}
-	*budget -= need;
+	room->source -= need;
 	ulma_sbuf_puts(b, ",\"source\":\"copy\"");
 	if (whole) {
 		ulma_sbuf_printf(b, ",\"first\":%u,\"text\":[", first);
@@ -150,7 +162,7 @@ static int put_source(struct ulma_sbuf *b, const struct ulma_profile *p, uint32_
 
 /* One function's object. */
 static int put_function(struct ulma_sbuf *b, const struct ulma_summary *s, const struct ulma_walk *w, uint32_t func,
-			const uint32_t *row_of, size_t *budget, bool *left_out)
+			const uint32_t *row_of, struct room *room)
 {
 	const struct ulma_profile *p = s->profile;
 	const struct ulma_func_row *f = &p->funcs[func];
@@ -168,12 +180,13 @@ static int put_function(struct ulma_sbuf *b, const struct ulma_summary *s, const
 	ulma_sbuf_printf(b, ",\"line\":%u,\"row\":%d,\"calls\":%llu,\"total_ns\":%llu", f->line,
 			 row == UINT32_MAX ? -1 : (int)row, (unsigned long long)f->calls,
 			 (unsigned long long)total.wall_ns);
-	int err = put_source(b, p, func, rows, n, budget, left_out);
+	int err = put_source(b, p, func, rows, n, room);
+	room->rows -= (uint32_t)n;
 	ulma_sbuf_puts(b, ",\"rows\":[");
 	for (int k = 0; k < n && !err; k++) {
 		if (k)
 			ulma_sbuf_put(b, ",", 1);
-		put_row(b, s, w, f, rows[k], row_of);
+		put_row(b, s, w, f, rows[k], row_of, room);
 	}
 	ulma_sbuf_puts(b, "]}");
 	free(rows);
@@ -204,22 +217,25 @@ int ulma_html_lines(struct ulma_sbuf *b, const struct ulma_walk *w, const struct
 				 .cal = {.ns_per_tick = w->ns_per_tick},
 				 .overhead_ps = w->cost_ps,
 				 .no_correction = w->filter.no_correction};
-	size_t budget = MAX_SOURCE;
-	bool left_out = false;
+	struct room room = {MAX_SOURCE, MAX_ROWS, MAX_CALLS_ALL, false};
 	int err = 0;
 	uint32_t shown = 0;
 	ulma_sbuf_printf(b, ",\n\"lines\":{\"split\":%s,\"gil\":%s,\"funcs\":[",
 			 p->split != ULMA_PROFILE_SPLIT_NONE ? "true" : "false", p->has_gil ? "true" : "false");
 	for (uint32_t k = 0; k < p->nfuncs && shown < MAX_FUNCS && !err; k++) {
 		uint32_t i = order[k];
-		if (i >= w->nfuncs || !w->funcs[i].pass || !ulma_profile_has_lines(p, i))
+		if (i >= w->nfuncs || !w->funcs[i].pass || !ulma_profile_has_lines(p, i) ||
+		    p->funcs[i].line_rows > room.rows)
 			continue;
 		ulma_sbuf_puts(b, shown ? ",\n" : "\n");
-		err = put_function(b, &s, w, i, row_of, &budget, &left_out);
+		err = put_function(b, &s, w, i, row_of, &room);
 		shown++;
 	}
-	ulma_sbuf_printf(b, "],\"funcs_left_out\":%u,\"source_left_out\":%s,\"source_max\":%u}", with - shown,
-			 left_out ? "true" : "false", MAX_SOURCE);
+	ulma_sbuf_printf(b,
+			 "],\"funcs_left_out\":%u,\"source_left_out\":%s,\"source_max\":%u,\"rows_max\":%u,"
+			 "\"calls_left_out\":%s}",
+			 with - shown, room.source_left_out ? "true" : "false", MAX_SOURCE, MAX_ROWS,
+			 room.calls == 0 ? "true" : "false");
 	free(order);
 	return err;
 }

@@ -362,3 +362,16 @@ def test_recorded_program(run_ulma, tmp_path):
         assert rows[n]["cells"][-1] == line
     assert rows[2]["cells"][1] == "1" and rows[4]["cells"][1] == "40" and rows[5]["cells"][1] == "1"
     assert rows[3]["cells"][1] in ("40", "41")  # the loop's header: once more to leave, where the interpreter says so
+
+
+def test_rows_are_bounded(run_ulma, tmp_path):
+    """A function with more line rows than the report keeps (100000) is left
+    out and counted; the others are shown."""
+    events = [(0, "enter", 1)] + [(1 + i, "line", 1 + i) for i in range(100001)] + [(200000, "exit")]
+    events += [(200000, "enter", 2), (200000, "line", 2), (200001, "exit")]
+    path = tmp_path / "wide.ulma"
+    path.write_bytes(lines_trace([("/src/wide.py", None, 0)], [("wide", 0, 1), ("small", 0, 1)], events, 200010,
+                                 overhead_ps=0))
+    _, data = page_data(html_of(run_ulma, path, tmp_path / "wide.html"))
+    assert [f["name"] for f in data["lines"]["funcs"]] == ["small"]
+    assert data["lines"]["funcs_left_out"] == 1
