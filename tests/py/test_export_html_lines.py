@@ -1,7 +1,7 @@
 """The HTML report's Lines view (docs/exports.md, html): annotated source of
 the functions recorded with `ulma run --lines`, rendered by headless
-Chromium (test_export_html.render's machinery) and read from the DOM the
-page's script built.
+Chromium (test_export_html.dump_dom) and read from the DOM the page's
+script built.
 
 The traces are made by hand (trace_builder.lines_trace: version 5, LINE
 and LINE_RESUME events, source copies, off-CPU intervals), so every figure
@@ -10,12 +10,11 @@ the split, the calls made on a line.  The page's figures must also be
 `ulma report`'s, the hook's cost taken out the same way.
 """
 import re
-import subprocess
 from html.parser import HTMLParser
 
 import pytest
 
-from test_export_html import CHROMIUM, page_data
+from test_export_html import dump_dom, page_data
 from trace_builder import SOURCE_CHANGED, SPLIT_NONE, lines_trace
 
 PROG = """\
@@ -103,18 +102,9 @@ def lines_dom(path, tmp_path, select=None):
     """The Lines view of the page at path after headless Chromium ran its
     script (with function `select` of the view's list shown, by its
     #lines=N address)."""
-    if CHROMIUM is None:
-        pytest.skip("chromium not installed (scripts/ensure-deps.sh installs it)")
     target = "%s#lines=%d" % (path, select) if select is not None else str(path)
-    proc = subprocess.run(
-        [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-         "--user-data-dir=%s" % (tmp_path / "chromium-profile"), "--window-size=1200,900", "--dump-dom",
-         "file://%s" % target],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60,
-    )
-    assert proc.returncode == 0, proc.stderr.decode(errors="replace")[-2000:]
     view = LinesDom()
-    view.feed(proc.stdout.decode("utf-8"))
+    view.feed(dump_dom(target, tmp_path))
     assert view.ready, "the page's script did not run to its end"
     return view
 
