@@ -12,6 +12,7 @@
 #include "../core/clock.h"
 #include "collector_defs.h"
 #include "collector_lines.h"
+#include "collector_memory.h"
 #include "../analysis/profile_lines.h"
 #include "../analysis/profile_memory.h"
 #include "collector_native.h"
@@ -39,8 +40,7 @@ struct ulma_collector_slot {
 	uint64_t value_bits;  /* the counter value the VALUE records so far gave */
 	unsigned value_parts; /* which halves of it: bit 0 high, bit 1 low */
 	uint32_t twins_open;  /* Cython's reports of native frames, dropped (cython_twin) */
-	uint64_t mem_size;    /* size << 2 | domain of the ALLOC that follows (MEM_SIZE) */
-	bool mem_sized;       /* mem_size is set */
+	struct ulma_collector_mem mem; /* a MEM_SIZE waiting for its ALLOC (collector_memory.h) */
 	struct native_seen *native_cache; /* NATIVE_CACHE recent addresses, NULL until the first */
 	struct ulma_offcpu_thread *off; /* switch records of the thread, or NULL */
 	/* schedstat sampling */
@@ -191,7 +191,7 @@ static int open_thread(struct ulma_collector *c, struct ulma_collector_slot *cs,
 	cs->pid = slot->pid;
 	cs->cpu = 0;
 	cs->twins_open = 0;
-	cs->mem_sized = false;
+	cs->mem.sized = false;
 	if (cs->native_cache) /* a slot's new owner may be another process */
 		memset(cs->native_cache, 0, NATIVE_CACHE * sizeof(*cs->native_cache));
 	cs->off = NULL;
@@ -340,37 +340,6 @@ static inline bool has_cpu(uint8_t kind)
 {
 	return kind != ULMA_REC_NATIVE_ENTER && kind != ULMA_REC_NATIVE_EXIT && kind != ULMA_REC_VALUE &&
 	       (kind < ULMA_REC_MEM_SIZE || kind > ULMA_REC_FREE);
-}
-
-/* A memory record (--memory) to the profile and the trace: a MEM_SIZE is
- * kept for the ALLOC after it; an ALLOC whose size was lost is counted
- * and dropped (the LOST marker before it says why). */
-static void apply_memory(struct ulma_collector *c, struct ulma_collector_slot *cs, const struct ulma_record *r,
-			 uint64_t t)
-{
-	uint64_t value = native_addr(r);
-	struct ulma_profile *p = &c->profile;
-	if (!p->memory)
-		return; /* not asked for: a foreign writer's */
-	if (r->kind == ULMA_REC_MEM_SIZE) {
-		cs->mem_size = value;
-		cs->mem_sized = true;
-		return;
-	}
-	if (r->kind == ULMA_REC_FREE) {
-		set_error(c, ulma_profile_mem_free(p, cs->thread, value, t));
-		if (cs->stream)
-			ulma_trace_free(cs->stream, t, value);
-		return;
-	}
-	if (!cs->mem_sized) {
-		p->memory->unmatched_allocs++;
-		return;
-	}
-	cs->mem_sized = false;
-	set_error(c, ulma_profile_mem_alloc(p, cs->thread, value, cs->mem_size >> 2, t));
-	if (cs->stream)
-		ulma_trace_alloc(cs->stream, t, value, cs->mem_size >> 2, (unsigned)(cs->mem_size & 3));
 }
 
 /* The dense index of the native function at addr, of the thread's cache
@@ -545,7 +514,8 @@ apply_loop(struct ulma_collector *c, struct ulma_collector_slot *cs, const struc
 				    p->memory)
 					ulma_profile_mem_prefetch(p, thread, native_addr(ahead));
 				CURSOR_PUT();
-				apply_memory(c, cs, r, t);
+				set_error(c, ulma_collector_memory(c, cs->thread, cs->stream, &cs->mem, r->kind,
+								   native_addr(r), t));
 				CURSOR_GET();
 				last = t;
 				continue;
