@@ -27,6 +27,8 @@ enum ulma_shm_flag {
 	ULMA_SHM_LOSSLESS = 1u << 0,  /* writers wait for room instead of dropping */
 	ULMA_SHM_CLOCK_TSC = 1u << 1, /* record times are TSC ticks, else CLOCK_MONOTONIC ns */
 	ULMA_SHM_NO_C_CALLS = 1u << 2, /* record Python functions only, not builtins */
+	ULMA_SHM_MEMORY = 1u << 3,     /* record every allocation and free of Python's allocators
+					* (--memory, docs/memory.md) */
 };
 
 /* Sticky failure bits set by writers, reported by the monitor at the end. */
@@ -60,8 +62,27 @@ enum ulma_record_kind {
 	ULMA_REC_LINE = 11,        /* id = line number: the frame starts executing this line (a hit) */
 	ULMA_REC_LINE_RESUME = 12, /* id = line number: the frame resumed inside this line (a generator's
 				    * resume or throw); not a hit, the line's time goes on */
+	/* Memory (--memory, docs/memory.md): a block of Python's allocators.
+	 * Each carries a 48-bit value as id | cpu << 32, as native records do,
+	 * and no CPU number.  An allocation is MEM_SIZE then ALLOC, both with
+	 * the time read after the allocator returned; a free's time is read
+	 * before the block is given back, so that an address handed to another
+	 * thread at once is freed before it is allocated again.  A realloc
+	 * that moved or resized a block is FREE (old) then MEM_SIZE, ALLOC. */
+	ULMA_REC_MEM_SIZE = 13, /* value = size << 2 | domain (enum ulma_mem_domain) of the ALLOC
+				 * that follows; a size of 2^46 bytes or more is written as 2^46 - 1 */
+	ULMA_REC_ALLOC = 14,    /* value = the block's address */
+	ULMA_REC_FREE = 15,     /* value = the block's address */
 };
-#define ULMA_REC_KIND_MAX 12u
+#define ULMA_REC_KIND_MAX 15u
+
+/* Python's allocator domains (PyMemAllocatorDomain's order). */
+enum ulma_mem_domain {
+	ULMA_MEM_RAW = 0, /* PyMem_RawMalloc: called without the GIL too */
+	ULMA_MEM_MEM = 1, /* PyMem_Malloc */
+	ULMA_MEM_OBJ = 2, /* PyObject_Malloc: objects */
+};
+#define ULMA_MEM_SIZE_MAX ((UINT64_C(1) << 46) - 1)
 
 /* Record flags. */
 enum ulma_record_flag {
@@ -139,6 +160,8 @@ struct ulma_shm_header {
 	_Atomic uint64_t overhead_ps;   /* the hook's cost per event in ps, measured by the
 					 * first process to start (0: not yet) */
 	_Atomic uint32_t slots_used;    /* one past the highest slot ever claimed */
+	_Atomic uint64_t mem_unattributed; /* --memory: allocations and frees no thread could
+					    * record (no slot, or tracing stopping meanwhile) */
 };
 static_assert(sizeof(struct ulma_shm_header) <= 4096, "header fits in one page");
 static_assert(ATOMIC_LLONG_LOCK_FREE == 2, "64-bit atomics must be lock-free for shared memory");

@@ -13,7 +13,7 @@
 #include <stdint.h>
 
 #define ULMA_TRACE_MAGIC "ULMATRC\x01"
-#define ULMA_TRACE_VERSION 5u     /* 5: lines and source copies;
+#define ULMA_TRACE_VERSION 5u     /* 5: lines and source copies, memory;
 				   * 4: native functions, zones and marks;
                                    * 3: off-CPU intervals in the event stream, END's monitor figures;
 				   * 2: SCHED chunks say how many values a sample has */
@@ -65,6 +65,10 @@ enum ulma_ext_kind {
 	/* lines (version 5): of the innermost open frame; counted as events */
 	ULMA_EXT_LINE = 6,        /* varint line: the frame starts executing this line (a hit) */
 	ULMA_EXT_LINE_RESUME = 7, /* varint line: the frame resumed inside this line (no hit) */
+	/* memory (version 5, --memory): not counted as events.  An address is a
+	 * varint zigzag delta from the previous address of the chunk (0 at its start). */
+	ULMA_EXT_ALLOC = 8, /* varint size << 2 | domain (ulma_mem_domain), varint address delta */
+	ULMA_EXT_FREE = 9,  /* varint address delta */
 };
 
 /* Why a thread was off its CPU (ULMA_EXT_OFF), from the scheduler's switch records. */
@@ -86,6 +90,7 @@ enum ulma_meta_flag {
 	ULMA_META_TSC = 1u << 0,      /* ticks are TSC ticks (else ns) */
 	ULMA_META_LOSSLESS = 1u << 1, /* recorded with --lossless */
 	ULMA_META_NO_C_CALLS = 1u << 2, /* recorded with --no-c-calls: no builtins */
+	ULMA_META_MEMORY = 1u << 3,     /* recorded with --memory: allocations and frees */
 };
 
 #endif

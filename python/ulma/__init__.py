@@ -169,20 +169,23 @@ class profile:
     when a ring is full, wait for room (the default) rather than drop
     events; c_calls: record builtins too; follow:
     let started processes join; correction: subtract the hook's own cost
-    from the summary's times; limit: rows of the text summary; lines:
-    the code to time line by line, a list of functions and of patterns as
-    `ulma run --lines` takes them ("pkg.mod", "Class.method", "prog.py",
-    "all"; docs/lines.md).
+    from the summary's times; limit: rows of the text summary; memory:
+    record every allocation and free of Python's allocators (bytes per
+    function, leaks, the peak: docs/memory.md); lines: the code to time
+    line by line, a list of functions and of patterns as `ulma run
+    --lines` takes them ("pkg.mod", "Class.method", "prog.py", "all";
+    docs/lines.md).
     """
 
     def __init__(self, output="ulma.trace", summary="text", lossless=True, c_calls=True, follow=True,
-                 correction=True, limit=25, lines=None):
+                 correction=True, limit=25, memory=False, lines=None):
         if summary not in ("text", "json", "none"):
             raise ValueError("ulma.profile: summary must be 'text', 'json' or 'none', not %r" % (summary,))
         self.output = str(output)
         self.summary = summary
         self.lossless = lossless
         self.c_calls = c_calls
+        self.memory = bool(memory)
         self.follow = follow
         self.correction = correction
         self.limit = int(limit)
@@ -208,6 +211,7 @@ class profile:
         argv += [] if self.lossless else ["--may-drop"]
         argv += [] if self.c_calls else ["--no-c-calls"]
         argv += [] if self.correction else ["--no-correction"]
+        argv += ["--memory"] if self.memory else []
         argv += ["--lines=" + pattern for pattern in self._line_patterns]
         monitor = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, start_new_session=True)
         path = monitor.stdout.readline().decode(errors="replace").strip()

@@ -21,6 +21,10 @@
  * a sparkline, every value while they fit, then every second, fourth...
  * (the stride doubles when the points are full).  A thread named by a mark
  * has its last name in its lane's label.
+ *
+ * Lines recorded with `ulma run --lines` get a view of their own: the walk
+ * feeds a profile (export_walk.h) whose line rows export_html_lines.c
+ * writes out, with the source they annotate.
  */
 #include <errno.h>
 #include <math.h>
@@ -29,6 +33,7 @@
 
 #include "calltree.h"
 #include "export.h"
+#include "export_html_lines.h"
 #include "export_html_page.h"
 #include "export_text.h"
 #include "ulma/shm.h"
@@ -78,6 +83,7 @@ struct html {
 	struct counter *counters;
 	uint32_t ncounters;
 	uint64_t counters_left_out; /* values of counters past MAX_COUNTERS */
+	struct ulma_profile lines;  /* fed by the walk: the line view's rows */
 };
 
 static struct lane *lane_of(struct html *h, uint32_t thread)
@@ -386,6 +392,8 @@ static int write_data(FILE *out, const struct ulma_walk *w, struct html *h)
 	}
 	ulma_sbuf_puts(&b, "]");
 	write_counters(&b, w, h);
+	if (!err)
+		err = ulma_html_lines(&b, w, &h->lines, index);
 	ulma_sbuf_puts(&b, "}");
 	if (!err)
 		err = ulma_sbuf_flush(&b, out);
@@ -406,7 +414,8 @@ int ulma_export_html(FILE *in, const struct ulma_export_opts *o, FILE *out, cons
 	int err = ulma_calltree_init(&h.t);
 	if (err)
 		return err;
-	struct ulma_walk_sink sink = {&h, NULL, NULL, on_open, on_close, &h.t, &h.min_span, on_mark};
+	ulma_profile_init(&h.lines);
+	struct ulma_walk_sink sink = {&h, NULL, NULL, on_open, on_close, &h.t, &h.min_span, on_mark, &h.lines};
 	err = ulma_export_walk(in, o, &w, &sink, res);
 	if (!err && fputs(ulma_html_head, out) == EOF)
 		err = -EIO;
@@ -421,6 +430,7 @@ int ulma_export_html(FILE *in, const struct ulma_export_opts *o, FILE *out, cons
 	free(h.lanes);
 	free(h.counters);
 	ulma_calltree_free(&h.t);
+	ulma_profile_free(&h.lines);
 	ulma_walk_free(&w);
 	return err;
 }

@@ -13,6 +13,7 @@
 #include "export_walk.h"
 
 #include "calltree.h"
+#include "profile_lines.h"
 
 #include <errno.h>
 #include <fnmatch.h>
@@ -68,6 +69,7 @@ void ulma_walk_free(struct ulma_walk *w)
 	free(w->command);
 	ulma_pid_names_free(&w->names);
 	ulma_idmap_free(&w->keys);
+	ulma_profile_feed_free(&w->feed);
 	memset(w, 0, sizeof(*w));
 }
 
@@ -314,6 +316,7 @@ static int on_meta(void *ctx, const struct ulma_trace_meta *m)
 	w->command = m->command ? strdup(m->command) : NULL;
 	if (m->command && !w->command)
 		return -ENOMEM;
+	ulma_profile_feed_meta(&w->feed, m);
 	return 0;
 }
 
@@ -373,6 +376,9 @@ static int on_func(void *ctx, const struct ulma_trace_func *f)
 	if (f->index >= w->nfuncs)
 		w->nfuncs = f->index + 1;
 	int err = assign_key(w, f->index);
+	if (!err && w->sink->profile)
+		err = ulma_profile_add_func(w->sink->profile, f->index, f->kind, f->name, f->name_len, f->file, f->file_len,
+					    f->line);
 	if (err)
 		return err;
 	return w->sink->on_func ? w->sink->on_func(w->sink->ctx, w, f->index) : 0;
@@ -435,6 +441,9 @@ static int on_thread(void *ctx, const struct ulma_trace_thread *th)
 		  (w->filter.pid == ULMA_WALK_ALL || w->filter.pid == (int64_t)th->pid);
 	if (th->index >= w->nthreads)
 		w->nthreads = th->index + 1;
+	int err = w->sink->profile ? ulma_profile_feed_thread(&w->feed, th) : 0;
+	if (err)
+		return err;
 	if (t->pass && w->sink->on_thread)
 		return w->sink->on_thread(w->sink->ctx, w, th->index);
 	return 0;
@@ -583,9 +592,25 @@ static int on_events_tree(struct ulma_walk *w, uint32_t thread, const struct ulm
 	return err;
 }
 
+/* A passing thread's events into the sink's profile, as recorded. */
+static int feed_profile(struct ulma_walk *w, uint32_t thread, const struct ulma_trace_event *ev, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		int err = ulma_profile_feed_event(&w->feed, thread, &ev[i]);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
 static int on_events(void *ctx, uint32_t thread, const struct ulma_trace_event *ev, size_t n)
 {
 	struct ulma_walk *w = ctx;
+	if (w->sink->profile && w->threads[thread].pass) {
+		int err = feed_profile(w, thread, ev, n);
+		if (err)
+			return err;
+	}
 	if (w->keep_all)
 		return w->sink->tree ? on_events_tree(w, thread, ev, n) : on_events_all(w, thread, ev, n);
 	struct ulma_walk_thread *t = &w->threads[thread];
@@ -659,9 +684,22 @@ static int on_overhead(void *ctx, uint64_t ps)
 	return 0;
 }
 
+static int on_sched(void *ctx, uint32_t thread, const struct ulma_trace_sched *s)
+{
+	struct ulma_walk *w = ctx;
+	return w->threads[thread].pass ? ulma_profile_feed_sched(&w->feed, thread, s) : 0;
+}
+
+static int on_source(void *ctx, const struct ulma_trace_source *s)
+{
+	struct ulma_walk *w = ctx;
+	return ulma_profile_add_source(w->sink->profile, s->path, s->path_len, s->text, s->text_len, s->flags);
+}
+
 static int on_end(void *ctx, const struct ulma_trace_end *e)
 {
 	struct ulma_walk *w = ctx;
+	w->end = *e;
 	w->have_end = true;
 	w->end_ticks = e->end_ticks;
 	w->end_ns = e->end_ns;
@@ -685,9 +723,16 @@ int ulma_walk_run(struct ulma_walk *w, FILE *f, const struct ulma_walk_sink *sin
 				       .on_process = on_process,
 				       .on_overhead = on_overhead,
 				       .on_mark = on_mark};
+	if (w->sink->profile) {
+		ulma_profile_feed_init(&w->feed, w->sink->profile);
+		v.on_sched = on_sched;
+		v.on_source = on_source;
+	}
 	int err = ulma_trace_read(f, &v, st);
 	if (err)
 		return err;
+	if (w->sink->profile)
+		ulma_profile_feed_finish(&w->feed, st->complete ? &w->end : NULL, st->last_ticks);
 	w->complete = st->complete;
 	uint64_t end = to_ns(w, st->complete ? w->end_ticks : st->last_ticks);
 	uint64_t last = to_ns(w, st->last_ticks);

@@ -34,6 +34,13 @@
  * before them, so memory then also holds the marks inside frames not yet
  * known to be kept.
  *
+ * A sink may also ask for a profile (profile.h) of the passing threads:
+ * the walk then feeds it every event of theirs as recorded, through
+ * profile_feed.h as `ulma report` does, with the trace's source copies,
+ * and finishes it at the end.  It is the line data's one aggregation
+ * (profile_lines.h) for the exports that show lines; the time window,
+ * the minimum duration and the patterns do not cut it.
+ *
  * Memory is the function and thread tables plus one stack per thread.
  * Single-threaded.  Functions returning int give 0 or a negative errno
  * (-EPROTO for a corrupt trace, with the reason in the status), or a sink
@@ -50,6 +57,7 @@
 #include "../core/idmap.h"
 #include "../core/trace_reader.h"
 #include "pid_names.h"
+#include "profile_feed.h"
 #include "ulma/shm.h"
 
 #define ULMA_WALK_NONE UINT32_MAX
@@ -171,6 +179,9 @@ struct ulma_walk_sink {
 	/* a mark of a passing thread that the filters keep (see above); the
 	 * thread's name is already updated for a thread-name mark */
 	int (*on_mark)(void *ctx, const struct ulma_walk *w, uint32_t thread, const struct ulma_walk_mark *m);
+	/* a profile the walk feeds (see above; initialised and freed by the
+	 * sink), or NULL; its function and thread indices are the walk's */
+	struct ulma_profile *profile;
 };
 
 struct ulma_walk {
@@ -203,6 +214,8 @@ struct ulma_walk {
 	uint64_t end_ticks, end_ns;
 	const struct ulma_walk_sink *sink;
 	struct ulma_idmap keys; /* hash of name, file, line -> func */
+	struct ulma_profile_feed feed; /* into sink->profile */
+	struct ulma_trace_end end;     /* END's facts, for the profile */
 };
 
 /* Prepare a walker; the filter's pattern arrays must outlive it. */

@@ -2,6 +2,7 @@
  * per-event paths are inline in profile.h, the rare ones are here. */
 #include "profile.h"
 #include "profile_lines.h"
+#include "profile_memory.h"
 
 #include "../core/array.h"
 #include "ulma/shm.h"
@@ -21,6 +22,7 @@ void ulma_profile_free(struct ulma_profile *p)
 	for (uint32_t i = 0; i < p->nfuncs; i++) {
 		free(p->funcs[i].name);
 		free(p->funcs[i].file);
+		free(p->funcs[i].line_row_of);
 	}
 	free(p->funcs);
 	for (uint32_t i = 0; i < p->nthreads; i++) {
@@ -28,8 +30,14 @@ void ulma_profile_free(struct ulma_profile *p)
 		free(p->threads[i].active);
 		free(p->threads[i].name);
 		free(p->threads[i].lines);
+		if (p->threads[i].mem) {
+			free(p->threads[i].mem->acc);
+			free(p->threads[i].mem->node);
+			free(p->threads[i].mem);
+		}
 	}
 	ulma_profile_lines_free(p->lines);
+	ulma_profile_memory_free(p->memory);
 	free(p->threads);
 	memset(p, 0, sizeof(*p));
 }

@@ -45,6 +45,8 @@
 
 struct ulma_line_open;
 struct ulma_profile_lines;
+struct ulma_mem_thread;
+struct ulma_profile_memory;
 
 struct ulma_func_row {
 	/* hot: touched by every event */
@@ -76,6 +78,9 @@ struct ulma_func_row {
 	bool pyx;     /* a Python-level function of a .pyx file: what Cython's profile=True reports */
 	uint32_t line_rows;      /* its lines with a row (profile_lines.h) */
 	uint32_t first_line_row; /* the newest of them */
+	uint32_t *line_row_of;   /* row of line line_base + i, UINT32_MAX: none; owned */
+	uint32_t line_base;
+	uint32_t line_span;
 };
 
 /* A thread's cumulative time off its CPU; a frame keeps a copy from its
@@ -131,6 +136,7 @@ struct ulma_thread_row {
 	uint64_t off_since;
 	struct ulma_line_open *lines; /* per depth: the frame's current line (profile_lines.h), or NULL */
 	uint32_t lines_cap;
+	struct ulma_mem_thread *mem; /* its allocations per depth (profile_memory.h), NULL until its first */
 };
 
 enum ulma_profile_split {
@@ -152,6 +158,7 @@ struct ulma_profile {
 	struct ulma_pid_names names; /* what to call each process, where known */
 	struct ulma_profile_lines *lines; /* lines of the code chosen with --lines, or NULL */
 	bool lines_failed; /* a line's call could not be counted (out of memory) */
+	struct ulma_profile_memory *memory; /* allocations (--memory, profile_memory.h), or NULL */
 };
 
 void ulma_profile_init(struct ulma_profile *p);
@@ -218,6 +225,10 @@ void ulma_profile_total_off(struct ulma_func_row *r, const struct ulma_thread_ro
 /* profile_lines.c: frame f (t->stack[t->depth]) ends; its line closes. */
 void ulma_profile_lines_pop(struct ulma_profile *p, struct ulma_thread_row *t, const struct ulma_frame *f);
 
+/* profile_memory.c: frame f (t->stack[t->depth]) ends; what it allocated
+ * goes to its caller's and, at its outermost frame, to its total. */
+void ulma_profile_memory_pop(struct ulma_profile *p, struct ulma_thread_row *t, const struct ulma_frame *f);
+
 /* Remove the top frame, ending at the thread's last event; an outermost
  * frame of its function adds its total. */
 static inline void ulma_profile_pop(struct ulma_profile *p, struct ulma_thread_row *t)
@@ -225,6 +236,8 @@ static inline void ulma_profile_pop(struct ulma_profile *p, struct ulma_thread_r
 	const struct ulma_frame *f = &t->stack[--t->depth];
 	if (ULMA_UNLIKELY(t->lines != NULL))
 		ulma_profile_lines_pop(p, t, f);
+	if (ULMA_UNLIKELY(t->mem != NULL))
+		ulma_profile_memory_pop(p, t, f);
 	t->top = t->depth ? f[-1].func : ULMA_PROFILE_NO_FRAME;
 	t->top_native = t->depth ? (uint64_t)0 - f[-1].native : 0;
 	if (ULMA_LIKELY(--t->active[f->func] != 0))

@@ -14,24 +14,59 @@ static uint64_t grown(uint64_t now, uint64_t then)
 	return now > then ? now - then : 0;
 }
 
-/* The row of (func, line), added if new; NO_ROW if out of memory. */
-static uint32_t row_of(struct ulma_profile *p, struct ulma_profile_lines *l, uint32_t func, uint32_t line)
+#define MAX_SPAN 65536u /* lines a function's direct table covers; beyond, the hash map */
+
+/* Slow path of row_of: find or add the row, and cover its line in the
+ * function's direct table where the span allows. */
+static uint32_t row_of_slow(struct ulma_profile *p, struct ulma_profile_lines *l, uint32_t func, uint32_t line)
 {
+	struct ulma_func_row *f = &p->funcs[func];
 	uint64_t key = (uint64_t)(func + 1u) << 32 | line;
 	uint32_t row;
-	if (ulma_idmap_get(&l->row_of, key, &row))
+	if (!ulma_idmap_get(&l->row_of, key, &row)) {
+		row = l->nrows;
+		if (ulma_array_grow((void **)&l->rows, &l->cap_rows, row, sizeof(*l->rows)) ||
+		    ulma_idmap_put(&l->row_of, key, row))
+			return NO_ROW;
+		l->rows[row] = (struct ulma_line_row){.func = func,
+						      .line = line,
+						      .next = f->line_rows ? f->first_line_row : NO_ROW,
+						      .first_call = NO_ROW};
+		l->nrows++;
+		f->first_line_row = row;
+		f->line_rows++;
+	}
+	/* the direct table: [line_base, line_base + line_span) */
+	uint32_t lo = f->line_span ? (line < f->line_base ? line : f->line_base) : line;
+	uint32_t hi = f->line_span ? (line >= f->line_base + f->line_span ? line + 1 : f->line_base + f->line_span)
+				   : line + 1;
+	if (hi - lo > MAX_SPAN)
 		return row;
-	row = l->nrows;
-	if (ulma_array_grow((void **)&l->rows, &l->cap_rows, row, sizeof(*l->rows)) ||
-	    ulma_idmap_put(&l->row_of, key, row))
-		return NO_ROW;
-	struct ulma_func_row *f = &p->funcs[func];
-	l->rows[row] = (struct ulma_line_row){.func = func, .line = line, .next = f->line_rows ? f->first_line_row : NO_ROW,
-					.first_call = NO_ROW};
-	l->nrows++;
-	f->first_line_row = row;
-	f->line_rows++;
+	if (lo != f->line_base || hi - lo != f->line_span) {
+		uint32_t *t = malloc((size_t)(hi - lo) * sizeof(*t));
+		if (!t)
+			return row;
+		for (uint32_t i = 0; i < hi - lo; i++)
+			t[i] = NO_ROW;
+		for (uint32_t i = 0; i < f->line_span; i++)
+			t[f->line_base - lo + i] = f->line_row_of[i];
+		free(f->line_row_of);
+		f->line_row_of = t;
+		f->line_base = lo;
+		f->line_span = hi - lo;
+	}
+	f->line_row_of[line - lo] = row;
 	return row;
+}
+
+/* The row of (func, line), added if new; NO_ROW if out of memory. */
+static inline uint32_t row_of(struct ulma_profile *p, struct ulma_profile_lines *l, uint32_t func, uint32_t line)
+{
+	const struct ulma_func_row *f = &p->funcs[func];
+	uint32_t at = line - f->line_base;
+	if (ULMA_LIKELY(at < f->line_span && f->line_row_of[at] != NO_ROW))
+		return f->line_row_of[at];
+	return row_of_slow(p, l, func, line);
 }
 
 static int add_call(struct ulma_profile_lines *l, uint32_t row, uint32_t callee, uint64_t ticks)

@@ -30,9 +30,8 @@ static uint64_t on_cpu(uint64_t wall_ns, uint64_t blocked_ns, uint64_t runnable_
 	return wall_ns > off ? wall_ns - off : 0;
 }
 
-/* f's self and total time, corrected unless asked not to, and split. */
-static void times_of(const struct ulma_summary *s, const struct ulma_func_row *f, struct ulma_time_split *self,
-		     struct ulma_time_split *total)
+void ulma_summary_times(const struct ulma_summary *s, const struct ulma_func_row *f, struct ulma_time_split *self,
+			struct ulma_time_split *total)
 {
 	double b = ulma_summary_cost_per_event(s);
 	uint64_t raw_total = ulma_summary_ns(s, f->total_ticks), raw_self = ulma_summary_ns(s, f->self_ticks);
@@ -279,7 +278,7 @@ static uint32_t *sorted_by_shown_self(const struct ulma_summary *s)
 		return NULL;
 	for (uint32_t i = 0; i < p->nfuncs; i++) {
 		struct ulma_time_split self, total;
-		times_of(s, &p->funcs[i], &self, &total);
+		ulma_summary_times(s, &p->funcs[i], &self, &total);
 		key[i] = self.wall_ns;
 	}
 	uint32_t *order = ulma_profile_sorted_by_key(p, key);
@@ -308,7 +307,7 @@ int ulma_summary_text(FILE *out, const struct ulma_summary *s, uint32_t limit)
 			continue;
 		shown++;
 		struct ulma_time_split self, total;
-		times_of(s, f, &self, &total);
+		ulma_summary_times(s, f, &self, &total);
 		const char *file = or_unknown(f->file);
 		fprintf(out, "%12llu %12.3f %12.3f %11.3f ", (unsigned long long)f->calls, (double)total.wall_ns / 1e6,
 			(double)self.wall_ns / 1e6, (double)total.wall_ns / 1e3 / (double)f->calls);
@@ -333,6 +332,7 @@ int ulma_summary_text(FILE *out, const struct ulma_summary *s, uint32_t limit)
 	}
 	free(order);
 	ulma_summary_lines_text(out, s, limit);
+	ulma_summary_memory_text(out, s, limit);
 
 	uint32_t procs = count_processes(p);
 	char ending[64] = "";
@@ -497,7 +497,7 @@ int ulma_summary_json(FILE *out, const struct ulma_summary *s)
 		fputs(", \"file\": ", out);
 		ulma_summary_json_string(out, or_unknown(f->file));
 		struct ulma_time_split self, total;
-		times_of(s, f, &self, &total);
+		ulma_summary_times(s, f, &self, &total);
 		fprintf(out,
 			", \"line\": %u, \"kind\": \"%s\", \"calls\": %llu, \"total_ns\": %llu, \"self_ns\": %llu, "
 			"\"raw_total_ns\": %llu, \"raw_self_ns\": %llu",
@@ -524,6 +524,7 @@ int ulma_summary_json(FILE *out, const struct ulma_summary *s)
 			fprintf(out, ", \"gil_ns\": %llu, \"total_gil_ns\": %llu", (unsigned long long)self.gil_ns,
 				(unsigned long long)total.gil_ns);
 		ulma_summary_lines_json(out, s, order[k]);
+		ulma_summary_memory_func_json(out, s, order[k]);
 		fputc('}', out);
 	}
 	free(order);
@@ -561,6 +562,8 @@ int ulma_summary_json(FILE *out, const struct ulma_summary *s)
 		fputc('}', out);
 	}
 	fputs("\n],\n", out);
+	if (ulma_summary_memory_json(out, s) < 0)
+		return -ENOMEM;
 	uint64_t nat, in_frames;
 	native_split(s, &nat, &in_frames);
 	failure_text(s->failures, fbuf, sizeof(fbuf));

@@ -25,17 +25,14 @@
 #define SOURCE_CHARS 100 /* of a source line, in the table */
 #define CALLS_SHOWN 3   /* functions listed under a line */
 
-/* A line's time, corrected, and split. */
-static void line_times(const struct ulma_summary *s, const struct ulma_line_row *r, struct ulma_time_split *out)
+void ulma_summary_line_times(const struct ulma_summary *s, const struct ulma_line_row *r, struct ulma_time_split *out)
 {
 	uint64_t wall = ulma_summary_ns(s, r->ticks), off = r->blocked_ns + r->runnable_ns;
 	ulma_overhead_split(wall, wall > off ? wall - off : 0, r->runnable_ns, r->gil_ns,
 			    ulma_overhead_cost(r->events, ulma_summary_cost_per_event(s)), out);
 }
 
-/* Offsets of the starts of the text's lines: starts[i] is line i + 1's;
- * starts[n] is the end.  NULL if out of memory. */
-static size_t *split_lines(const char *text, size_t len, uint32_t *n)
+size_t *ulma_summary_split_lines(const char *text, size_t len, uint32_t *n)
 {
 	uint32_t count = 1;
 	for (size_t i = 0; i < len; i++)
@@ -104,6 +101,21 @@ static uint32_t block_end(const char *text, const size_t *starts, uint32_t nline
 	return last;
 }
 
+bool ulma_summary_line_block(const struct ulma_func_row *f, const char *text, const size_t *starts, uint32_t nlines,
+			     uint32_t first_row, uint32_t last_row, uint32_t *first, uint32_t *last)
+{
+	*first = f->line ? f->line : first_row;
+	*last = last_row;
+	if (*first == 0 || *first > nlines || strcmp(f->name ? f->name : "", "<module>") == 0)
+		return false;
+	uint32_t end = block_end(text, starts, nlines, *first);
+	if (end > *last)
+		*last = end;
+	if (*last > nlines)
+		*last = nlines;
+	return first_row >= *first && *last - *first < MAX_BLOCK;
+}
+
 static void put_source_line(FILE *out, const char *p, const char *end)
 {
 	char buf[4 * SOURCE_CHARS + 8];
@@ -149,7 +161,7 @@ static void print_row(FILE *out, const struct ulma_summary *s, const struct ulma
 	fprintf(out, "%8u ", line);
 	if (r) {
 		struct ulma_time_split t;
-		line_times(s, r, &t);
+		ulma_summary_line_times(s, r, &t);
 		double d = t.wall_ns ? (double)t.wall_ns / 100.0 : 1.0;
 		fprintf(out, "%10llu %12.3f ", (unsigned long long)r->hits, (double)t.wall_ns / 1e6);
 		if (r->hits)
@@ -191,7 +203,7 @@ static int print_function(FILE *out, const struct ulma_summary *s, uint32_t func
 		f->calls == 1 ? "" : "s", (double)ulma_summary_ns(s, f->total_ticks) / 1e6);
 	const struct ulma_profile_source *src = f->file ? ulma_profile_source_of(p, f->file) : NULL;
 	uint32_t nlines = 0;
-	size_t *starts = src ? split_lines(src->text, src->len, &nlines) : NULL;
+	size_t *starts = src ? ulma_summary_split_lines(src->text, src->len, &nlines) : NULL;
 	if (src && !starts) {
 		free(rows);
 		return -ENOMEM;
@@ -202,17 +214,9 @@ static int print_function(FILE *out, const struct ulma_summary *s, uint32_t func
 		fputs("  (the file changed while the program ran: the source shown may not be what ran)\n", out);
 	fprintf(out, "%8s %10s %12s %10s %6s %5s %5s %5s  %s\n", "line", "hits", "total ms", "us/hit", "%func", "cpu%",
 		"run%", "blk%", "source");
-	uint32_t first = f->line ? f->line : lr[rows[0]].line, last = lr[rows[n - 1]].line;
-	bool whole = starts && first <= nlines && strcmp(f->name ? f->name : "", "<module>") != 0;
-	if (whole) {
-		uint32_t end = block_end(src->text, starts, nlines, first);
-		if (end > last)
-			last = end;
-		if (last > nlines)
-			last = nlines;
-		if (lr[rows[0]].line < first || last - first >= MAX_BLOCK)
-			whole = false;
-	}
+	uint32_t first, last;
+	bool whole = starts && ulma_summary_line_block(f, src->text, starts, nlines, lr[rows[0]].line,
+						       lr[rows[n - 1]].line, &first, &last);
 	int k = 0;
 	if (whole) {
 		for (uint32_t line = first; line <= last; line++) {
@@ -287,7 +291,7 @@ void ulma_summary_lines_json(FILE *out, const struct ulma_summary *s, uint32_t f
 	for (int k = 0; k < n; k++) {
 		const struct ulma_line_row *r = &l->rows[rows[k]];
 		struct ulma_time_split t;
-		line_times(s, r, &t);
+		ulma_summary_line_times(s, r, &t);
 		fprintf(out,
 			"%s{\"line\": %u, \"hits\": %llu, \"total_ns\": %llu, \"on_cpu_ns\": %llu, \"runnable_ns\": %llu, "
 			"\"blocked_ns\": %llu",

@@ -1,13 +1,18 @@
 /* summary_parts.h - what the summary's files share (summary.c defines
- * them; summary_lines.c renders the line tables with them).  Internal to
- * the summary. */
+ * them; summary_lines.c renders the line tables with them), and the parts
+ * of the line tables the HTML report's line view reuses
+ * (export_html_lines.c), so both show the same lines and times.
+ * Internal to the analysis. */
 #ifndef ULMA_SUMMARY_PARTS_H
 #define ULMA_SUMMARY_PARTS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 
+#include "profile_lines.h"
+#include "overhead.h"
 #include "summary.h"
 
 /* Session ticks in ns. */
@@ -15,6 +20,10 @@ uint64_t ulma_summary_ns(const struct ulma_summary *s, uint64_t ticks);
 
 /* The hook's cost per event to subtract, in ns (0: no correction). */
 double ulma_summary_cost_per_event(const struct ulma_summary *s);
+
+/* f's self and total time, corrected unless s says not to, and split. */
+void ulma_summary_times(const struct ulma_summary *s, const struct ulma_func_row *f, struct ulma_time_split *self,
+			struct ulma_time_split *total);
 
 /* path for a table cell: relative to the cwd when inside it, else its
  * tail in buf (of cap bytes) with "..." before it. */
@@ -31,5 +40,30 @@ void ulma_summary_json_string(FILE *out, const char *s);
 /* summary_lines.c: `, "lines": [...]` for function func if it has lines
  * (and `, "source_changed": true` if its file changed during the run). */
 void ulma_summary_lines_json(FILE *out, const struct ulma_summary *s, uint32_t func);
+
+/* summary_lines.c: line row r's time, corrected for the hook's cost as the
+ * function table's, and split (without a split all of it is on the CPU). */
+void ulma_summary_line_times(const struct ulma_summary *s, const struct ulma_line_row *r, struct ulma_time_split *out);
+
+/* summary_lines.c: offsets of the starts of the text's lines: starts[i] is
+ * line i + 1's; starts[*n] is the end.  Caller frees; NULL if out of memory. */
+size_t *ulma_summary_split_lines(const char *text, size_t len, uint32_t *n);
+
+/* summary_lines.c: which lines function f's line table shows, its rows
+ * being lines first_row..last_row of the copy `text` (split by
+ * ulma_summary_split_lines into nlines).  True: every line of
+ * *first..*last, its block (its first line, a decorator's where it has
+ * one, down to the last line indented deeper and on to its last row);
+ * false: its rows' lines only (a module's body, a block too long, rows
+ * outside it). */
+bool ulma_summary_line_block(const struct ulma_func_row *f, const char *text, const size_t *starts, uint32_t nlines,
+			     uint32_t first_row, uint32_t last_row, uint32_t *first, uint32_t *last);
+
+/* summary_memory.c (--memory, docs/memory.md): a function's memory keys;
+ * the top-level keys (`"memory": false, ` without memory), each followed
+ * by ", " (0 or -ENOMEM); the text section after the function table. */
+void ulma_summary_memory_func_json(FILE *out, const struct ulma_summary *s, uint32_t func);
+int ulma_summary_memory_json(FILE *out, const struct ulma_summary *s);
+void ulma_summary_memory_text(FILE *out, const struct ulma_summary *s, uint32_t limit);
 
 #endif

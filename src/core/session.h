@@ -25,6 +25,7 @@ struct ulma_session_config {
 	bool lossless;
 	bool use_tsc;
 	bool c_calls; /* record calls of builtins and other C functions */
+	bool memory;  /* record Python's allocations and frees (docs/memory.md) */
 };
 
 /* Defaults: 1024 slots of 256 Ki records (4 MiB) and 16 MiB of definitions.

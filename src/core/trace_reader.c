@@ -286,7 +286,7 @@ static int parse_events(struct reader *r, const uint8_t *p, const uint8_t *end)
 	struct thread_state *t = &r->threads[tidx];
 	struct ulma_trace_event batch[ULMA_TRACE_BATCH];
 	size_t n = 0;
-	uint64_t i = 0, last_ticks = r->st->last_ticks;
+	uint64_t i = 0, last_ticks = r->st->last_ticks, mem_addr = 0;
 	const char *what = "event";
 	while (p < end) {
 		if (n == ULMA_TRACE_BATCH) {
@@ -371,6 +371,25 @@ static int parse_events(struct reader *r, const uint8_t *p, const uint8_t *end)
 					return err;
 				continue;
 			}
+			if ((x == ULMA_EXT_ALLOC || x == ULMA_EXT_FREE) && r->version >= 5) {
+				uint64_t sd = 0, zz;
+				what = "memory event";
+				if (x == ULMA_EXT_ALLOC)
+					GET_VARINT(p, end, sd, truncated);
+				GET_VARINT(p, end, zz, truncated);
+				mem_addr += zz >> 1 ^ (0 - (zz & 1)); /* zigzag delta from the chunk's previous */
+				if (mem_addr >> 48)
+					return corrupt(r, "block address %#llx out of range", (unsigned long long)mem_addr);
+				if (!r->v->on_memory)
+					continue;
+				if ((err = deliver(r, tidx, batch, n)))
+					return err;
+				n = 0;
+				struct ulma_trace_memory m = {ticks, mem_addr, sd >> 2, tidx, (uint8_t)x, (uint8_t)(sd & 3)};
+				if ((err = r->v->on_memory(r->v->ctx, &m)))
+					return err;
+				continue;
+			}
 			if ((x == ULMA_EXT_LINE || x == ULMA_EXT_LINE_RESUME) && r->version >= 5) {
 				what = "line";
 				GET_VARINT(p, end, ev->count, truncated);
@@ -450,7 +469,9 @@ static int parse_end(struct reader *r, const uint8_t *p, const uint8_t *end)
 	for (int i = 0; i < known; i++)
 		NEED_VARINT(r, p, end, v[i], what[i]);
 	struct ulma_trace_end e = {v[0], v[1], v[2], v[3], (uint32_t)v[4], (int32_t)(uint32_t)v[5],
-				   (uint32_t)v[6], v[7], v[8], (uint32_t)v[9], v[10]};
+				   (uint32_t)v[6], v[7], v[8], (uint32_t)v[9], v[10], 0};
+	if (r->version >= 5 && p < end) /* optional in version 5: written with --memory */
+		NEED_VARINT(r, p, end, e.mem_unattributed, "unattributed memory records");
 	r->st->complete = true;
 	return r->v->on_end ? r->v->on_end(r->v->ctx, &e) : 0;
 }

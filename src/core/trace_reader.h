@@ -86,6 +86,17 @@ struct ulma_trace_mark {
 	double value;    /* ULMA_EXT_COUNTER */
 };
 
+/* An allocation or a free (version 5, --memory), in order with the
+ * thread's events (they are delivered first). */
+struct ulma_trace_memory {
+	uint64_t ticks;
+	uint64_t addr;   /* the block's address, below 2^48 */
+	uint64_t size;   /* ULMA_EXT_ALLOC: its size in bytes */
+	uint32_t thread; /* dense */
+	uint8_t kind;    /* ULMA_EXT_ALLOC or ULMA_EXT_FREE */
+	uint8_t domain;  /* ULMA_EXT_ALLOC: enum ulma_mem_domain */
+};
+
 #define ULMA_TRACE_BATCH 1024 /* events per on_events call, at most */
 
 /* Each callback may be NULL.  A non-zero return stops reading; it is
@@ -110,6 +121,8 @@ struct ulma_trace_visitor {
 	int (*on_mark)(void *ctx, const struct ulma_trace_mark *mark);
 	/* a copy of a source file, before the events of its lines */
 	int (*on_source)(void *ctx, const struct ulma_trace_source *source);
+	/* an allocation or a free, in order with the thread's events */
+	int (*on_memory)(void *ctx, const struct ulma_trace_memory *mem);
 };
 
 

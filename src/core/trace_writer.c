@@ -306,6 +306,7 @@ void ulma_trace_begin_slow(struct ulma_trace_stream *s, uint64_t *ticks, uint32_
 		s->len = ulma_varint_put(s->body, *ticks);
 		s->last_ticks = *ticks;
 		s->first_cpu = s->cpu = cpu;
+		s->mem_addr = 0;
 	}
 	if (*ticks < s->last_ticks)
 		*ticks = s->last_ticks;
@@ -348,6 +349,30 @@ void ulma_trace_line(struct ulma_trace_stream *s, uint64_t ticks, uint32_t line,
 	ext_word(s, ticks, true);
 	s->len += ulma_varint_put(s->body + s->len, resumed ? ULMA_EXT_LINE_RESUME : ULMA_EXT_LINE);
 	s->len += ulma_varint_put(s->body + s->len, line);
+}
+
+/* An address as a zigzag delta from the chunk's previous one: blocks are
+ * mostly near each other, so two or three bytes instead of seven. */
+static void put_addr(struct ulma_trace_stream *s, uint64_t addr)
+{
+	uint64_t d = addr - s->mem_addr;
+	s->len += ulma_varint_put(s->body + s->len, d << 1 ^ (uint64_t)((int64_t)d >> 63));
+	s->mem_addr = addr;
+}
+
+void ulma_trace_alloc(struct ulma_trace_stream *s, uint64_t ticks, uint64_t addr, uint64_t size, unsigned domain)
+{
+	ext_word(s, ticks, false); /* not an event of its own; may begin a chunk */
+	s->len += ulma_varint_put(s->body + s->len, ULMA_EXT_ALLOC);
+	s->len += ulma_varint_put(s->body + s->len, size << 2 | (domain & 3));
+	put_addr(s, addr);
+}
+
+void ulma_trace_free(struct ulma_trace_stream *s, uint64_t ticks, uint64_t addr)
+{
+	ext_word(s, ticks, false);
+	s->len += ulma_varint_put(s->body + s->len, ULMA_EXT_FREE);
+	put_addr(s, addr);
 }
 
 void ulma_trace_mark(struct ulma_trace_stream *s, uint64_t ticks, unsigned ext, uint32_t id, double value)
@@ -435,7 +460,7 @@ int ulma_trace_overhead(struct ulma_trace_writer *w, uint64_t ps_per_event)
 
 int ulma_trace_writer_close(struct ulma_trace_writer *w, const struct ulma_trace_end *end)
 {
-	uint8_t p[10 * ULMA_VARINT_MAX];
+	uint8_t p[12 * ULMA_VARINT_MAX];
 	size_t n = 0;
 	int err = ulma_trace_writer_flush(w);
 	if (!err) {
@@ -450,6 +475,8 @@ int ulma_trace_writer_close(struct ulma_trace_writer *w, const struct ulma_trace
 		n += ulma_varint_put(p + n, end->switches_lost);
 		n += ulma_varint_put(p + n, end->gil_split);
 		n += ulma_varint_put(p + n, end->resynced);
+		if (end->mem_unattributed)
+			n += ulma_varint_put(p + n, end->mem_unattributed);
 		err = write_chunk(w, ULMA_CHUNK_END, p, n, NULL, 0);
 	}
 	if (close(w->fd) < 0 && !err)

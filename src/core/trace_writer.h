@@ -35,6 +35,7 @@ struct ulma_trace_stream {
 	uint64_t count;     /* events in the current chunk (len 0: none, chunk not begun) */
 	uint32_t cpu;       /* cpu the decoder currently assumes */
 	uint32_t first_cpu;
+	uint64_t mem_addr;  /* the chunk's previous block address (ULMA_EXT_ALLOC, _FREE) */
 	size_t cap;
 	struct ulma_trace_writer *owner;
 	uint64_t serial;
@@ -78,6 +79,8 @@ struct ulma_trace_end {
 	/* version 4 */
 	uint64_t resynced;       /* frames closed without their exit, and exits that matched no
 				  * entry (longjmp, C++ exceptions, a lost record) */
+	/* version 5, optional (written when not 0) */
+	uint64_t mem_unattributed; /* --memory: allocations and frees no thread could record */
 };
 
 /* Create path anew (safe_file.h: whatever was there is replaced, never
@@ -180,6 +183,18 @@ static inline void ulma_trace_cursor_exit(struct ulma_trace_stream *s, struct ul
 	ulma_trace_cursor_word(s, c, ticks, cpu, ULMA_TAG_EXIT);
 }
 
+/* A line event (ulma_trace_line) through the cursor. */
+static inline void ulma_trace_cursor_line(struct ulma_trace_stream *s, struct ulma_trace_cursor *c, uint64_t ticks,
+					  uint32_t cpu, uint32_t line, bool resumed)
+{
+	ulma_trace_cursor_word(s, c, ticks, cpu, ULMA_TAG_EXT);
+	*c->p++ = resumed ? ULMA_EXT_LINE_RESUME : ULMA_EXT_LINE;
+	if (line < 0x80)
+		*c->p++ = (uint8_t)line;
+	else
+		c->p += ulma_varint_put(c->p, line);
+}
+
 /* The same, one event at a time.  Errors are sticky. */
 static inline void ulma_trace_enter(struct ulma_trace_stream *s, uint64_t ticks, uint32_t cpu, uint32_t id,
 				    bool same_as_parent)
@@ -204,6 +219,10 @@ void ulma_trace_off(struct ulma_trace_stream *s, uint64_t ticks, unsigned state,
 /* A line event of the stream's innermost frame: it starts `line` (a hit),
  * or goes on in it after a resume.  Counted as an event. */
 void ulma_trace_line(struct ulma_trace_stream *s, uint64_t ticks, uint32_t line, bool resumed);
+/* Memory (--memory): block addr of `size` bytes allocated in domain
+ * (enum ulma_mem_domain), or freed, at `ticks`.  Not events. */
+void ulma_trace_alloc(struct ulma_trace_stream *s, uint64_t ticks, uint64_t addr, uint64_t size, unsigned domain);
+void ulma_trace_free(struct ulma_trace_stream *s, uint64_t ticks, uint64_t addr);
 /* A mark (ULMA_EXT_INSTANT, _COUNTER with `value`, _THREAD_NAME) of
  * definition id at `ticks`.  Not an event. */
 void ulma_trace_mark(struct ulma_trace_stream *s, uint64_t ticks, unsigned ext, uint32_t id, double value);

@@ -12,6 +12,9 @@
 #include "../core/clock.h"
 #include "collector_defs.h"
 #include "collector_lines.h"
+#include "collector_memory.h"
+#include "../analysis/profile_lines.h"
+#include "../analysis/profile_memory.h"
 #include "collector_native.h"
 #include "gilwait.h"
 #include "proc_name.h"
@@ -21,6 +24,7 @@
 #define SAMPLE_BUSY_NS 1000000u   /* schedstat period of a thread with new events */
 #define SAMPLE_IDLE_NS 10000000u  /* and of one without */
 #define PREFETCH_RECORDS 16       /* read the ring this far ahead: the writer's core holds its lines */
+#define MEMORY_AHEAD 8            /* fetch the live-block table's line of the memory record this far ahead */
 
 struct ulma_collector_slot {
 	bool live;
@@ -36,6 +40,7 @@ struct ulma_collector_slot {
 	uint64_t value_bits;  /* the counter value the VALUE records so far gave */
 	unsigned value_parts; /* which halves of it: bit 0 high, bit 1 low */
 	uint32_t twins_open;  /* Cython's reports of native frames, dropped (cython_twin) */
+	struct ulma_collector_mem mem; /* a MEM_SIZE waiting for its ALLOC (collector_memory.h) */
 	struct native_seen *native_cache; /* NATIVE_CACHE recent addresses, NULL until the first */
 	struct ulma_offcpu_thread *off; /* switch records of the thread, or NULL */
 	/* schedstat sampling */
@@ -72,6 +77,8 @@ int ulma_collector_init(struct ulma_collector *c, struct ulma_session *s, struct
 	if (ulma_collector_native_init(c) < 0)
 		return -ENOMEM;
 	c->use_tsc = (s->hdr->flags & ULMA_SHM_CLOCK_TSC) != 0;
+	if ((s->hdr->flags & ULMA_SHM_MEMORY) && ulma_profile_memory_enable(&c->profile) < 0)
+		return -ENOMEM;
 	c->split = ULMA_SPLIT_SCHEDSTAT;
 	c->ns_per_tick = 1.0;
 	c->slots = calloc(s->hdr->slot_count, sizeof(*c->slots));
@@ -184,6 +191,7 @@ static int open_thread(struct ulma_collector *c, struct ulma_collector_slot *cs,
 	cs->pid = slot->pid;
 	cs->cpu = 0;
 	cs->twins_open = 0;
+	cs->mem.sized = false;
 	if (cs->native_cache) /* a slot's new owner may be another process */
 		memset(cs->native_cache, 0, NATIVE_CACHE * sizeof(*cs->native_cache));
 	cs->off = NULL;
@@ -327,10 +335,11 @@ static inline uint64_t native_addr(const struct ulma_record *r)
 	return (uint64_t)r->id | (uint64_t)r->cpu << 32;
 }
 
-/* Records whose cpu field is the CPU (native and value records use it for data). */
+/* Records whose cpu field is the CPU (native, value and memory records use it for data). */
 static inline bool has_cpu(uint8_t kind)
 {
-	return kind != ULMA_REC_NATIVE_ENTER && kind != ULMA_REC_NATIVE_EXIT && kind != ULMA_REC_VALUE;
+	return kind != ULMA_REC_NATIVE_ENTER && kind != ULMA_REC_NATIVE_EXIT && kind != ULMA_REC_VALUE &&
+	       (kind < ULMA_REC_MEM_SIZE || kind > ULMA_REC_FREE);
 }
 
 /* The dense index of the native function at addr, of the thread's cache
@@ -499,6 +508,30 @@ apply_loop(struct ulma_collector *c, struct ulma_collector_slot *cs, const struc
 			cpu = (mode & APPLY_STREAM) ? cur.cpu : cs->cpu;
 			enter = r->kind == ULMA_REC_NATIVE_ENTER;
 		} else {
+			if (r->kind >= ULMA_REC_MEM_SIZE && r->kind <= ULMA_REC_FREE) { /* --memory */
+				const struct ulma_record *ahead = r + MEMORY_AHEAD;
+				if (ahead < end && (ahead->kind == ULMA_REC_ALLOC || ahead->kind == ULMA_REC_FREE) &&
+				    p->memory)
+					ulma_profile_mem_prefetch(p, thread, native_addr(ahead));
+				CURSOR_PUT();
+				set_error(c, ulma_collector_memory(c, cs->thread, cs->stream, &cs->mem, r->kind,
+								   native_addr(r), t));
+				CURSOR_GET();
+				last = t;
+				continue;
+			}
+			if ((r->kind == ULMA_REC_LINE || r->kind == ULMA_REC_LINE_RESUME) && th->depth &&
+			    p->funcs[th->top].line_rows) { /* a line of a function seen before (else: copy its source) */
+				bool resumed = r->kind == ULMA_REC_LINE_RESUME;
+				if (ULMA_UNLIKELY(ulma_profile_line(p, thread, t, sid, !resumed))) {
+					set_error(c, -ENOMEM);
+					break;
+				}
+				if (mode & APPLY_STREAM)
+					ulma_trace_cursor_line(st, &cur, t, cpu, sid, resumed);
+				last = t;
+				continue;
+			}
 			cs->last_ticks = last;
 			if (r > from && has_cpu(r[-1].kind))
 				cs->cpu = r[-1].cpu;

@@ -9,6 +9,7 @@
 #include "commands.h"
 #include "ulma/shm.h"
 #include "ulma/trace_format.h"
+#include "../analysis/profile_memory.h"
 
 #define ULMA_LINES_PATTERN_MAX 4096
 
@@ -66,6 +67,9 @@ int ulma_record_option(struct ulma_record_options *o, int c, const char *arg)
 	case 'C':
 		o->no_c_calls = true;
 		return 1;
+	case 'M':
+		o->memory = true;
+		return 1;
 	case 'K':
 		o->no_correction = true;
 		return 1;
@@ -100,12 +104,13 @@ void ulma_record_session_config(const struct ulma_record_options *o, struct ulma
 {
 	cfg->lossless = !o->may_drop;
 	cfg->c_calls = !o->no_c_calls;
+	cfg->memory = o->memory;
 }
 
 uint32_t ulma_record_meta_flags(const struct ulma_record_options *o, bool use_tsc)
 {
 	return (use_tsc ? ULMA_META_TSC : 0) | (o->may_drop ? 0 : ULMA_META_LOSSLESS) |
-	       (o->no_c_calls ? ULMA_META_NO_C_CALLS : 0);
+	       (o->no_c_calls ? ULMA_META_NO_C_CALLS : 0) | (o->memory ? ULMA_META_MEMORY : 0);
 }
 
 void ulma_record_print_summary(FILE *out, const struct ulma_record_options *o, const struct ulma_summary *s)
@@ -158,6 +163,8 @@ int ulma_record_close_trace(const struct ulma_record_options *o, struct ulma_col
 			    const struct ulma_clock_pair *end, int exit_status, uint64_t monitor_cpu_ns)
 {
 	col->profile.lost += atomic_load(&col->session->hdr->lost_unmarked); /* drops no marker reports */
+	if (col->profile.memory)
+		col->profile.memory->unattributed = atomic_load(&col->session->hdr->mem_unattributed);
 	if (!w)
 		return 0;
 	struct ulma_trace_end e = {
@@ -172,6 +179,7 @@ int ulma_record_close_trace(const struct ulma_record_options *o, struct ulma_col
 		.switches_lost = ulma_switches_lost(col->switches),
 		.gil_split = col->profile.has_gil != 0,
 		.resynced = col->resynced,
+		.mem_unattributed = col->profile.memory ? col->profile.memory->unattributed : 0,
 	};
 	int err = col->error ? col->error : 0;
 	int cerr = ulma_trace_writer_close(w, &e);

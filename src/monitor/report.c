@@ -7,7 +7,9 @@
 
 #include "../analysis/lane.h"
 #include "../analysis/profile.h"
+#include "../analysis/profile_feed.h"
 #include "../analysis/profile_lines.h"
+#include "../analysis/profile_memory.h"
 #include "../analysis/schedline.h"
 #include "../analysis/summary.h"
 #include "../core/trace_reader.h"
@@ -16,10 +18,10 @@
 
 struct report_ctx {
 	struct ulma_profile profile;
-	struct ulma_schedline *sched; /* per thread: schedstat samples (traces split that way) */
+	struct ulma_profile_feed events; /* the trace into the profile, with each thread's schedstat samples */
 	struct ulma_lane *lanes;      /* per thread */
 	struct lane_feed *feed;       /* per thread */
-	uint32_t nsched;
+	uint32_t nsched;              /* threads with a lane */
 	double ns_per_tick;
 	struct ulma_trace_meta meta;
 	struct ulma_trace_end end;
@@ -41,7 +43,8 @@ static int on_meta(void *ctx, const struct ulma_trace_meta *m)
 	r->meta = *m;
 	r->meta.command = NULL; /* not kept past the callback */
 	r->ns_per_tick = (m->flags & ULMA_META_TSC) && m->tick_hz ? 1e9 / (double)m->tick_hz : 1.0;
-	return 0;
+	ulma_profile_feed_meta(&r->events, m);
+	return (m->flags & ULMA_META_MEMORY) ? ulma_profile_memory_enable(&r->profile) : 0;
 }
 
 static int on_func(void *ctx, const struct ulma_trace_func *f)
@@ -62,11 +65,6 @@ static int on_thread(void *ctx, const struct ulma_trace_thread *t)
 	struct report_ctx *r = ctx;
 	if (t->index >= r->nsched) {
 		uint32_t n = t->index + 1;
-		struct ulma_schedline *v = realloc(r->sched, n * sizeof(*v));
-		if (!v)
-			return -ENOMEM;
-		memset(v + r->nsched, 0, (n - r->nsched) * sizeof(*v));
-		r->sched = v;
 		struct ulma_lane *lv = realloc(r->lanes, n * sizeof(*lv));
 		if (!lv)
 			return -ENOMEM;
@@ -80,14 +78,13 @@ static int on_thread(void *ctx, const struct ulma_trace_thread *t)
 			ulma_lane_init(&lv[i], r->meta.start_ticks, ulma_u64_from_double(1e6 / r->ns_per_tick));
 		r->nsched = n;
 	}
-	return ulma_profile_add_thread(&r->profile, t->index, t->serial, t->pid, t->tid);
+	return ulma_profile_feed_thread(&r->events, t);
 }
 
 static int on_sched(void *ctx, uint32_t thread, const struct ulma_trace_sched *s)
 {
 	struct report_ctx *r = ctx;
-	ulma_profile_sample(&r->profile, thread, s->cpu_ns, s->gil_known);
-	return ulma_schedline_add(&r->sched[thread], s);
+	return ulma_profile_feed_sched(&r->events, thread, s);
 }
 
 /* The lane's on-CPU clock at `ticks`: wall time since the thread's first
@@ -104,56 +101,33 @@ static void feed_lane(struct report_ctx *r, uint32_t thread, uint64_t ticks, uin
 	f->cpu = cpu;
 }
 
-/* A batch of one thread's events into the profile (and its lane).  With
- * schedstat samples every event asks the schedline for the time off the
- * CPU before it; with switch records that time arrives as OFF events. */
+/* A batch of one thread's events into the profile (profile_feed.h) and
+ * its lane.  With schedstat samples the lane reads the thread's clocks at
+ * every event; with switch records it is told of each time off the CPU. */
 static int on_events(void *ctx, uint32_t thread, const struct ulma_trace_event *ev, size_t n)
 {
 	struct report_ctx *r = ctx;
-	struct ulma_profile *p = &r->profile;
-	struct ulma_schedline *line = &r->sched[thread];
+	struct ulma_schedline *line = ulma_profile_feed_schedline(&r->events, thread);
 	struct lane_feed *feed = &r->feed[thread];
 	bool sampled = !ulma_schedline_empty(line);
 	for (size_t i = 0; i < n; i++) {
 		const struct ulma_trace_event *e = &ev[i];
 		if (sampled) {
-			struct ulma_schedline_off o;
-			if (ulma_schedline_off(line, e->ticks, r->ns_per_tick, &o))
-				ulma_profile_off(p, thread, o.blocked_ns, o.runnable_ns, o.gil_ns, 0, 0);
 			struct ulma_sched_clocks at;
 			ulma_schedline_at(line, e->ticks, &at);
 			ulma_lane_event(&r->lanes[thread], e->ticks, e->cpu, at.cpu_ns, r->ns_per_tick);
 		} else if (!feed->started || e->cpu != feed->cpu) {
 			feed_lane(r, thread, e->ticks, e->cpu);
 		}
-		switch (e->kind) {
-		case ULMA_EV_ENTER:
-			if (ulma_profile_enter(p, thread, e->func, e->ticks))
-				return -ENOMEM;
-			break;
-		case ULMA_EV_EXIT:
-			ulma_profile_exit(p, thread, e->ticks);
-			break;
-		case ULMA_EV_LINE:
-			if (ulma_profile_line(p, thread, e->ticks, (uint32_t)e->count, !e->resumed))
-				return -ENOMEM;
-			break;
-		case ULMA_EV_OFF: {
-			bool runnable = e->off == ULMA_OFF_RUNNABLE;
-			p->split = ULMA_PROFILE_SPLIT_SWITCHES;
+		if (e->kind == ULMA_EV_OFF) {
 			uint32_t cpu = feed->started ? feed->cpu : e->cpu;
 			/* on its CPU up to the switch-out, off it for the interval */
 			feed_lane(r, thread, e->ticks, cpu);
 			feed->off_ns += e->count;
 			feed_lane(r, thread, e->ticks + ulma_u64_from_double((double)e->count / r->ns_per_tick), cpu);
-			ulma_profile_off(p, thread, runnable ? 0 : e->count, runnable ? e->count : 0,
-					 e->off == ULMA_OFF_GIL ? e->count : 0, !runnable, runnable);
-			break;
 		}
-		default:
-			ulma_profile_lost(p, thread, e->ticks, e->count);
-			break;
-		}
+		if (ulma_profile_feed_event(&r->events, thread, e))
+			return -ENOMEM;
 	}
 	return 0;
 }
@@ -173,6 +147,13 @@ static int on_mark(void *ctx, const struct ulma_trace_mark *m)
 	if (m->kind != ULMA_EXT_THREAD_NAME || m->name >= r->profile.nfuncs || m->thread >= r->profile.nthreads)
 		return 0;
 	return ulma_profile_thread_name(&r->profile, m->thread, r->profile.funcs[m->name].name);
+}
+
+/* An allocation or a free (--memory), as the monitor applied it. */
+static int on_memory(void *ctx, const struct ulma_trace_memory *m)
+{
+	struct report_ctx *r = ctx;
+	return ulma_profile_feed_memory(&r->events, m);
 }
 
 static int on_end(void *ctx, const struct ulma_trace_end *e)
@@ -249,6 +230,7 @@ int ulma_cmd_report(int argc, char **argv)
 	memset(&r, 0, sizeof(r));
 	r.end.exit_status = -1;
 	ulma_profile_init(&r.profile);
+	ulma_profile_feed_init(&r.events, &r.profile);
 	struct ulma_trace_visitor v = {.ctx = &r,
 				       .on_meta = on_meta,
 				       .on_func = on_func,
@@ -256,6 +238,7 @@ int ulma_cmd_report(int argc, char **argv)
 				       .on_events = on_events,
 				       .on_mark = on_mark,
 				       .on_source = on_source,
+				       .on_memory = on_memory,
 				       .on_end = on_end,
 				       .on_sched = on_sched,
 				       .on_process = on_process};
@@ -277,10 +260,8 @@ int ulma_cmd_report(int argc, char **argv)
 			ulma_die_msg("%s: not a readable ulma trace: %s", path, st.error);
 		else
 			ulma_die_msg("%s: %s", path, strerror(-err));
+		ulma_profile_feed_free(&r.events);
 		ulma_profile_free(&r.profile);
-		for (uint32_t i = 0; i < r.nsched; i++)
-			ulma_schedline_free(&r.sched[i]);
-		free(r.sched);
 		free(r.lanes);
 		free(r.feed);
 		return 1;
@@ -297,17 +278,11 @@ int ulma_cmd_report(int argc, char **argv)
 				 .overhead_ps = st.overhead_ps,
 				 .no_correction = no_correction};
 	ulma_clock_calibrate(tsc, &start, st.complete ? &endp : NULL, r.meta.tick_hz, &s.cal);
-	if (st.complete && r.end.split == ULMA_SPLIT_SWITCHES) /* also where no thread ever left its CPU */
-		r.profile.split = ULMA_PROFILE_SPLIT_SWITCHES;
-	if (st.complete && r.end.gil_split)
-		r.profile.has_gil = 1;
 	s.monitor_cpu_ns = r.end.monitor_cpu_ns;
 	s.switches_lost = r.end.switches_lost;
 	s.resynced = r.end.resynced;
 	uint64_t end_ticks = st.complete ? r.end.end_ticks : st.last_ticks;
-	ulma_profile_finish(&r.profile, end_ticks);
-	if (st.complete && r.end.lost > r.profile.lost)
-		r.profile.lost = r.end.lost; /* includes threads that never got a ring */
+	ulma_profile_feed_finish(&r.events, st.complete ? &r.end : NULL, st.last_ticks);
 	s.duration_ns = st.complete && r.end.end_ns > r.meta.start_ns
 				? r.end.end_ns - r.meta.start_ns
 				: ulma_clock_ticks_to_ns(&s.cal, end_ticks > start.ticks ? end_ticks - start.ticks : 0);
@@ -315,7 +290,7 @@ int ulma_cmd_report(int argc, char **argv)
 	char (*lane_text)[LANE_COLS + 1] = calloc(r.nsched ? r.nsched : 1, sizeof(*lane_text));
 	const char **lane_ptrs = calloc(r.nsched ? r.nsched : 1, sizeof(*lane_ptrs));
 	for (uint32_t i = 0; i < r.nsched && i < r.profile.nthreads; i++) /* up to each thread's last event */
-		if (r.feed[i].started && ulma_schedline_empty(&r.sched[i]))
+		if (r.feed[i].started && ulma_schedline_empty(ulma_profile_feed_schedline(&r.events, i)))
 			feed_lane(&r, i, r.profile.threads[i].last_ticks, r.feed[i].cpu);
 	if (lane_text && lane_ptrs && end_ticks > r.meta.start_ticks) {
 		for (uint32_t i = 0; i < r.nsched; i++) {
@@ -335,10 +310,8 @@ int ulma_cmd_report(int argc, char **argv)
 		err = strcmp(format, "json") == 0 ? ulma_summary_json(stdout, &s)
 						  : ulma_summary_text(stdout, &s, (uint32_t)limit);
 	}
+	ulma_profile_feed_free(&r.events);
 	ulma_profile_free(&r.profile);
-	for (uint32_t i = 0; i < r.nsched; i++)
-		ulma_schedline_free(&r.sched[i]);
-	free(r.sched);
 	free(r.lanes);
 	free(r.feed);
 	free(lane_text);

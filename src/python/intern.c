@@ -69,6 +69,7 @@ uint32_t ulma_code_id_slow(PyCodeObject *co)
 {
 	PyObject *et, *ev, *tb;
 	Py_ssize_t nlen, flen;
+	ulma_memory_depth++; /* what interning allocates (co_extra, a name's UTF-8) is ulma's */
 	PyErr_Fetch(&et, &ev, &tb);
 	/* a function not seen before often belongs to a package that just loaded
 	 * an extension module: rebind its hooks if anything was loaded (one
@@ -94,6 +95,7 @@ uint32_t ulma_code_id_slow(PyCodeObject *co)
 			ulma_lines_consider(co, id);
 	}
 	PyErr_Restore(et, ev, tb);
+	ulma_memory_depth--;
 	return id;
 }
 
@@ -205,11 +207,13 @@ uint32_t ulma_cfunc_id_slow(PyObject *callable, PyMethodDef *ml)
 	if (by_type && ulma_idmap_get(ids, key, &id))
 		return id;
 	PyObject *et, *ev, *tb;
+	ulma_memory_depth++;
 	PyErr_Fetch(&et, &ev, &tb);
 	if (!ulma_is_own_method(ml))
 		id = define_c(callable, ml);
 	if (ulma_idmap_put(ids, key, id) < 0)
 		note_nomem();
 	PyErr_Restore(et, ev, tb);
+	ulma_memory_depth--;
 	return id;
 }

@@ -185,6 +185,7 @@ static PyObject *start(PyObject *module, PyObject *const *args, Py_ssize_t nargs
 	/* last: the frames already running are entered now, so the recorded
 	 * interval opens as start() returns to its caller */
 	ulma_open_frames_record(caller_frames);
+	ulma_memory_start(); /* after the open frames: each allocation has its frame */
 	Py_RETURN_NONE;
 }
 
@@ -194,6 +195,7 @@ static PyObject *stop(PyObject *module, PyObject *unused)
 	(void)unused;
 	if (!ulma_rt.active)
 		Py_RETURN_NONE;
+	ulma_memory_stop();
 	/* first: the frames still open end now, and removing the hook (the
 	 * interpreter's re-instrumentation on 3.12+) is not charged to them.
 	 * Nothing is recorded in between: this thread holds the GIL and runs no

@@ -146,6 +146,18 @@ void ulma_open_frames_record(bool caller_too);
  * thread's identity where thread states lack a kernel id (3.9, 3.10). */
 void ulma_open_frames_note_thread(void);
 
+/* memory.c: with the session's ULMA_SHM_MEMORY, wrap Python's three
+ * allocator domains so that every allocation and free is recorded
+ * (docs/memory.md); stop puts the previous allocators back, or, if another
+ * hook wrapped ours meanwhile, leaves ours passing calls through.  GIL
+ * held; never fail. */
+void ulma_memory_start(void);
+void ulma_memory_stop(void);
+/* Above 0 while this thread is inside an allocator call already being
+ * recorded, or inside ulma's own slow paths (interning a name): such
+ * allocations are not recorded (memory.c). */
+extern __thread uint8_t ulma_memory_depth __attribute__((tls_model("initial-exec")));
+
 /* hooks: install and remove the interpreter hook for all threads.
  * Return 0, or -1 with a Python exception set. */
 int ulma_hook_install(PyObject *module);

@@ -16,6 +16,7 @@
 
 #include "analysis/overhead.h"
 #include "analysis/profile.h"
+#include "analysis/profile_memory.h"
 #include "analysis/profile_lines.h"
 #include "analysis/schedline.h"
 #include "core/trace_reader.h"
@@ -171,12 +172,28 @@ static int on_source(void *c, const struct ulma_trace_source *src)
 	return ulma_profile_add_source(&x->prof, src->path, src->path_len, src->text, src->text_len, src->flags);
 }
 
+/* An allocation or a free goes to the profile's memory half, which must
+ * take any order, any address and any size. */
+static int on_memory(void *c, const struct ulma_trace_memory *m)
+{
+	struct fuzz_ctx *x = c;
+	REQUIRE(x->metas == 1 && x->ends == 0);
+	REQUIRE(m->thread < x->nthreads);
+	REQUIRE(m->addr < (UINT64_C(1) << 48));
+	REQUIRE(m->kind == ULMA_EXT_ALLOC || (m->kind == ULMA_EXT_FREE && m->size == 0));
+	if (ulma_profile_memory_enable(&x->prof) < 0)
+		return -ENOMEM;
+	if (m->kind == ULMA_EXT_ALLOC)
+		return ulma_profile_mem_alloc(&x->prof, m->thread, m->addr, m->size, m->ticks) ? -ENOMEM : 0;
+	return ulma_profile_mem_free(&x->prof, m->thread, m->addr, m->ticks) ? -ENOMEM : 0;
+}
+
 static void read_once(const uint8_t *data, size_t size)
 {
 	struct fuzz_ctx x;
 	struct ulma_trace_status st;
 	struct ulma_trace_visitor v = {&x, on_meta, on_func, on_thread, on_event, on_end, on_sched, on_process, NULL, NULL,
-				       on_mark, on_source};
+				       on_mark, on_source, on_memory};
 	memset(&x, 0, sizeof(x));
 	ulma_profile_init(&x.prof);
 	/* fmemopen refuses a zero size: an empty input reads from /dev/null */

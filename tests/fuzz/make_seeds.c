@@ -70,7 +70,7 @@ static int write_basic(const char *path)
 	ulma_trace_exit(a, 1200, 0);
 	ulma_trace_exit(a, 1300, 0);
 	ulma_trace_off(a, 1350, ULMA_OFF_BLOCKED, 30); /* after the last event: the chunk ends with it */
-	struct ulma_trace_end end = {1400, 778000, 13, 12, ULMA_FAIL_NO_SLOT, 0, ULMA_SPLIT_SWITCHES, 12345, 0, 1, 0};
+	struct ulma_trace_end end = {1400, 778000, 13, 12, ULMA_FAIL_NO_SLOT, 0, ULMA_SPLIT_SWITCHES, 12345, 0, 1, 0, 0};
 	return ulma_trace_writer_close(w, &end);
 }
 
@@ -141,7 +141,7 @@ static int write_wide(const char *path)
 		if (i == 120)
 			ulma_trace_writer_flush(w);
 	}
-	struct ulma_trace_end end = {now, 6, 240, 0, 0, 256, 0, 0, 0, 0, 0};
+	struct ulma_trace_end end = {now, 6, 240, 0, 0, 256, 0, 0, 0, 0, 0, 0};
 	return ulma_trace_writer_close(w, &end);
 }
 
@@ -167,7 +167,7 @@ static int write_empty_names(const char *path)
 	ulma_trace_enter(a, 130, 0, 3, same_fn(3, 1));
 	ulma_trace_exit(a, 140, 0);
 	ulma_trace_exit(a, 150, 0);
-	struct ulma_trace_end end = {200, 120, 6, 0, 0, 0, 0, 0, 0, 0, 0};
+	struct ulma_trace_end end = {200, 120, 6, 0, 0, 0, 0, 0, 0, 0, 0, 0};
 	return ulma_trace_writer_close(w, &end);
 }
 
@@ -191,7 +191,7 @@ static int write_far(const char *path)
 	ulma_trace_enter(a, top - 300, 1, 2, same_fn(2, 1));
 	ulma_trace_exit(a, top - 200, 1);
 	ulma_trace_exit(a, top - 100, 0);
-	struct ulma_trace_end end = {top - 1, top - 1, 4, 0, 0, 0, 0, 0, 0, 0, 0};
+	struct ulma_trace_end end = {top - 1, top - 1, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0};
 	return ulma_trace_writer_close(w, &end);
 }
 
@@ -241,7 +241,7 @@ static int write_native(const char *path)
 	ulma_trace_writer_flush(w);
 	ulma_trace_exit(a, 5300, 0);
 	ulma_trace_mark(a, 5310, ULMA_EXT_INSTANT, 5, 0); /* after the thread's last frame */
-	struct ulma_trace_end end = {5400, 1000200, 40, 0, 0, 0, 0, 0, 0, 0, 0};
+	struct ulma_trace_end end = {5400, 1000200, 40, 0, 0, 0, 0, 0, 0, 0, 0, 0};
 	return ulma_trace_writer_close(w, &end);
 }
 
@@ -281,7 +281,51 @@ static int write_lines(const char *path)
 		ulma_trace_off(a, t + 1, ULMA_OFF_BLOCKED, 700);
 		ulma_trace_exit(a, t += 9, 1);
 	}
-	struct ulma_trace_end end = {t + 100, 1000300, 22, 0, 0, 0, ULMA_SPLIT_SWITCHES, 0, 0, 0, 0};
+	struct ulma_trace_end end = {t + 100, 1000300, 22, 0, 0, 0, ULMA_SPLIT_SWITCHES, 0, 0, 0, 0, 0};
+	return ulma_trace_writer_close(w, &end);
+}
+
+/* Version 5 with --memory: allocations and frees in two threads, a
+ * block freed by the other thread, a realloc (free then alloc), a free
+ * of a block allocated before tracing, and blocks still live at the end. */
+static int write_memory(const char *path)
+{
+	struct ulma_trace_meta meta = {ULMA_META_TSC | ULMA_META_MEMORY, 79, 7000, 1000000, 2000000000u,
+				       "python mem.py"};
+	struct ulma_trace_writer *w;
+	struct ulma_trace_stream *a, *b;
+	int err = ulma_trace_writer_open(path, &meta, &w);
+	if (err)
+		return err;
+	ulma_trace_define_file(w, 0, "/t/mem.py", 9);
+	ulma_trace_define_file(w, 1, "~", 1);
+	ulma_trace_define_func(w, 1, ULMA_DEF_PY, 0, 1, "main", 4);
+	ulma_trace_define_func(w, 2, ULMA_DEF_PY, 0, 5, "make", 4);
+	ulma_trace_define_func(w, 3, ULMA_DEF_C_METHOD, 1, 0, "list.append", 11);
+	if ((err = ulma_trace_stream_open(w, 0, 79, 79, &a)) || (err = ulma_trace_stream_open(w, 1, 79, 80, &b))) {
+		ulma_trace_writer_abandon(w);
+		return err;
+	}
+	uint64_t t = 7100, base = 0x7f1234560000;
+	ulma_trace_free(a, t, 0x55aa00001000); /* allocated before tracing */
+	ulma_trace_enter(a, t += 1, 0, 1, false);
+	for (uint64_t k = 0; k < 6; k++) {
+		ulma_trace_enter(a, t += 2, 0, 2, false);
+		ulma_trace_alloc(a, t += 1, base + k * 64, 56, ULMA_MEM_OBJ);
+		ulma_trace_alloc(a, t += 1, base + 0x10000 + k * 1024, 800, ULMA_MEM_MEM);
+		ulma_trace_enter(a, t += 1, 0, 3, false);
+		ulma_trace_free(a, t += 1, base + 0x20000);
+		ulma_trace_alloc(a, t, base + 0x20000 + k * 16, 8 * (k + 1), ULMA_MEM_MEM);
+		ulma_trace_exit(a, t += 1, 0);
+		ulma_trace_exit(a, t += 1, 0);
+	}
+	ulma_trace_enter(b, 7105, 1, 2, false);
+	ulma_trace_free(b, 7106, base + 64); /* another thread's block */
+	ulma_trace_alloc(b, 7107, 0x7f2200000000, 1u << 20, ULMA_MEM_RAW);
+	ulma_trace_exit(b, 7108, 1);
+	ulma_trace_exit(a, t += 5, 0);
+	ulma_trace_alloc(a, t += 1, base + 0x30000, 24, ULMA_MEM_RAW); /* with no frame open */
+	struct ulma_trace_end end = {t + 100, 1000400, 28, 0, 0, 0, ULMA_SPLIT_SWITCHES, 0, 0, 0, 0, 3};
 	return ulma_trace_writer_close(w, &end);
 }
 
@@ -297,7 +341,8 @@ int main(int argc, char **argv)
 		     {"empty.ulma", write_empty_names, 1},
 		     {"far.ulma", write_far, 1},
 		     {"native.ulma", write_native, 1},
-		     {"lines.ulma", write_lines, 1}};
+		     {"lines.ulma", write_lines, 1},
+		     {"memory.ulma", write_memory, 1}};
 	char path[4096];
 	if (argc != 2) {
 		fprintf(stderr, "usage: %s DIR\n", argv[0]);

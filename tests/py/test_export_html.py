@@ -50,8 +50,9 @@ class Dom(HTMLParser):
             self.title += data
 
 
-def render(path, tmp_path):
-    """The DOM of path after headless Chromium ran its script."""
+def dump_dom(path, tmp_path):
+    """The markup of the page at path (a file, with a #fragment if wanted)
+    after headless Chromium ran its script."""
     if CHROMIUM is None:
         pytest.skip("chromium not installed (scripts/ensure-deps.sh installs it)")
     profile = tmp_path / "chromium-profile"
@@ -61,8 +62,13 @@ def render(path, tmp_path):
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60,
     )
     assert proc.returncode == 0, proc.stderr.decode(errors="replace")[-2000:]
+    return proc.stdout.decode("utf-8")
+
+
+def render(path, tmp_path):
+    """The DOM of path after headless Chromium ran its script."""
     dom = Dom()
-    dom.feed(proc.stdout.decode("utf-8"))
+    dom.feed(dump_dom(path, tmp_path))
     return dom
 
 

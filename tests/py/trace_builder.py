@@ -1,10 +1,12 @@
 """Hand-made traces for tests that need what `ulma run` never writes (times
-near 2^64, say): the file format of docs/trace-format.md, version 2, from
-Python.  Only what such tests need: META, definitions, threads, enter and
-exit events, END."""
+near 2^64, say) or what it cannot write yet: the file format of
+docs/trace-format.md from Python.  Only what such tests need: META,
+definitions, threads, enter and exit events, END (trace: version 2); and
+with source copies, line events, off-CPU intervals and the hook's measured
+cost (lines_trace: version 5)."""
 import struct
 
-META, DEFS, THREAD, EVENTS, END = 1, 2, 3, 4, 5
+META, DEFS, THREAD, EVENTS, END, OVERHEAD = 1, 2, 3, 4, 5, 7
 PY = 1
 
 
@@ -71,4 +73,53 @@ def trace(start_ticks, start_ns, end_ticks, end_ns, events, pid=7, command="made
             body += varint(delta << 2 | 1) + varint(ev[2]) if ev[1] == "enter" else varint(delta << 2)
         out += chunk(EVENTS, varint(0) + varint(len(run)) + varint(0) + bytes(body))
     end = [end_ticks, end_ns, len(events), 0, 0, 0]
+    return out + chunk(END, b"".join(varint(v) for v in end))
+
+
+EXT = 3
+EXT_OFF, EXT_LINE, EXT_LINE_RESUME = 2, 6, 7
+OFF_STATES = {"blocked": 0, "runnable": 1, "gil": 2}
+SOURCE_CHANGED, SOURCE_CUT = 1, 2
+SPLIT_NONE, SPLIT_SWITCHES = 0, 2
+
+
+def lines_trace(files, funcs, events, end_ticks, overhead_ps=None, split=SPLIT_SWITCHES, pid=7, command="made.py"):
+    """A complete version-5 trace of one thread (tid = pid) whose ticks are
+    ns, starting at 0.
+    files: [(path, source text or None, source flags)], numbered from 0;
+    funcs: [(name, file index, line)], numbered from 1;
+    events, in time order: (t, "enter", func), (t, "exit"), (t, "line", n)
+    (a hit), (t, "resume", n) (a generator resumed inside line n) or
+    (t, "off", "blocked" | "runnable" | "gil", ns) (off the CPU from t);
+    overhead_ps: the hook's measured cost per event, if any."""
+    meta = varint(0) + varint(pid) + varint(0) + varint(0) + varint(10**9) + string(command)
+    defs = b""
+    for i, (path, text, flags) in enumerate(files):
+        defs += varint(1) + varint(i) + string(path)
+        if text is not None:
+            defs += varint(3) + varint(i) + varint(flags) + string(text)
+    for i, (name, file_index, line) in enumerate(funcs, 1):
+        defs += varint(2) + varint(i) + varint(PY) + varint(file_index) + varint(line) + string(name)
+    out = b"ULMATRC\x01" + struct.pack("<II", 5, 0) + chunk(META, meta) + chunk(DEFS, defs)
+    if overhead_ps is not None:
+        out += chunk(OVERHEAD, varint(overhead_ps))
+    out += chunk(THREAD, varint(0) + varint(pid) + varint(pid))
+    body, last, counted = bytearray(varint(events[0][0] if events else 0)), events[0][0] if events else 0, 0
+    for ev in events:
+        delta, last = ev[0] - last, ev[0]
+        kind = ev[1]
+        if kind == "enter":
+            body += varint(delta << 2 | 1) + varint(ev[2])
+        elif kind == "exit":
+            body += varint(delta << 2)
+        elif kind in ("line", "resume"):
+            body += varint(delta << 2 | EXT) + varint(EXT_LINE if kind == "line" else EXT_LINE_RESUME) + varint(ev[2])
+        elif kind == "off":
+            body += varint(delta << 2 | EXT) + varint(EXT_OFF) + varint(OFF_STATES[ev[2]]) + varint(ev[3])
+            continue  # not counted as an event
+        else:
+            raise ValueError(kind)
+        counted += 1
+    out += chunk(EVENTS, varint(0) + varint(counted) + varint(0) + bytes(body))
+    end = [end_ticks, end_ticks, counted, 0, 0, 0, split, 0, 0, 0, 0]
     return out + chunk(END, b"".join(varint(v) for v in end))

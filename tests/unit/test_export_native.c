@@ -74,7 +74,7 @@ static int write_trace(void)
 	ulma_trace_exit(a, 1200, 0);                          /* main ends: 190 */
 	ulma_trace_enter(b, 1300, 1, 4, false);               /* thread 11, never named */
 	ulma_trace_exit(b, 1310, 1);
-	struct ulma_trace_end end = {1400, 5400, 14, 0, 0, 0, 0, 0, 0, 0, 0};
+	struct ulma_trace_end end = {1400, 5400, 14, 0, 0, 0, 0, 0, 0, 0, 0, 0};
 	return ulma_trace_writer_close(w, &end);
 }
 
@@ -372,7 +372,7 @@ static void test_walk_order(void)
 		struct seq q = {{0, 0}, true, 0, 0};
 		struct ulma_walk w;
 		struct ulma_trace_status st;
-		struct ulma_walk_sink sink = {&q, NULL, NULL, seq_open, seq_close, NULL, NULL, seq_mark};
+		struct ulma_walk_sink sink = {&q, NULL, NULL, seq_open, seq_close, NULL, NULL, seq_mark, NULL};
 		ulma_walk_init(&w, &f);
 		FILE *in = fopen(trace_path, "rb");
 		int err = in ? ulma_walk_run(&w, in, &sink, &st) : -EIO;

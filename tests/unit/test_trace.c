@@ -327,7 +327,7 @@ static struct ulma_trace_visitor recorder(struct record *r)
 {
 	memset(r, 0, sizeof(*r));
 	return (struct ulma_trace_visitor){r,	    rec_meta, rec_func, rec_thread, rec_event, rec_end,
-					   NULL,    rec_process, NULL,  NULL,	    rec_mark, rec_source};
+					   NULL,    rec_process, NULL,  NULL,	    rec_mark, rec_source, NULL};
 }
 
 /* ---------- the round trip ---------- */
@@ -410,7 +410,7 @@ static int write_sample(const char *path, uint64_t *bytes_after_flush)
 	ulma_trace_enter(b, 1950, 0, 100, same_fn(100, 0));
 	ulma_trace_exit(b, 1940, 0);
 	ulma_trace_enter(b, 1990, 0, 101, same_fn(101, 0));
-	struct ulma_trace_end end = {2000, 778000, NEXPECTED, 42, ULMA_FAIL_NO_SLOT | ULMA_FAIL_DEFS_FULL, -1, 0, 0, 0, 0, 0};
+	struct ulma_trace_end end = {2000, 778000, NEXPECTED, 42, ULMA_FAIL_NO_SLOT | ULMA_FAIL_DEFS_FULL, -1, 0, 0, 0, 0, 0, 0};
 	return ulma_trace_writer_close(w, &end);
 }
 
@@ -663,7 +663,7 @@ static void test_big_stream(void)
 		else
 			ulma_trace_exit(s, t, i % 3);
 	}
-	struct ulma_trace_end end = {t, 0, n, 0, 0, 0, 0, 0, 0, 0, 0};
+	struct ulma_trace_end end = {t, 0, n, 0, 0, 0, 0, 0, 0, 0, 0, 0};
 	CHECK_EQ_I64(ulma_trace_writer_close(w, &end), 0, "close writer");
 
 	size_t len;
@@ -773,7 +773,7 @@ static int extremes_trace(const char *path, uint32_t file_id, uint64_t t0, struc
 	ulma_trace_enter(s, UINT64_MAX - 5, 0, 1, same_fn(1, UINT32_MAX));
 	ulma_trace_lost(s, UINT64_MAX, UINT64_MAX);
 	ulma_trace_exit(s, UINT64_MAX, UINT32_MAX);
-	struct ulma_trace_end end = {UINT64_MAX, UINT64_MAX, UINT64_MAX, UINT64_MAX, UINT32_MAX, INT32_MIN, UINT32_MAX, UINT64_MAX, UINT64_MAX, UINT32_MAX, UINT64_MAX};
+	struct ulma_trace_end end = {UINT64_MAX, UINT64_MAX, UINT64_MAX, UINT64_MAX, UINT32_MAX, INT32_MIN, UINT32_MAX, UINT64_MAX, UINT64_MAX, UINT32_MAX, UINT64_MAX, 0};
 	if ((rc = ulma_trace_writer_close(w, &end)))
 		return rc;
 	struct ulma_trace_visitor v = recorder(r);
@@ -1003,7 +1003,7 @@ static void test_process_names(void)
 	int err = ulma_trace_writer_open(path, &meta, &w);
 	if (!CHECK_EQ_I64(err, 0, "open a writer"))
 		goto out;
-	struct ulma_trace_end end = {2000, 778000, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+	struct ulma_trace_end end = {2000, 778000, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
 	err = ulma_trace_process(w, 42, "work.py --n 3", 13);
 	err = err ? err : ulma_trace_process(w, 43, long_name, sizeof(long_name));
 	err = err ? err : ulma_trace_process(w, 42, "renamed", 7);
@@ -1083,7 +1083,7 @@ static void test_off_records(void)
 	ulma_trace_off(s, 1120, ULMA_OFF_RUNNABLE, 70);
 	ulma_trace_exit(s, 1200, 1);
 	ulma_trace_off(s, 1210, ULMA_OFF_GIL, 9);
-	struct ulma_trace_end end = {2000, 778000, 2, 0, 0, 0, ULMA_SPLIT_SWITCHES, 123456789, 3, 1, 0};
+	struct ulma_trace_end end = {2000, 778000, 2, 0, 0, 0, ULMA_SPLIT_SWITCHES, 123456789, 3, 1, 0, 0};
 	CHECK_EQ_I64(ulma_trace_writer_close(w, &end), 0, "closed");
 	struct record r;
 	struct ulma_trace_status st;
@@ -1146,7 +1146,7 @@ static void test_marks(void)
 	ulma_trace_mark(s, 1130, ULMA_EXT_COUNTER, 4, -2.5e300);
 	ulma_trace_exit(s, 1140, 0);
 	ulma_trace_exit(s, 1150, 0);
-	struct ulma_trace_end end = {2000, 778000, 4, 0, 0, 0, ULMA_SPLIT_SWITCHES, 1, 0, 0, 0};
+	struct ulma_trace_end end = {2000, 778000, 4, 0, 0, 0, ULMA_SPLIT_SWITCHES, 1, 0, 0, 0, 0};
 	CHECK_EQ_I64(ulma_trace_writer_close(w, &end), 0, "closed");
 	struct record r;
 	struct ulma_trace_status st;
@@ -1209,7 +1209,7 @@ static void test_lines(void)
 	ulma_trace_line(s, 1131, 2, true);
 	ulma_trace_line(s, 1140, 300000, false);
 	ulma_trace_exit(s, 1150, 0);
-	struct ulma_trace_end end = {2000, 778000, 7, 0, 0, 0, ULMA_SPLIT_SWITCHES, 1, 0, 0, 0};
+	struct ulma_trace_end end = {2000, 778000, 7, 0, 0, 0, ULMA_SPLIT_SWITCHES, 1, 0, 0, 0, 0};
 	CHECK_EQ_I64(ulma_trace_writer_close(w, &end), 0, "closed");
 	struct record r;
 	struct ulma_trace_status st;

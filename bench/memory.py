@@ -1,0 +1,157 @@
+"""What recording memory costs: `ulma run --memory` against memray and tracemalloc.
+
+Usage: python bench/memory.py [--rounds N] [--workloads bootstrap,mergesort,...] [--hook-only]
+
+For each workload in bench/workloads/, runs side by side, interleaved
+(untraced, ulma, ulma --memory, memray, tracemalloc, untraced, ...), N
+times each, and prints the median wall time ratio to untraced:
+- ulma: `ulma run` without memory, for reference;
+- ulma --memory: every allocation and free of the three domains;
+- memray: `python -m memray run -o FILE` (Python allocators, as ulma; skipped
+  with a message when memray is not installed beside this Python), and
+  `--native` (it also unwinds native stacks);
+- tracemalloc: `python -X tracemalloc=1` (one frame per traceback).
+Every tool writes its results to a file, so none pays for printing.  Then
+from ulma's JSON: the allocation events (allocations and frees) of the
+run, the hook's cost per allocation event in the program (the --memory
+run's time less the run without memory, over those events: it includes
+the monitor's share of a loaded machine), the monitor's CPU per event, and
+the trace's bytes per allocation event (the --memory trace less the one
+without, over those events).  Last, the hook's own cost: a loop of
+bytes objects made and freed (two allocation events each, no call events),
+timed inside the program (its thread's CPU time), untraced, under `ulma run` and under
+`ulma run --memory`: the difference per allocation event.  Uses the `ulma`
+installed beside this Python.  Prints; asserts nothing.
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+WORKLOADS = os.path.join(HERE, "workloads")
+
+
+def ulma_binary():
+    from ulma._locate import ulma_binary as locate
+
+    found = locate()
+    if not found:
+        sys.exit("bench: cannot find the ulma program; run `make install` first")
+    return found
+
+
+def timed(cmd, env):
+    t = time.perf_counter()
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+    return time.perf_counter() - t
+
+
+def have_memray():
+    return subprocess.run([sys.executable, "-c", "import memray"], capture_output=True).returncode == 0
+
+
+def summary(ulma, trace, env):
+    out = subprocess.run([ulma, "report", trace, "--format", "json"], check=True, capture_output=True,
+                         text=True, env=env)
+    return json.loads(out.stdout)
+
+
+HOOK_LOOP = """
+import sys, time
+def loop(n):
+    t = time.thread_time()  # CPU time: a loaded machine's waits for a CPU left out
+    for _ in range(n):
+        bytes(100)  # one allocation and its free: no free list, no call event
+    return time.thread_time() - t
+loop(10000)
+print(loop(int(sys.argv[1])))
+"""
+
+
+def hook_cost(ulma, env, out, rounds, n=2000000):
+    """ns per allocation event the hook adds, timed inside the program."""
+    script = os.path.join(out, "hook_loop.py")
+    with open(script, "w") as f:
+        f.write(HOOK_LOOP)
+    variants = {
+        "untraced": [sys.executable, script, str(n)],
+        "ulma": [ulma, "run", "--no-live", "--summary", "none", "-o", os.path.join(out, "h.trace"), script, str(n)],
+        "ulma-memory": [ulma, "run", "--no-live", "--memory", "--summary", "none", "-o",
+                        os.path.join(out, "hm.trace"), script, str(n)],
+    }
+    times = {k: [] for k in variants}
+    for _ in range(rounds):
+        for k, cmd in variants.items():
+            run = subprocess.run(cmd, check=True, capture_output=True, text=True, env=env)
+            times[k].append(float(run.stdout.split()[-1]))
+    med = {k: statistics.median(v) for k, v in times.items()}
+    per = lambda k: (med[k] - med["untraced"]) * 1e9 / (2 * n)  # noqa: E731
+    print("hook: a loop of %d allocations and frees, timed inside the program: untraced %.1f ns per event, "
+          "+%.1f ns under ulma (its call hook, no allocation events), +%.1f ns under ulma --memory: "
+          "%.1f ns per allocation event" % (n, med["untraced"] * 1e9 / (2 * n), per("ulma"), per("ulma-memory"),
+                                            per("ulma-memory") - per("ulma")))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--workloads", default="bootstrap,mergesort,numeric,threads,fib")
+    ap.add_argument("--hook-only", action="store_true", help="only the hook's cost per allocation event")
+    args = ap.parse_args()
+    ulma = ulma_binary()
+    env = dict(os.environ, ULMA_PYTHON=sys.executable)
+    out = tempfile.mkdtemp(prefix="ulma-bench-memory-")
+    if args.hook_only:
+        hook_cost(ulma, env, out, args.rounds)
+        return
+    memray = have_memray()
+    if not memray:
+        print("memray is not installed beside %s: its columns are skipped (pip install memray)" % sys.executable)
+    print("Python %s, %d rounds, median wall-time ratio to untraced" % (sys.version.split()[0], args.rounds))
+    head = ["workload", "untraced", "ulma", "ulma --memory", "memray", "memray --native", "tracemalloc",
+            "alloc events", "ns/alloc", "monitor ns/ev", "B/alloc"]
+    print("%-10s %9s %7s %14s %8s %16s %12s %13s %9s %14s %8s" % tuple(head))
+    for name in args.workloads.split(","):
+        script = os.path.join(WORKLOADS, name + ".py")
+        trace = os.path.join(out, name + ".trace")
+        mtrace = os.path.join(out, name + ".memory.trace")
+        variants = {
+            "untraced": [sys.executable, script],
+            "ulma": [ulma, "run", "--no-live", "--summary", "none", "-o", trace, script],
+            "ulma-memory": [ulma, "run", "--no-live", "--memory", "--summary", "none", "-o", mtrace, script],
+            "tracemalloc": [sys.executable, "-X", "tracemalloc=1", script],
+        }
+        if memray:
+            bin_ = os.path.join(out, name + ".bin")
+            variants["memray"] = [sys.executable, "-m", "memray", "run", "-f", "-q", "-o", bin_, script]
+            variants["memray-native"] = [sys.executable, "-m", "memray", "run", "--native", "-f", "-q", "-o",
+                                         bin_ + ".native", script]
+        times = {k: [] for k in variants}
+        for _ in range(args.rounds):
+            for k, cmd in variants.items():
+                times[k].append(timed(cmd, env))
+        med = {k: statistics.median(v) for k, v in times.items()}
+        base = med["untraced"]
+        plain, mem = summary(ulma, trace, env), summary(ulma, mtrace, env)
+        events = mem["alloc_count"] + mem["free_count"]
+        per_event = (med["ulma-memory"] - med["ulma"]) * 1e9 / events if events else 0.0
+        monitor = (mem["monitor_cpu_ns"] - plain["monitor_cpu_ns"]) / events if events else 0.0
+        per_byte = (mem["trace_bytes"] - plain["trace_bytes"]) / events if events else 0.0
+
+        def ratio(k):
+            return "%.2fx" % (med[k] / base) if k in med else "-"
+
+        print("%-10s %8.2fs %7s %14s %8s %16s %12s %13d %9.1f %14.1f %8.2f" % (
+            name, base, ratio("ulma"), ratio("ulma-memory"), ratio("memray"), ratio("memray-native"),
+            ratio("tracemalloc"), events, per_event, monitor, per_byte))
+        sys.stdout.flush()
+    hook_cost(ulma, env, out, args.rounds)
+
+
+if __name__ == "__main__":
+    main()

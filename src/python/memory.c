@@ -1,0 +1,210 @@
+/* memory.c - `--memory`: every allocation and free of Python's three
+ * allocator domains (RAW, MEM, OBJ) into the thread's own ring
+ * (docs/memory.md).
+ *
+ * start() wraps each domain's allocator (PyMem_GetAllocator) with one of
+ * ours (PyMem_SetAllocator) that calls the allocator that was there and
+ * then writes two records for an allocation (MEM_SIZE, ALLOC) or one for a
+ * free (FREE), with one clock read each, through the same per-thread
+ * writer as the call events: no lock, no allocation on our side (a thread
+ * that has no writer yet attaches one with libc's malloc, which no Python
+ * allocator hook sees).  stop() puts the previous allocators back if ours
+ * are still the ones installed; if something wrapped ours meanwhile (a
+ * tracemalloc.start() in the program), ours stay in its chain and pass
+ * every call through untouched from then on.
+ *
+ * Nesting: pymalloc hands large blocks to PyMem_RawMalloc, and another
+ * tool's hook may sit between domains; a per-thread depth byte makes only
+ * the outermost call of a thread count, as tracemalloc does, so a block is
+ * recorded once, in the domain the program asked.  The same byte keeps
+ * out what ulma's own slow paths allocate (interning a function's name,
+ * its co_extra slot: intern.c).  Our wrappers read their
+ * original allocator from static memory, never from ctx: a RAW call of
+ * another thread racing PyMem_SetAllocator may pair our function with the
+ * previous ctx.  The RAW domain is called without the GIL; nothing here
+ * needs it.
+ */
+#include "tracer.h"
+
+#include <stdatomic.h>
+
+#include "ulma/shm.h"
+
+#define DOMAINS 3
+
+static PyMemAllocatorEx original[DOMAINS]; /* what was installed before ours */
+static PyMemAllocatorEx wrapper[DOMAINS];  /* ours, as installed */
+static bool installed;                      /* ours are in the interpreter's chain */
+static volatile bool recording;             /* they record (else they pass calls through) */
+__thread uint8_t ulma_memory_depth __attribute__((tls_model("initial-exec"))); /* tracer.h */
+
+static const PyMemAllocatorDomain py_domain[DOMAINS] = {PYMEM_DOMAIN_RAW, PYMEM_DOMAIN_MEM, PYMEM_DOMAIN_OBJ};
+
+/* A record that no thread could write. */
+static void unattributed(void)
+{
+	struct ulma_shm_header *hdr = ulma_rt.session.hdr;
+	if (hdr && ulma_rt.active)
+		atomic_fetch_add_explicit(&hdr->mem_unattributed, 1, memory_order_relaxed);
+}
+
+static inline void put_value(struct ulma_thread_writer *w, uint64_t t, uint64_t value, uint8_t kind)
+{
+	ulma_ring_write(&w->ring, t, (uint32_t)value, (uint32_t)(value >> 32) & 0xffffu, kind);
+}
+
+/* The session's clock, without the CPU: memory records carry none. */
+static inline uint64_t now(void)
+{
+	return ULMA_LIKELY(ulma_rt.use_tsc) ? ulma_clock_rdtsc() : ulma_clock_monotonic_ns();
+}
+
+/* Write what one call did: block `old` freed at t_free (if old), block p
+ * of `size` bytes allocated in domain dom at t_alloc (if p).  One writer
+ * for both, so a realloc's three records go in together. */
+static void record(int dom, void *old, uint64_t t_free, void *p, size_t size, uint64_t t_alloc)
+{
+	struct ulma_thread_writer *w = ulma_rt_writer();
+	if (ULMA_UNLIKELY(!w)) {
+		unattributed();
+		return;
+	}
+	if (old)
+		put_value(w, t_free, (uint64_t)(uintptr_t)old, ULMA_REC_FREE);
+	if (p) {
+		uint64_t sz = size < ULMA_MEM_SIZE_MAX ? (uint64_t)size : ULMA_MEM_SIZE_MAX;
+		put_value(w, t_alloc, sz << 2 | (uint64_t)dom, ULMA_REC_MEM_SIZE);
+		put_value(w, t_alloc, (uint64_t)(uintptr_t)p, ULMA_REC_ALLOC);
+	}
+	ulma_rt_done(w);
+}
+
+static inline bool outermost(void)
+{
+	return recording && ulma_memory_depth == 0;
+}
+
+static void *hook_malloc(int dom, size_t size)
+{
+	const PyMemAllocatorEx *o = &original[dom];
+	if (!outermost())
+		return o->malloc(o->ctx, size);
+	ulma_memory_depth++;
+	void *p = o->malloc(o->ctx, size);
+	if (p)
+		record(dom, NULL, 0, p, size, now()); /* read after the block was got */
+	ulma_memory_depth--;
+	return p;
+}
+
+static void *hook_calloc(int dom, size_t n, size_t size)
+{
+	const PyMemAllocatorEx *o = &original[dom];
+	if (!outermost())
+		return o->calloc(o->ctx, n, size);
+	ulma_memory_depth++;
+	void *p = o->calloc(o->ctx, n, size);
+	if (p)
+		record(dom, NULL, 0, p, n * size, now()); /* the allocator checked n * size for overflow */
+	ulma_memory_depth--;
+	return p;
+}
+
+/* A free and an allocation: the old block is gone (its time before the
+ * call), the new one is there (its time after).  A failed realloc changes
+ * nothing.  (Under the GIL one read would order MEM and OBJ blocks, but
+ * pymalloc hands large ones to the RAW domain, which other threads call
+ * without it.) */
+static void *hook_realloc(int dom, void *old, size_t size)
+{
+	const PyMemAllocatorEx *o = &original[dom];
+	if (!outermost())
+		return o->realloc(o->ctx, old, size);
+	ulma_memory_depth++;
+	uint64_t t0 = now();
+	void *p = o->realloc(o->ctx, old, size);
+	if (p)
+		record(dom, old, t0, p, size, now());
+	ulma_memory_depth--;
+	return p;
+}
+
+static void hook_free(int dom, void *p)
+{
+	const PyMemAllocatorEx *o = &original[dom];
+	if (!p || !outermost()) {
+		o->free(o->ctx, p);
+		return;
+	}
+	ulma_memory_depth++;
+	uint64_t t = now();
+	o->free(o->ctx, p);
+	record(dom, p, t, NULL, 0, 0);
+	ulma_memory_depth--;
+}
+
+/* One set of entry points per domain, so that none depends on ctx. */
+#define DOMAIN_HOOKS(name, dom)                                                                         \
+	static void *name##_malloc(void *ctx, size_t size)                                              \
+	{                                                                                               \
+		(void)ctx;                                                                              \
+		return hook_malloc(dom, size);                                                          \
+	}                                                                                               \
+	static void *name##_calloc(void *ctx, size_t n, size_t size)                                    \
+	{                                                                                               \
+		(void)ctx;                                                                              \
+		return hook_calloc(dom, n, size);                                                       \
+	}                                                                                               \
+	static void *name##_realloc(void *ctx, void *p, size_t size)                                    \
+	{                                                                                               \
+		(void)ctx;                                                                              \
+		return hook_realloc(dom, p, size);                                                      \
+	}                                                                                               \
+	static void name##_free(void *ctx, void *p)                                                     \
+	{                                                                                               \
+		(void)ctx;                                                                              \
+		hook_free(dom, p);                                                                      \
+	}
+DOMAIN_HOOKS(raw, ULMA_MEM_RAW)
+DOMAIN_HOOKS(mem, ULMA_MEM_MEM)
+DOMAIN_HOOKS(obj, ULMA_MEM_OBJ)
+#undef DOMAIN_HOOKS
+
+static bool is_ours(int dom)
+{
+	PyMemAllocatorEx now_installed;
+	PyMem_GetAllocator(py_domain[dom], &now_installed);
+	return now_installed.malloc == wrapper[dom].malloc && now_installed.free == wrapper[dom].free;
+}
+
+void ulma_memory_start(void)
+{
+	if (!(ulma_rt.session.hdr->flags & ULMA_SHM_MEMORY))
+		return;
+	if (!installed) {
+		wrapper[ULMA_MEM_RAW] = (PyMemAllocatorEx){NULL, raw_malloc, raw_calloc, raw_realloc, raw_free};
+		wrapper[ULMA_MEM_MEM] = (PyMemAllocatorEx){NULL, mem_malloc, mem_calloc, mem_realloc, mem_free};
+		wrapper[ULMA_MEM_OBJ] = (PyMemAllocatorEx){NULL, obj_malloc, obj_calloc, obj_realloc, obj_free};
+		for (int d = 0; d < DOMAINS; d++)
+			PyMem_GetAllocator(py_domain[d], &original[d]);
+		for (int d = 0; d < DOMAINS; d++)
+			PyMem_SetAllocator(py_domain[d], &wrapper[d]);
+		installed = true;
+	}
+	recording = true;
+}
+
+void ulma_memory_stop(void)
+{
+	if (!installed)
+		return;
+	recording = false;
+	bool all_ours = true;
+	for (int d = 0; d < DOMAINS; d++)
+		all_ours = all_ours && is_ours(d);
+	if (!all_ours)
+		return; /* wrapped by another hook: ours stay in its chain, passing calls through */
+	for (int d = 0; d < DOMAINS; d++)
+		PyMem_SetAllocator(py_domain[d], &original[d]);
+	installed = false;
+}
