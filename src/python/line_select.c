@@ -289,7 +289,7 @@ static int capture_places(void)
 /* A file's facts, as the bytes of a str-keyed dict value: FACT_* flags,
  * then one byte per pattern (1: the file alone matches it), then the
  * module's name, NUL-terminated (empty for a pseudo-file). */
-enum { FACT_MAIN = 1, FACT_PSEUDO = 2 };
+enum { FACT_MAIN = 1 }; /* the main script's: its module is __main__ too */
 
 /* The main script: __main__'s __file__, read without running any code. */
 static bool main_file(char *out)
@@ -371,7 +371,7 @@ static PyObject *file_facts(PyObject *filename)
 	if (!facts)
 		return NULL;
 	char *b = PyBytes_AS_STRING(facts);
-	b[0] = (char)((is_main ? FACT_MAIN : 0) | (pseudo ? FACT_PSEUDO : 0));
+	b[0] = is_main ? FACT_MAIN : 0;
 	for (size_t i = 0; i < sel.npatterns; i++) {
 		const struct pattern *p = &sel.patterns[i];
 		bool hit = false;
@@ -562,8 +562,10 @@ int ulma_lines_prepare(PyObject *inline_codes)
 	forget();
 	if (!getcwd(sel.cwd, sizeof(sel.cwd))) /* what relative paths are taken from */
 		strcpy(sel.cwd, "/");
-	if (read_wanted() < 0)
-		return PyErr_NoMemory(), -1;
+	if (read_wanted() < 0) {
+		PyErr_NoMemory();
+		goto fail;
+	}
 	if (inline_codes && read_inline(inline_codes) < 0)
 		goto fail;
 	if (!sel.npatterns && !(marked && PyList_GET_SIZE(marked)))
