@@ -80,14 +80,14 @@ static void put_calls(struct ulma_sbuf *b, const struct ulma_summary *s, const s
 		ulma_sbuf_printf(b, "%s[%d,", k ? "," : "", callee == UINT32_MAX ? -1 : (int)callee);
 		ulma_sbuf_json(b, s->profile->funcs[c->callee].name ? s->profile->funcs[c->callee].name : "?");
 		ulma_sbuf_printf(b, ",%llu,%llu]", (unsigned long long)c->calls,
-				 (unsigned long long)ulma_summary_ns(s, c->ticks));
+				 (unsigned long long)ulma_summary_call_ns(s, c));
 	}
 	ulma_sbuf_printf(b, "],%u]", more);
 }
 
 /* [line, hits, total, on_cpu, runnable, blocked, gil, % of the function, calls, more calls] */
-static void put_row(struct ulma_sbuf *b, const struct ulma_summary *s, const struct ulma_walk *w,
-		    const struct ulma_func_row *f, uint32_t row, const uint32_t *row_of, struct room *room)
+static void put_row(struct ulma_sbuf *b, const struct ulma_summary *s, const struct ulma_walk *w, uint64_t lines_ns,
+		    uint32_t row, const uint32_t *row_of, struct room *room)
 {
 	const struct ulma_line_row *r = &s->profile->lines->rows[row];
 	struct ulma_time_split t;
@@ -96,7 +96,7 @@ static void put_row(struct ulma_sbuf *b, const struct ulma_summary *s, const str
 			 (unsigned long long)t.wall_ns, (unsigned long long)t.on_cpu_ns,
 			 (unsigned long long)t.runnable_ns, (unsigned long long)t.blocked_ns,
 			 (unsigned long long)t.gil_ns,
-			 f->total_ticks ? 100.0 * (double)r->ticks / (double)f->total_ticks : 0.0);
+			 lines_ns ? 100.0 * (double)t.wall_ns / (double)lines_ns : 0.0);
 	put_calls(b, s, w, row, row_of, room);
 }
 
@@ -183,10 +183,11 @@ static int put_function(struct ulma_sbuf *b, const struct ulma_summary *s, const
 	int err = put_source(b, p, func, rows, n, room);
 	room->rows -= (uint32_t)n;
 	ulma_sbuf_puts(b, ",\"rows\":[");
+	uint64_t lines_ns = ulma_summary_lines_ns(s, func);
 	for (int k = 0; k < n && !err; k++) {
 		if (k)
 			ulma_sbuf_put(b, ",", 1);
-		put_row(b, s, w, f, rows[k], row_of, room);
+		put_row(b, s, w, lines_ns, rows[k], row_of, room);
 	}
 	ulma_sbuf_puts(b, "]}");
 	free(rows);

@@ -69,7 +69,7 @@ static inline uint32_t row_of(struct ulma_profile *p, struct ulma_profile_lines 
 	return row_of_slow(p, l, func, line);
 }
 
-static int add_call(struct ulma_profile_lines *l, uint32_t row, uint32_t callee, uint64_t ticks)
+static int add_call(struct ulma_profile_lines *l, uint32_t row, uint32_t callee, uint64_t ticks, uint64_t events)
 {
 	uint64_t key = (uint64_t)(row + 1u) << 32 | callee;
 	uint32_t call;
@@ -84,6 +84,7 @@ static int add_call(struct ulma_profile_lines *l, uint32_t row, uint32_t callee,
 	}
 	l->calls[call].calls++;
 	l->calls[call].ticks += ticks;
+	l->calls[call].events += events;
 	return 0;
 }
 
@@ -154,7 +155,8 @@ void ulma_profile_lines_pop(struct ulma_profile *p, struct ulma_thread_row *t, c
 	if (o)
 		close_line(p->lines, t, o);
 	struct ulma_line_open *caller = d ? open_line(t, d - 1) : NULL;
-	if (caller && add_call(p->lines, caller->row, f->func, grown(t->last_ticks, f->start)))
+	if (caller && add_call(p->lines, caller->row, f->func, grown(t->last_ticks, f->start),
+					grown(t->events, f->events0)))
 		p->lines_failed = true;
 }
 

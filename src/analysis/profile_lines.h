@@ -47,6 +47,7 @@ struct ulma_line_call {
 	uint32_t callee; /* dense function index */
 	uint64_t calls;
 	uint64_t ticks;  /* the callee frames' wall time */
+	uint64_t events; /* events inside those frames, for the hook's cost */
 	uint32_t next;   /* the line's next call (UINT32_MAX: none), newest first */
 };
 

@@ -136,6 +136,10 @@ static void failure_text(uint32_t f, char *buf, size_t cap)
 		strncat(buf, " another profiler (a C extension such as yappi) replaced ulma's hook on some thread,"
 			     " so calls made there meanwhile are missing;",
 			cap - strlen(buf) - 1);
+	if (f & ULMA_FAIL_LINES_TRACER)
+		strncat(buf, " a trace function of the program's (sys.settrace: a debugger, coverage) held a thread"
+			     " that ran code chosen with --lines, so its lines there are missing;",
+			cap - strlen(buf) - 1);
 }
 
 void ulma_summary_thread_times(const struct ulma_summary *s, uint32_t thread, uint64_t *wall_ns,
@@ -290,7 +294,7 @@ int ulma_summary_text(FILE *out, const struct ulma_summary *s, uint32_t limit)
 {
 	const struct ulma_profile *p = s->profile;
 	uint32_t *order = sorted_by_shown_self(s);
-	char pbuf[48], bbuf[32], fbuf[512];
+	char pbuf[48], bbuf[32], fbuf[1024];
 	if (!order)
 		return -ENOMEM;
 	bool split = p->split != ULMA_PROFILE_SPLIT_NONE, gil = p->has_gil;
@@ -482,7 +486,7 @@ int ulma_summary_json(FILE *out, const struct ulma_summary *s)
 	const struct ulma_profile *p = s->profile;
 	uint32_t *order = sorted_by_shown_self(s);
 	uint64_t events = ulma_profile_events(p);
-	char fbuf[512];
+	char fbuf[1024];
 	if (!order)
 		return -ENOMEM;
 	fputs("{\"functions\": [", out);

@@ -32,6 +32,26 @@ void ulma_summary_line_times(const struct ulma_summary *s, const struct ulma_lin
 			    ulma_overhead_cost(r->events, ulma_summary_cost_per_event(s)), out);
 }
 
+uint64_t ulma_summary_call_ns(const struct ulma_summary *s, const struct ulma_line_call *c)
+{
+	uint64_t ns = ulma_summary_ns(s, c->ticks), cost = ulma_overhead_cost(c->events, ulma_summary_cost_per_event(s));
+	return ns > cost ? ns - cost : 0;
+}
+
+uint64_t ulma_summary_lines_ns(const struct ulma_summary *s, uint32_t func)
+{
+	const struct ulma_profile *p = s->profile;
+	uint64_t sum = 0;
+	if (!ulma_profile_has_lines(p, func))
+		return 0;
+	for (uint32_t i = p->funcs[func].first_line_row; i != UINT32_MAX; i = p->lines->rows[i].next) {
+		struct ulma_time_split t;
+		ulma_summary_line_times(s, &p->lines->rows[i], &t);
+		sum += t.wall_ns;
+	}
+	return sum;
+}
+
 size_t *ulma_summary_split_lines(const char *text, size_t len, uint32_t *n)
 {
 	uint32_t count = 1;
@@ -145,7 +165,7 @@ static void print_calls(FILE *out, const struct ulma_summary *s, uint32_t row)
 	}
 	for (uint32_t k = 0; k < nbest; k++) {
 		const struct ulma_line_call *c = &l->calls[best[k]];
-		fprintf(out, "%8s %10s %12.3f %10s %6s  %18s-> ", "", "", (double)ulma_summary_ns(s, c->ticks) / 1e6, "",
+		fprintf(out, "%8s %10s %12.3f %10s %6s  %18s-> ", "", "", (double)ulma_summary_call_ns(s, c) / 1e6, "",
 			"", "");
 		ulma_summary_put_printable(out, s->profile->funcs[c->callee].name ? s->profile->funcs[c->callee].name : "?",
 					   60);
@@ -155,7 +175,7 @@ static void print_calls(FILE *out, const struct ulma_summary *s, uint32_t row)
 		fprintf(out, "%8s %10s %12s %10s %6s  %18s-> %u more\n", "", "", "", "", "", "", more);
 }
 
-static void print_row(FILE *out, const struct ulma_summary *s, const struct ulma_func_row *f, uint32_t line,
+static void print_row(FILE *out, const struct ulma_summary *s, uint64_t lines_ns, uint32_t line,
 		      const struct ulma_line_row *r, const char *src, const char *src_end)
 {
 	fprintf(out, "%8u ", line);
@@ -168,8 +188,7 @@ static void print_row(FILE *out, const struct ulma_summary *s, const struct ulma
 			fprintf(out, "%10.3f ", (double)t.wall_ns / 1e3 / (double)r->hits);
 		else
 			fprintf(out, "%10s ", "-");
-		fprintf(out, "%6.1f ",
-			f->total_ticks ? 100.0 * (double)r->ticks / (double)f->total_ticks : 0.0);
+		fprintf(out, "%6.1f ", lines_ns ? 100.0 * (double)t.wall_ns / (double)lines_ns : 0.0);
 		if (s->profile->split != ULMA_PROFILE_SPLIT_NONE)
 			fprintf(out, "%5.0f %5.0f %5.0f ", (double)t.on_cpu_ns / d, (double)t.runnable_ns / d,
 				(double)t.blocked_ns / d);
@@ -199,8 +218,12 @@ static int print_function(FILE *out, const struct ulma_summary *s, uint32_t func
 	ulma_summary_put_printable(out, f->name ? f->name : "?", 80);
 	fputs("  ", out);
 	ulma_summary_put_printable(out, ulma_summary_short_path(f->file ? f->file : "?", pbuf, sizeof(pbuf)), 64);
-	fprintf(out, ":%u  (%llu call%s, %.3f ms in all)\n", f->line, (unsigned long long)f->calls,
-		f->calls == 1 ? "" : "s", (double)ulma_summary_ns(s, f->total_ticks) / 1e6);
+	struct ulma_time_split self, total;
+	ulma_summary_times(s, f, &self, &total);
+	uint64_t lines_ns = ulma_summary_lines_ns(s, func);
+	fprintf(out, ":%u  (%llu call%s, %.3f ms in all, %.3f ms in its lines)\n", f->line,
+		(unsigned long long)f->calls, f->calls == 1 ? "" : "s", (double)total.wall_ns / 1e6,
+		(double)lines_ns / 1e6);
 	const struct ulma_profile_source *src = f->file ? ulma_profile_source_of(p, f->file) : NULL;
 	uint32_t nlines = 0;
 	size_t *starts = src ? ulma_summary_split_lines(src->text, src->len, &nlines) : NULL;
@@ -221,7 +244,7 @@ static int print_function(FILE *out, const struct ulma_summary *s, uint32_t func
 	if (whole) {
 		for (uint32_t line = first; line <= last; line++) {
 			const struct ulma_line_row *r = k < n && lr[rows[k]].line == line ? &lr[rows[k]] : NULL;
-			print_row(out, s, f, line, r, src->text + starts[line - 1], src->text + starts[line]);
+			print_row(out, s, lines_ns, line, r, src->text + starts[line - 1], src->text + starts[line]);
 			if (r)
 				print_calls(out, s, rows[k++]);
 		}
@@ -229,7 +252,7 @@ static int print_function(FILE *out, const struct ulma_summary *s, uint32_t func
 	for (; k < n; k++) { /* lines with hits only */
 		uint32_t line = lr[rows[k]].line;
 		bool have = starts && line >= 1 && line <= nlines;
-		print_row(out, s, f, line, &lr[rows[k]], have ? src->text + starts[line - 1] : NULL,
+		print_row(out, s, lines_ns, line, &lr[rows[k]], have ? src->text + starts[line - 1] : NULL,
 			  have ? src->text + starts[line] : NULL);
 		print_calls(out, s, rows[k]);
 	}
@@ -311,7 +334,7 @@ void ulma_summary_lines_json(FILE *out, const struct ulma_summary *s, uint32_t f
 			fputs(", \"file\": ", out);
 			ulma_summary_json_string(out, callee->file ? callee->file : "?");
 			fprintf(out, ", \"line\": %u, \"calls\": %llu, \"total_ns\": %llu}", callee->line,
-				(unsigned long long)c->calls, (unsigned long long)ulma_summary_ns(s, c->ticks));
+				(unsigned long long)c->calls, (unsigned long long)ulma_summary_call_ns(s, c));
 		}
 		fputs("]}", out);
 	}

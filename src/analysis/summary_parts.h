@@ -45,6 +45,15 @@ void ulma_summary_lines_json(FILE *out, const struct ulma_summary *s, uint32_t f
  * function table's, and split (without a split all of it is on the CPU). */
 void ulma_summary_line_times(const struct ulma_summary *s, const struct ulma_line_row *r, struct ulma_time_split *out);
 
+/* summary_lines.c: the wall time of the calls made on a line, corrected
+ * for the hook's cost as the lines' are. */
+uint64_t ulma_summary_call_ns(const struct ulma_summary *s, const struct ulma_line_call *c);
+
+/* summary_lines.c: the sum of function func's line times, corrected: what
+ * a line's share of the function ("%func") is of, as in line_profiler, so
+ * the shares add up to 100 whether or not the function recurses. */
+uint64_t ulma_summary_lines_ns(const struct ulma_summary *s, uint32_t func);
+
 /* summary_lines.c: offsets of the starts of the text's lines: starts[i] is
  * line i + 1's; starts[*n] is the end.  Caller frees; NULL if out of memory. */
 size_t *ulma_summary_split_lines(const char *text, size_t len, uint32_t *n);

@@ -20,6 +20,10 @@ def test_a_program_that_traces_lines_itself(prog, run_ulma, run_python, report_j
     # counted(3) and counted(5) around ours(3), which calls counted(0), (1) and (2)
     # under the program's tracer: 3.12 has tools of their own, before it one trace function
     assert hits == (4 + 6 + 1 + 2 + 3 if sys.version_info >= (3, 12) else 4 + 6), hits
+    # the summary says what is missing, where something is
+    missing = "so its lines there are missing" in data["warnings"]
+    assert missing == (sys.version_info < (3, 12)), data["warnings"]
+    assert missing == (b"so its lines there are missing" in traced.stderr)
 
 
 def test_threads(prog, run_ulma, report_json, tmp_path):
