@@ -135,6 +135,8 @@ struct ulma_thread_row {
 	int off_now;
 	uint64_t off_since;
 	struct ulma_line_open *lines; /* per depth: the frame's current line (profile_lines.h), or NULL */
+	uint64_t alloc_count; /* allocations made on the thread (--memory), for the lines' */
+	uint64_t alloc_bytes;
 	uint32_t lines_cap;
 	struct ulma_mem_thread *mem; /* its allocations per depth (profile_memory.h), NULL until its first */
 };

@@ -94,6 +94,8 @@ static void close_line(struct ulma_profile_lines *l, const struct ulma_thread_ro
 	struct ulma_line_row *r = &l->rows[o->row];
 	r->ticks += grown(t->last_ticks, o->start);
 	r->events += grown(t->events, o->events0);
+	r->alloc_count += grown(t->alloc_count, o->alloc_count0);
+	r->alloc_bytes += grown(t->alloc_bytes, o->alloc_bytes0);
 	if (t->now.offs != o->at.offs) {
 		r->blocked_ns += grown(t->now.blocked_ns, o->at.blocked_ns);
 		r->runnable_ns += grown(t->now.runnable_ns, o->at.runnable_ns);
@@ -144,7 +146,13 @@ int ulma_profile_line(struct ulma_profile *p, uint32_t thread, uint64_t ticks, u
 	if (hit)
 		p->lines->rows[row].hits++;
 	t->lines[d] = (struct ulma_line_open){
-		.frame = t->stack[d].events0, .row = row, .start = t->last_ticks, .events0 = t->events, .at = t->now};
+		.frame = t->stack[d].events0,
+		.row = row,
+		.start = t->last_ticks,
+		.events0 = t->events,
+		.at = t->now,
+		.alloc_count0 = t->alloc_count,
+		.alloc_bytes0 = t->alloc_bytes};
 	return 0;
 }
 

@@ -39,6 +39,8 @@ struct ulma_line_row {
 	uint64_t gil_ns;
 	uint32_t next; /* the function's next row (UINT32_MAX: none), newest first */
 	uint32_t first_call; /* its newest call (UINT32_MAX: none) */
+	uint64_t alloc_count; /* allocations while the line ran, its calls' included (--memory) */
+	uint64_t alloc_bytes;
 };
 
 /* The calls a line made, per function called. */
@@ -80,6 +82,8 @@ struct ulma_line_open {
 	uint64_t start;  /* ticks */
 	uint64_t events0; /* the thread's events at the start */
 	struct ulma_thread_clocks at;
+	uint64_t alloc_count0; /* the thread's allocations at the start */
+	uint64_t alloc_bytes0;
 };
 
 /* A line event of `thread` at `ticks`: its innermost frame starts line

@@ -335,6 +335,8 @@ int ulma_profile_mem_alloc(struct ulma_profile *p, uint32_t thread, uint64_t add
 	struct ulma_mem_func *r = func == ULMA_MEM_NO_FUNC ? NULL : &m->funcs[func];
 	m->alloc_count++;
 	m->alloc_bytes += size;
+	t->alloc_count++;
+	t->alloc_bytes += size;
 	if (r) {
 		r->alloc_count++;
 		r->alloc_bytes += size;

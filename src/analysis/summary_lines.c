@@ -194,8 +194,12 @@ static void print_row(FILE *out, const struct ulma_summary *s, uint64_t lines_ns
 				(double)t.blocked_ns / d);
 		else
 			fprintf(out, "%17s ", "");
+		if (s->profile->memory)
+			fprintf(out, "%10.1f ", (double)r->alloc_bytes / 1024.0);
 	} else {
 		fprintf(out, "%10s %12s %10s %6s %17s ", "", "", "", "", "");
+		if (s->profile->memory)
+			fprintf(out, "%10s ", "");
 	}
 	fputs(" ", out);
 	if (src)
@@ -235,8 +239,11 @@ static int print_function(FILE *out, const struct ulma_summary *s, uint32_t func
 		fputs("  (no copy of the source: lines by number)\n", out);
 	else if (src->flags & ULMA_SOURCE_CHANGED)
 		fputs("  (the file changed while the program ran: the source shown may not be what ran)\n", out);
-	fprintf(out, "%8s %10s %12s %10s %6s %5s %5s %5s  %s\n", "line", "hits", "total ms", "us/hit", "%func", "cpu%",
-		"run%", "blk%", "source");
+	fprintf(out, "%8s %10s %12s %10s %6s %5s %5s %5s ", "line", "hits", "total ms", "us/hit", "%func", "cpu%", "run%",
+		"blk%");
+	if (p->memory)
+		fprintf(out, "%10s ", "alloc KiB");
+	fputs(" source\n", out);
 	uint32_t first, last;
 	bool whole = starts && ulma_summary_line_block(f, src->text, starts, nlines, lr[rows[0]].line,
 						       lr[rows[n - 1]].line, &first, &last);
@@ -323,6 +330,9 @@ void ulma_summary_lines_json(FILE *out, const struct ulma_summary *s, uint32_t f
 			(unsigned long long)t.blocked_ns);
 		if (p->has_gil)
 			fprintf(out, ", \"gil_ns\": %llu", (unsigned long long)t.gil_ns);
+		if (p->memory)
+			fprintf(out, ", \"alloc_count\": %llu, \"alloc_bytes\": %llu", (unsigned long long)r->alloc_count,
+				(unsigned long long)r->alloc_bytes);
 		fputs(", \"calls\": [", out);
 		bool first = true;
 		for (uint32_t i = r->first_call; i != UINT32_MAX; i = l->calls[i].next) {

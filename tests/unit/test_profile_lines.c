@@ -11,6 +11,7 @@
 
 #include "analysis/profile.h"
 #include "analysis/profile_lines.h"
+#include "analysis/profile_memory.h"
 #include "analysis/summary.h"
 #include "tap.h"
 #include "ulma/shm.h"
@@ -126,9 +127,45 @@ out:
 	ulma_profile_free(&p);
 }
 
+/* --memory: a line's allocations include its calls', as its time does. */
+static void test_allocations(void)
+{
+	struct ulma_profile p;
+	ulma_profile_init(&p);
+	ulma_profile_add_thread(&p, 0, 1, 1, 1);
+	ulma_profile_add_func(&p, 0, ULMA_DEF_PY, "f", 1, "/m.py", 5, 1);
+	ulma_profile_add_func(&p, 1, ULMA_DEF_PY, "g", 1, "/m.py", 5, 9);
+	if (!CHECK_EQ_I64(ulma_profile_memory_enable(&p), 0, "memory on"))
+		return;
+	ulma_profile_enter(&p, 0, 0, 10);
+	ulma_profile_line(&p, 0, 11, 2, true);
+	ulma_profile_mem_alloc(&p, 0, 0x1000, 100, 12);
+	ulma_profile_line(&p, 0, 13, 3, true);
+	ulma_profile_enter(&p, 0, 1, 14);
+	ulma_profile_mem_alloc(&p, 0, 0x2000, 40, 15); /* g's, under line 3 */
+	ulma_profile_exit(&p, 0, 16);
+	ulma_profile_mem_alloc(&p, 0, 0x3000, 2, 17);
+	ulma_profile_exit(&p, 0, 18);
+	const struct ulma_line_row *l2 = row(&p, 0, 2), *l3 = row(&p, 0, 3);
+	CHECK(l2 && l2->alloc_count == 1 && l2->alloc_bytes == 100, "line 2: its own allocation");
+	CHECK(l3 && l3->alloc_count == 2 && l3->alloc_bytes == 42, "line 3: its own and its call's");
+	char *buf = NULL;
+	size_t len = 0;
+	struct ulma_summary s = {.profile = &p, .cal = {.ns_per_tick = 1.0}, .exit_status = -1};
+	FILE *out = open_memstream(&buf, &len);
+	ulma_summary_json(out, &s);
+	fclose(out);
+	CHECK(buf && strstr(buf, "\"line\": 3, \"hits\": 1, \"total_ns\": 5, ") &&
+		      strstr(buf, "\"alloc_count\": 2, \"alloc_bytes\": 42, \"calls\""),
+	      "the JSON's alloc_count and alloc_bytes per line (%s)", buf ? buf : "");
+	free(buf);
+	ulma_profile_free(&p);
+}
+
 int main(void)
 {
 	test_loop();
+	test_allocations();
 	test_resume_and_off();
 	return tap_done();
 }

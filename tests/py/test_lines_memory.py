@@ -1,0 +1,28 @@
+"""Lines and memory together (docs/lines.md, docs/memory.md): with
+--memory each line of the chosen code carries the allocations made while
+it ran, its calls' included, as its time does."""
+import sys
+
+from lines_helpers import line_of, run_lines
+
+
+def test_allocations_per_line(prog, run_ulma, report_json, tmp_path):
+    path = prog("lines_alloc.py")
+    data, proc = run_lines(run_ulma, report_json, tmp_path / "t.trace", path, ["work"], extra=["--memory"])
+    assert proc.stdout.strip() == b"400000"
+    rows = {row["line"]: row for f in data["functions"] if f["name"] == "work" for row in f["lines"]}
+    listed, called, last = (line_of(path, text) for text in
+                            ("a = [None] * 100000", "b = make_bytes(300000)", "return len(a) + len(b)"))
+    # the list's array of 8-byte pointers; the bytes object's header and 300000 bytes, made in make_bytes
+    assert 100000 * 8 <= rows[listed]["alloc_bytes"] < 100000 * 8 + 4096, rows[listed]
+    assert 300000 + sys.getsizeof(b"") - 1 <= rows[called]["alloc_bytes"] < 300000 + 4096, rows[called]
+    assert rows[called]["calls"][0]["name"].endswith("make_bytes")
+    assert rows[last]["alloc_bytes"] < 1024, rows[last]
+    assert "alloc KiB" in proc.stderr.decode()
+
+
+def test_no_memory_keys_without_memory(prog, run_ulma, report_json, tmp_path):
+    path = prog("lines_alloc.py")
+    data, _ = run_lines(run_ulma, report_json, tmp_path / "t.trace", path, ["work"])
+    rows = [row for f in data["functions"] if f["name"] == "work" for row in f["lines"]]
+    assert rows and all("alloc_bytes" not in row for row in rows)
