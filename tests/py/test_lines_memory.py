@@ -1,6 +1,7 @@
-"""Lines and memory together (docs/lines.md, docs/memory.md): with
---memory each line of the chosen code carries the allocations made while
-it ran, its calls' included, as its time does."""
+"""A line's time split and its memory (docs/lines.md, docs/memory.md): a
+line that sleeps is blocked; with --memory each line of the chosen code
+carries the allocations made while it ran, its calls' included, as its
+time does."""
 import sys
 
 from lines_helpers import line_of, run_lines
@@ -26,3 +27,17 @@ def test_no_memory_keys_without_memory(prog, run_ulma, report_json, tmp_path):
     data, _ = run_lines(run_ulma, report_json, tmp_path / "t.trace", path, ["work"])
     rows = [row for f in data["functions"] if f["name"] == "work" for row in f["lines"]]
     assert rows and all("alloc_bytes" not in row for row in rows)
+
+
+def test_a_line_that_sleeps_is_blocked(prog, run_ulma, report_json, tmp_path):
+    """The issue's known answer: a line that sleeps 100 ms shows as blocked,
+    from the scheduler's switch records; the spinning line as on a CPU."""
+    path = prog("lines_sleep.py")
+    data, _ = run_lines(run_ulma, report_json, tmp_path / "t.trace", path, ["work"])
+    rows = {row["line"]: row for f in data["functions"] if f["name"] == "work" for row in f["lines"]}
+    sleep, spin = line_of(path, "time.sleep(0.1)"), line_of(path, "while time.perf_counter() < end: pass")
+    assert rows[sleep]["total_ns"] >= 100_000_000, rows[sleep]
+    assert rows[sleep]["on_cpu_ns"] + rows[sleep]["runnable_ns"] + rows[sleep]["blocked_ns"] == rows[sleep]["total_ns"]
+    if data["split_method"] == "switches":
+        assert rows[sleep]["blocked_ns"] >= 0.9 * rows[sleep]["total_ns"], rows[sleep]
+        assert rows[spin]["blocked_ns"] <= 0.1 * rows[spin]["total_ns"], rows[spin]
