@@ -18,18 +18,10 @@ import sys
 import tempfile
 import time
 
+from benchlib import ulma_binary
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 FORMATS = ["pstats", "folded", "callgrind", "chrome", "speedscope", "ctf", "html"]
-
-
-def ulma_binary():
-    # the installed package (its __init__ loads the extension, which a source tree lacks)
-    from ulma._locate import ulma_binary as locate
-
-    found = locate()
-    if not found:
-        sys.exit("bench: cannot find the ulma program; run `make install` first")
-    return found
 
 
 def run(cmd):

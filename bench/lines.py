@@ -29,26 +29,11 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
+
+from benchlib import ulma_binary, timed
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 WORKLOADS = os.path.join(HERE, "workloads")
-
-
-def ulma_binary():
-    # the installed package (its __init__ loads the extension, which a source tree lacks)
-    from ulma._locate import ulma_binary as locate
-
-    found = locate()
-    if not found:
-        sys.exit("bench: cannot find the ulma program; run `make install` first")
-    return found
-
-
-def timed(cmd, env):
-    t = time.perf_counter()
-    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
-    return time.perf_counter() - t
 
 
 def decorated_copy(script, function, out):

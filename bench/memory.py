@@ -30,25 +30,11 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
+
+from benchlib import timed, ulma_binary
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 WORKLOADS = os.path.join(HERE, "workloads")
-
-
-def ulma_binary():
-    from ulma._locate import ulma_binary as locate
-
-    found = locate()
-    if not found:
-        sys.exit("bench: cannot find the ulma program; run `make install` first")
-    return found
-
-
-def timed(cmd, env):
-    t = time.perf_counter()
-    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
-    return time.perf_counter() - t
 
 
 def have_memray():
@@ -63,6 +49,7 @@ def summary(ulma, trace, env):
 
 HOOK_LOOP = """
 import sys, time
+
 def loop(n):
     t = time.thread_time()  # CPU time: a loaded machine's waits for a CPU left out
     for _ in range(n):

@@ -26,20 +26,12 @@ import subprocess
 import sys
 import tempfile
 
+from benchlib import ulma_binary
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 WORKLOADS = os.path.join(HERE, "workloads")
 EXAMPLES = os.path.join(ROOT, "examples")
-
-
-def ulma_binary():
-    # the installed package (its __init__ loads the extension, which a source tree lacks)
-    from ulma._locate import ulma_binary as locate
-
-    found = locate()
-    if not found:
-        sys.exit("bench: cannot find the ulma program; run `make install` first")
-    return found
 
 
 def run_cpu(argv, env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE):

@@ -23,26 +23,11 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
+
+from benchlib import ulma_binary, timed
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 WORKLOADS = os.path.join(HERE, "workloads")
-
-
-def ulma_binary():
-    # the installed package (its __init__ loads the extension, which a source tree lacks)
-    from ulma._locate import ulma_binary as locate
-
-    found = locate()
-    if not found:
-        sys.exit("bench: cannot find the ulma program; run `make install` first")
-    return found
-
-
-def timed(cmd, env):
-    t = time.perf_counter()
-    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, env=env)
-    return time.perf_counter() - t
 
 
 def main():
@@ -77,7 +62,7 @@ def main():
         times = {k: [] for k in variants}
         for _ in range(args.rounds):
             for k, cmd in variants.items():
-                times[k].append(timed(cmd, env))
+                times[k].append(timed(cmd, env, quiet_stderr=False))
         base = statistics.median(times["untraced"])
         rep = subprocess.run([ulma, "report", trace, "--format", "json"], check=True,
                              capture_output=True, text=True, env=env)
