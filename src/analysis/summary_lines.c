@@ -239,6 +239,8 @@ static int print_function(FILE *out, const struct ulma_summary *s, uint32_t func
 		fputs("  (no copy of the source: lines by number)\n", out);
 	else if (src->flags & ULMA_SOURCE_CHANGED)
 		fputs("  (the file changed while the program ran: the source shown may not be what ran)\n", out);
+	if (src && (src->flags & ULMA_SOURCE_CUT))
+		fputs("  (the file is longer than the copy kept: lines past it show by number)\n", out);
 	fprintf(out, "%8s %10s %12s %10s %6s %5s %5s %5s ", "line", "hits", "total ms", "us/hit", "%func", "cpu%", "run%",
 		"blk%");
 	if (p->memory)
@@ -299,6 +301,8 @@ uint32_t ulma_summary_lines_text(FILE *out, const struct ulma_summary *s, uint32
 		shown++;
 	}
 	free(order);
+	if (p->lines_failed)
+		fputs("\n(out of memory: some calls under lines were not counted)\n", out);
 	if (shown < with)
 		fprintf(out, "\n%u more function%s with lines: `ulma report --lines TRACE` shows them all\n", with - shown,
 			with - shown == 1 ? "" : "s");

@@ -71,7 +71,7 @@ static void test_loop(void)
 	free(rows);
 	/* the summary's text and JSON, with a copy of the source */
 	const char *src = "def f():\n    for i in range(2):\n        g()\n    return\n\nx = 1\n";
-	CHECK_EQ_I64(ulma_profile_add_source(&p, "/m.py", 5, src, strlen(src), ULMA_SOURCE_CHANGED), 0, "a copy");
+	CHECK_EQ_I64(ulma_profile_add_source(&p, "/m.py", 5, src, strlen(src), ULMA_SOURCE_CHANGED | ULMA_SOURCE_CUT), 0, "a copy");
 	struct ulma_summary s = {.profile = &p, .cal = {.ns_per_tick = 1000.0}, .exit_status = -1};
 	char *buf = NULL;
 	size_t len = 0;
@@ -79,6 +79,7 @@ static void test_loop(void)
 	ulma_summary_text(out, &s, 10);
 	fclose(out);
 	CHECK(strstr(buf, "lines of f") && strstr(buf, "changed while the program ran") &&
+		      strstr(buf, "longer than the copy kept") &&
 		      strstr(buf, "        g()") && strstr(buf, "-> g (2 calls)") && !strstr(buf, "x = 1"),
 	      "the text table: the block of f only, its source, g's calls under line 3 (%s)", buf);
 	free(buf);
