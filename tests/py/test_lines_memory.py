@@ -1,4 +1,5 @@
-"""A line's time split and its memory (docs/lines.md, docs/memory.md): a
+"""A line's time split and its memory, and `ulma report --lines` (docs/lines.md,
+docs/memory.md): a
 line that sleeps is blocked; with --memory each line of the chosen code
 carries the allocations made while it ran, its calls' included, as its
 time does."""
@@ -41,3 +42,18 @@ def test_a_line_that_sleeps_is_blocked(prog, run_ulma, report_json, tmp_path):
     if data["split_method"] == "switches":
         assert rows[sleep]["blocked_ns"] >= 0.9 * rows[sleep]["total_ns"], rows[sleep]
         assert rows[spin]["blocked_ns"] <= 0.1 * rows[spin]["total_ns"], rows[spin]
+
+
+def test_report_lines(prog, run_ulma, tmp_path):
+    """`ulma report --lines` prints every line table of a trace, and refuses
+    a trace without lines with a message that says how to record them."""
+    path = prog("lines_alloc.py")
+    with_lines, without = tmp_path / "l.trace", tmp_path / "n.trace"
+    assert run_ulma(["run", "--no-live", "-o", str(with_lines), "--lines", "work", path]).returncode == 0
+    assert run_ulma(["run", "--no-live", "-o", str(without), path]).returncode == 0
+    shown = run_ulma(["report", str(with_lines), "--lines"])
+    assert shown.returncode == 0, shown.stderr
+    assert b"lines of work" in shown.stdout and b"a = [None] * 100000" in shown.stdout
+    refused = run_ulma(["report", str(without), "--lines"])
+    assert refused.returncode == 1 and refused.stdout == b""
+    assert b"has no lines: record them with `ulma run --lines PATTERN`" in refused.stderr
