@@ -1,8 +1,7 @@
-"""A line's time split and its memory, and `ulma report --lines` (docs/lines.md,
-docs/memory.md): a
-line that sleeps is blocked; with --memory each line of the chosen code
-carries the allocations made while it ran, its calls' included, as its
-time does."""
+"""A line's time split and its memory, and `ulma report --lines`
+(docs/lines.md, docs/memory.md): a line that sleeps is blocked; with
+--memory each line of the chosen code carries the allocations made while
+it ran, its calls' included, as its time does."""
 import sys
 
 from lines_helpers import line_of, run_lines
