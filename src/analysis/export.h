@@ -38,14 +38,14 @@ typedef int (*ulma_export_fn)(FILE *in, const struct ulma_export_opts *o, FILE *
 struct ulma_export_format {
 	const char *name;
 	const char *about;  /* one line for the usage text */
-	ulma_export_fn write;
+	ulma_export_fn write; /* NULL: a format this build left out */
 	bool directory;     /* writes into dir, not out */
 };
 
 /* The formats, ended by a NULL name. */
 extern const struct ulma_export_format ulma_export_formats[];
 
-/* The format called name, or NULL. */
+/* The format called name, or NULL.  Its write may be NULL (see above). */
 const struct ulma_export_format *ulma_export_find(const char *name);
 
 int ulma_export_pstats(FILE *in, const struct ulma_export_opts *o, FILE *out, const char *dir,
@@ -62,6 +62,10 @@ int ulma_export_html(FILE *in, const struct ulma_export_opts *o, FILE *out, cons
 		     struct ulma_export_result *res);
 int ulma_export_ctf(FILE *in, const struct ulma_export_opts *o, FILE *out, const char *dir,
 		    struct ulma_export_result *res);
+/* export_otf2.c, built only with the OTF2 library (ULMA_HAVE_OTF2); the
+ * table lists otf2 either way, with a NULL write where it is missing. */
+int ulma_export_otf2(FILE *in, const struct ulma_export_opts *o, FILE *out, const char *dir,
+		     struct ulma_export_result *res);
 
 /* Shared by the writers: initialise w with o's filter, run it over in with
  * sink, fill res.  The caller frees w (ulma_walk_free) in every case. */
