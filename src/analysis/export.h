@@ -7,7 +7,8 @@
  * docs/exports.md describes each format and how it was checked.
  *
  * Each writer returns 0, -EPROTO for a corrupt trace (the reason in
- * st->error), -EIO if the output could not be written, or another negative
+ * st->error), -EIO if the output could not be written, -EFBIG for an
+ * output it refuses to write (the reason in why), or another negative
  * errno.
  */
 #ifndef ULMA_EXPORT_H
@@ -30,6 +31,7 @@ struct ulma_export_result {
 	uint64_t frames;  /* frames kept by the filters */
 	bool complete;    /* the trace had its END */
 	bool read_error;  /* the trace could not be read (an -EIO not about the output) */
+	char why[256];    /* with -EFBIG: why the output was refused (folded: its size) */
 };
 
 typedef int (*ulma_export_fn)(FILE *in, const struct ulma_export_opts *o, FILE *out, const char *dir,

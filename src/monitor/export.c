@@ -232,6 +232,10 @@ static int export_one(const struct ulma_export_format *fmt, const char *path, co
 		ulma_die_msg("cannot write '%s': %s", output, strerror(werr ? werr : EIO));
 		return 1;
 	}
+	if (err == -EFBIG && res.why[0]) {
+		ulma_die_msg("not writing '%s': %s", output, res.why);
+		return 1;
+	}
 	if (err) {
 		ulma_die_msg("%s: %s", path, strerror(-err));
 		return 1;
