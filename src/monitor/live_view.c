@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../analysis/display_width.h"
 #include "../analysis/export_text.h"
 #include "live_relay.h"
 #include "live_table.h"
@@ -161,36 +162,55 @@ static void spaces(struct text *t, unsigned n)
 	}
 }
 
-/* Characters on screen of a UTF-8 string (code points; wide glyphs count one). */
+/* Columns the character at s[0..n) takes as put_clean shows it
+ * (display_width.h: a CJK character or an emoji two, a combining mark
+ * none; '?' for a control or an invalid byte, nothing for a stray
+ * continuation byte), its bytes in *k. */
+static unsigned char_width(const char *s, size_t n, size_t *k)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	bool printable;
+	*k = ulma_terminal_char(p, n, &printable);
+	if (printable)
+		return ulma_display_width(ulma_utf8_code_point(p, *k));
+	return (p[0] & 0xc0) != 0x80;
+}
+
+/* Columns on screen of a UTF-8 string. */
 static unsigned width_of(const char *s, size_t n)
 {
 	unsigned w = 0;
-	for (size_t i = 0; i < n; i++)
-		w += ((unsigned char)s[i] & 0xc0) != 0x80;
+	size_t k;
+	for (size_t i = 0; i < n; i += k)
+		w += char_width(s + i, n - i, &k);
 	return w;
 }
 
-/* Byte offset where the string's last `keep` characters begin. */
+/* Byte offset where the string's last `keep` columns (or fewer, not to
+ * split a wide character) begin. */
 static size_t tail_start(const char *s, size_t n, unsigned keep)
 {
-	size_t i = n;
-	while (i > 0 && keep > 0) {
-		i--;
-		if (((unsigned char)s[i] & 0xc0) != 0x80)
-			keep--;
+	unsigned w = width_of(s, n);
+	size_t i = 0, k;
+	while (i < n && w > keep) {
+		w -= char_width(s + i, n - i, &k);
+		i += k;
 	}
 	return i;
 }
 
-/* Byte length of the string's first `keep` characters. */
+/* Byte length of the string's first `keep` columns (or fewer, not to
+ * split a wide character), the marks combining with the last included. */
 static size_t head_len(const char *s, size_t n, unsigned keep)
 {
-	size_t i = 0;
-	while (i < n && keep > 0) {
-		i++;
-		while (i < n && ((unsigned char)s[i] & 0xc0) == 0x80)
-			i++;
-		keep--;
+	size_t i = 0, k;
+	unsigned w = 0;
+	while (i < n) {
+		unsigned cw = char_width(s + i, n - i, &k);
+		if (w + cw > keep)
+			break;
+		w += cw;
+		i += k;
 	}
 	return i;
 }
@@ -217,8 +237,9 @@ static void put_clean(struct text *t, const char *s, size_t n)
 	put(t, s + run, n - run);
 }
 
-/* A left-aligned cell of exactly `width` characters.  Too long, it loses
- * its end (names) or its start (paths), marked with "..". */
+/* A left-aligned cell of exactly `width` columns.  Too long, it loses
+ * its end (names) or its start (paths), marked with "..", and a space
+ * where a wide character did not fit. */
 static void cell(struct text *t, const char *s, unsigned width, bool keep_tail)
 {
 	size_t n = strlen(s);
@@ -229,16 +250,21 @@ static void cell(struct text *t, const char *s, unsigned width, bool keep_tail)
 		return;
 	}
 	if (width < 3) {
-		put_clean(t, s, head_len(s, n, width));
+		size_t len = head_len(s, n, width);
+		put_clean(t, s, len);
+		spaces(t, width - width_of(s, len));
 		return;
 	}
 	if (keep_tail) {
 		put(t, "..", 2);
 		size_t from = tail_start(s, n, width - 2);
+		spaces(t, width - 2 - width_of(s + from, n - from));
 		put_clean(t, s + from, n - from);
 	} else {
-		put_clean(t, s, head_len(s, n, width - 2));
+		size_t len = head_len(s, n, width - 2);
+		put_clean(t, s, len);
 		put(t, "..", 2);
+		spaces(t, width - 2 - width_of(s, len));
 	}
 }
 
