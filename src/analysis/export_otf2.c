@@ -22,9 +22,11 @@
  * offset the trace's CLOCK_MONOTONIC start, so a timestamp is that clock's
  * reading in ns.
  *
- * Events stream through the library's buffers, one chunk of
- * OTF2_CHUNK_SIZE_MIN (256 KiB) per thread, flushed to the thread's file
- * when full; definitions are written at the end, when every name is known.
+ * Events stream through the library's buffers: at most EVENT_CHUNKS chunks
+ * of OTF2_CHUNK_SIZE_MIN (256 KiB) per thread (the memory callbacks refuse
+ * more, which makes the library flush them to the thread's file), so
+ * memory does not grow with the events; definitions are written at the
+ * end, when every name is known.
  *
  * MPI (trace format 6, when the walker hands its message records over):
  * sends, receives and collectives become OTF2_EvtWriter_MpiSend / MpiRecv /
@@ -44,6 +46,7 @@
 
 #define ARCHIVE_NAME "traces"
 #define NO_REF UINT32_MAX
+#define EVENT_CHUNKS 2 /* per thread, before a flush */
 
 struct otf2_loc {
 	OTF2_EvtWriter *evt; /* NULL until the thread passes */
@@ -83,6 +86,61 @@ static OTF2_FlushType pre_flush(void *data, OTF2_FileType type, OTF2_LocationRef
 }
 
 static const OTF2_FlushCallbacks flush_callbacks = {.otf2_pre_flush = pre_flush, .otf2_post_flush = NULL};
+
+/* The chunks of one of the library's buffers (its perBufferData). */
+struct chunks {
+	void *chunk[EVENT_CHUNKS];
+	unsigned n;
+	bool bounded; /* an event buffer: at most EVENT_CHUNKS */
+	struct chunks *more; /* the other buffers' chunks beyond the first EVENT_CHUNKS */
+};
+
+/* A chunk for a buffer; NULL for an event buffer that has its
+ * EVENT_CHUNKS, which the library then flushes and frees. */
+static void *allocate(void *data, OTF2_FileType type, OTF2_LocationRef loc, void **per_buffer, uint64_t size)
+{
+	(void)data, (void)loc;
+	struct chunks *c = *per_buffer;
+	if (!c) {
+		if (!(c = calloc(1, sizeof(*c))))
+			return NULL;
+		c->bounded = type == OTF2_FILETYPE_EVENTS;
+		*per_buffer = c;
+	}
+	while (c->n == EVENT_CHUNKS) {
+		if (c->bounded)
+			return NULL;
+		if (!c->more && !(c->more = calloc(1, sizeof(*c->more))))
+			return NULL;
+		c = c->more;
+	}
+	void *p = malloc(size);
+	if (p)
+		c->chunk[c->n++] = p;
+	return p;
+}
+
+static void free_all(void *data, OTF2_FileType type, OTF2_LocationRef loc, void **per_buffer, bool final)
+{
+	(void)data, (void)type, (void)loc;
+	struct chunks *first = *per_buffer;
+	for (struct chunks *c = first, *next; c; c = next) {
+		next = c->more;
+		for (unsigned i = 0; i < c->n; i++)
+			free(c->chunk[i]);
+		c->n = 0;
+		if (c != first)
+			free(c);
+	}
+	if (first)
+		first->more = NULL;
+	if (final) {
+		free(first);
+		*per_buffer = NULL;
+	}
+}
+
+static const OTF2_MemoryCallbacks memory_callbacks = {.otf2_allocate = allocate, .otf2_free_all = free_all};
 
 static int check(struct otf2_out *o, OTF2_ErrorCode code)
 {
@@ -457,6 +515,7 @@ int ulma_export_otf2(FILE *in, const struct ulma_export_opts *opts, FILE *out, c
 		return -EIO;
 	}
 	check(&o, OTF2_Archive_SetFlushCallbacks(o.archive, &flush_callbacks, NULL));
+	check(&o, OTF2_Archive_SetMemoryCallbacks(o.archive, &memory_callbacks, NULL));
 	check(&o, OTF2_Archive_SetSerialCollectiveCallbacks(o.archive));
 	check(&o, OTF2_Archive_SetCreator(o.archive, "ulma export"));
 	check(&o, OTF2_Archive_OpenEvtFiles(o.archive));
