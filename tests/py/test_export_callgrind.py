@@ -127,21 +127,40 @@ def test_inclusive_equals_total_time(program):
         assert named["%s:fib" % program["path"]]["calls"] == 218910
 
 
-def test_calls_lines_count_calls(program):
-    """calls= lines into a function add up to its calls (a thread's outermost
-    frames are calls from "(all threads)")."""
-    called, fn_names, callee = {}, {}, None
-    with open(str(program["out"]), encoding="utf-8") as f:
+def read_calls(path):
+    """{function: [self ns, [(callee, calls, ns)]]} as the file states them."""
+    funcs, fn_names, current, callee, pending = {}, {}, None, None, None
+    with open(str(path), encoding="utf-8") as f:
         for line in f:
             line = line.rstrip("\n")
             m = re.match(r"^(c?fn)=\((\d+)\)(?: (.*))?$", line)
             if m:
                 if m.group(3) is not None:
                     fn_names[m.group(2)] = m.group(3)
-                if m.group(1) == "cfn":
+                if m.group(1) == "fn":
+                    current = fn_names[m.group(2)]
+                    funcs[current] = [0, []]
+                else:
                     callee = fn_names[m.group(2)]
             elif line.startswith("calls="):
-                called[callee] = called.get(callee, 0) + int(line.split()[0][6:])
+                pending = int(line.split()[0][6:])
+            elif re.match(r"^\d+ \d+$", line) and current is not None:
+                cost = int(line.split()[1])
+                if pending is not None:
+                    funcs[current][1].append((callee, pending, cost))
+                    pending = None
+                else:
+                    funcs[current][0] += cost
+    return funcs
+
+
+def test_calls_lines_count_calls(program):
+    """calls= lines into a function add up to its calls (a thread's outermost
+    frames are calls from "(all threads)")."""
+    called = {}
+    for self_ns, calls in read_calls(program["out"]).values():
+        for callee, count, cost in calls:
+            called[callee] = called.get(callee, 0) + count
     assert called
     called = by_function(called, True)
     want = {cg_name(f, program["shared"])[len(f["file"]) + 1 :]: f["calls"] for f in program["rows"]}
@@ -159,33 +178,6 @@ def test_filter_changes_totals(export_trace, run_export, tmp_path):
     prints = sum(f["total_ns"] for f in t["report"]["functions"] if f["name"] == "builtins.print")
     assert close(rows["%s:main" % path], main["total_ns"] - prints)
     assert os.path.getsize(str(out)) > 0
-
-
-def read_calls(path):
-    """{function: (self ns, [(callee, ns)])} as the file states them."""
-    funcs, fn_names, current, callee, pending = {}, {}, None, None, False
-    with open(str(path), encoding="utf-8") as f:
-        for line in f:
-            line = line.rstrip("\n")
-            m = re.match(r"^(c?fn)=\((\d+)\)(?: (.*))?$", line)
-            if m:
-                if m.group(3) is not None:
-                    fn_names[m.group(2)] = m.group(3)
-                if m.group(1) == "fn":
-                    current = fn_names[m.group(2)]
-                    funcs[current] = [0, []]
-                else:
-                    callee = fn_names[m.group(2)]
-            elif line.startswith("calls="):
-                pending = True
-            elif re.match(r"^\d+ \d+$", line) and current is not None:
-                cost = int(line.split()[1])
-                if pending:
-                    funcs[current][1].append((callee, cost))
-                    pending = False
-                else:
-                    funcs[current][0] += cost
-    return funcs
 
 
 @pytest.fixture(scope="module")
@@ -220,16 +212,16 @@ def test_kcachegrind_inclusive_is_self_plus_calls_out(mutual):
     funcs = read_calls(mutual["out"])
     into = {}
     for caller, (self_ns, calls) in funcs.items():
-        for callee, cost in calls:
+        for callee, count, cost in calls:
             if callee != caller:
                 into[callee] = into.get(callee, 0) + cost
                 assert cost > 0, (caller, callee)
     for name, (self_ns, calls) in funcs.items():
         if name == "(all threads)" or name.endswith("'8"):
             continue
-        out = sum(cost for callee, cost in calls if callee != name)
+        out = sum(cost for callee, count, cost in calls if callee != name)
         assert close(self_ns + out, into[name], 2), name
-    assert close(funcs["main"][0] + sum(c for _, c in funcs["main"][1]), mutual["report"]["main"]["total_ns"])
+    assert close(funcs["main"][0] + sum(c for _, n, c in funcs["main"][1]), mutual["report"]["main"]["total_ns"])
 
 
 @pytest.mark.skipif(importlib.util.find_spec("gprof2dot") is None, reason="gprof2dot not installed (make pytest installs it)")
