@@ -140,16 +140,9 @@ static int make_names(const struct ulma_walk *w, const struct ulma_callgraph *g,
 			err = -ENOMEM;
 		else
 			err = file_id_of(n, f->file, &n->file_id[k]);
-		if (!err && level > 1) {
-			struct ulma_sbuf b = {0};
-			ulma_sbuf_printf(&b, "%s'%u", n->base[k], level);
-			free(n->base[k]);
-			n->base[k] = b.p;
-			if (b.nomem)
-				err = -ENOMEM;
-		}
 		n->fn[k] = n->base[k];
-		sorted[used++] = n->base[k];
+		if (level == 1) /* a function's levels share its name */
+			sorted[used++] = n->base[k];
 	}
 	if (!err)
 		qsort(sorted, used, sizeof(*sorted), cmp_str);
@@ -159,11 +152,16 @@ static int make_names(const struct ulma_walk *w, const struct ulma_callgraph *g,
 		char **hit = bsearch(&n->base[k], sorted, used, sizeof(*sorted), cmp_str);
 		bool shared = hit && ((hit > sorted && strcmp(hit[-1], n->base[k]) == 0) ||
 				      (hit + 1 < sorted + used && strcmp(hit[1], n->base[k]) == 0));
-		if (!shared)
+		uint32_t level;
+		const struct ulma_walk_func *f = func_of(w, g, k, &level);
+		if (!shared && level == 1)
 			continue;
 		struct ulma_sbuf b = {0};
-		uint32_t level;
-		ulma_sbuf_printf(&b, "%s [%s:%u]", n->base[k], n->files[n->file_id[k] - 1], func_of(w, g, k, &level)->line);
+		ulma_sbuf_puts(&b, n->base[k]);
+		if (shared)
+			ulma_sbuf_printf(&b, " [%s:%u]", n->files[n->file_id[k] - 1], f->line);
+		if (level > 1)
+			ulma_sbuf_printf(&b, "'%u", level);
 		if (b.nomem)
 			err = -ENOMEM;
 		n->fn[k] = b.p;
