@@ -4,6 +4,8 @@
  * searched by bisection. */
 #include "display_width.h"
 
+#include "export_text.h"
+
 struct range {
 	uint32_t first, last;
 };
@@ -76,4 +78,50 @@ unsigned ulma_display_width(uint32_t cp)
 	if (in(zero, sizeof(zero) / sizeof(zero[0]), cp))
 		return 0;
 	return in(wide, sizeof(wide) / sizeof(wide[0]), cp) ? 2 : 1;
+}
+
+/* Columns of the character at s[0..n) as shown (see the header), its
+ * bytes in *k. */
+static unsigned char_width(const char *s, size_t n, size_t *k)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	bool printable;
+	*k = ulma_terminal_char(p, n, &printable);
+	if (printable)
+		return ulma_display_width(ulma_utf8_code_point(p, *k));
+	return (p[0] & 0xc0) != 0x80;
+}
+
+unsigned ulma_display_width_of(const char *s, size_t n)
+{
+	unsigned w = 0;
+	size_t k;
+	for (size_t i = 0; i < n; i += k)
+		w += char_width(s + i, n - i, &k);
+	return w;
+}
+
+size_t ulma_display_head(const char *s, size_t n, unsigned cols)
+{
+	size_t i = 0, k;
+	unsigned w = 0;
+	while (i < n) {
+		unsigned cw = char_width(s + i, n - i, &k);
+		if (w + cw > cols)
+			break;
+		w += cw;
+		i += k;
+	}
+	return i;
+}
+
+size_t ulma_display_tail(const char *s, size_t n, unsigned cols)
+{
+	unsigned w = ulma_display_width_of(s, n);
+	size_t i = 0, k;
+	while (i < n && w > cols) {
+		w -= char_width(s + i, n - i, &k);
+		i += k;
+	}
+	return i;
 }

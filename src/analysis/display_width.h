@@ -8,10 +8,21 @@
 #ifndef ULMA_DISPLAY_WIDTH_H
 #define ULMA_DISPLAY_WIDTH_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 /* Columns of code point cp (a printable one: controls are the caller's). */
 unsigned ulma_display_width(uint32_t cp);
+
+/* For UTF-8 text s[0..n) shown with every character a terminal must not
+ * get (ulma_terminal_char) as one '?', and a stray continuation byte as
+ * nothing (the live view's cells): its columns; the byte length of its
+ * first `cols` columns, the marks combining with the last one included;
+ * the byte offset where its last `cols` columns begin.  Neither of the
+ * last two splits a wide character: they may give one column less. */
+unsigned ulma_display_width_of(const char *s, size_t n);
+size_t ulma_display_head(const char *s, size_t n, unsigned cols);
+size_t ulma_display_tail(const char *s, size_t n, unsigned cols);
 
 #endif

@@ -162,63 +162,11 @@ static void spaces(struct text *t, unsigned n)
 	}
 }
 
-/* Columns the character at s[0..n) takes as put_clean shows it
- * (display_width.h: a CJK character or an emoji two, a combining mark
- * none; '?' for a control or an invalid byte, nothing for a stray
- * continuation byte), its bytes in *k. */
-static unsigned char_width(const char *s, size_t n, size_t *k)
-{
-	const unsigned char *p = (const unsigned char *)s;
-	bool printable;
-	*k = ulma_terminal_char(p, n, &printable);
-	if (printable)
-		return ulma_display_width(ulma_utf8_code_point(p, *k));
-	return (p[0] & 0xc0) != 0x80;
-}
-
-/* Columns on screen of a UTF-8 string. */
-static unsigned width_of(const char *s, size_t n)
-{
-	unsigned w = 0;
-	size_t k;
-	for (size_t i = 0; i < n; i += k)
-		w += char_width(s + i, n - i, &k);
-	return w;
-}
-
-/* Byte offset where the string's last `keep` columns (or fewer, not to
- * split a wide character) begin. */
-static size_t tail_start(const char *s, size_t n, unsigned keep)
-{
-	unsigned w = width_of(s, n);
-	size_t i = 0, k;
-	while (i < n && w > keep) {
-		w -= char_width(s + i, n - i, &k);
-		i += k;
-	}
-	return i;
-}
-
-/* Byte length of the string's first `keep` columns (or fewer, not to
- * split a wide character), the marks combining with the last included. */
-static size_t head_len(const char *s, size_t n, unsigned keep)
-{
-	size_t i = 0, k;
-	unsigned w = 0;
-	while (i < n) {
-		unsigned cw = char_width(s + i, n - i, &k);
-		if (w + cw > keep)
-			break;
-		w += cw;
-		i += k;
-	}
-	return i;
-}
-
 /* Names and paths come from the program: no control character (U+2028
  * and C1 included) nor invalid UTF-8 reaches the terminal
- * (ulma_terminal_char); each shows as '?', in the one column width_of
- * counted for it (a stray continuation byte, counted none, shows nothing). */
+ * (ulma_terminal_char); each shows as '?', in the one column
+ * ulma_display_width_of counted for it (a stray continuation byte,
+ * counted none, shows nothing). */
 static void put_clean(struct text *t, const char *s, size_t n)
 {
 	const unsigned char *p = (const unsigned char *)s;
@@ -243,28 +191,28 @@ static void put_clean(struct text *t, const char *s, size_t n)
 static void cell(struct text *t, const char *s, unsigned width, bool keep_tail)
 {
 	size_t n = strlen(s);
-	unsigned w = width_of(s, n);
+	unsigned w = ulma_display_width_of(s, n);
 	if (w <= width) {
 		put_clean(t, s, n);
 		spaces(t, width - w);
 		return;
 	}
 	if (width < 3) {
-		size_t len = head_len(s, n, width);
+		size_t len = ulma_display_head(s, n, width);
 		put_clean(t, s, len);
-		spaces(t, width - width_of(s, len));
+		spaces(t, width - ulma_display_width_of(s, len));
 		return;
 	}
 	if (keep_tail) {
 		put(t, "..", 2);
-		size_t from = tail_start(s, n, width - 2);
-		spaces(t, width - 2 - width_of(s + from, n - from));
+		size_t from = ulma_display_tail(s, n, width - 2);
+		spaces(t, width - 2 - ulma_display_width_of(s + from, n - from));
 		put_clean(t, s + from, n - from);
 	} else {
-		size_t len = head_len(s, n, width - 2);
+		size_t len = ulma_display_head(s, n, width - 2);
 		put_clean(t, s, len);
 		put(t, "..", 2);
-		spaces(t, width - 2 - width_of(s, len));
+		spaces(t, width - 2 - ulma_display_width_of(s, len));
 	}
 }
 
@@ -419,8 +367,8 @@ static void emit_line(struct ulma_live *lv, unsigned r, const char *attr, bool p
 	struct text *o = &lv->out, *l = &lv->line;
 	putf(o, "\033[%u;1H", r);
 	puts_(o, attr);
-	size_t n = head_len(l->buf, l->len, lv->cols);
-	unsigned w = width_of(l->buf, n);
+	size_t n = ulma_display_head(l->buf, l->len, lv->cols);
+	unsigned w = ulma_display_width_of(l->buf, n);
 	put(o, l->buf, n);
 	if (pad && w < lv->cols)
 		spaces(o, lv->cols - w);

@@ -2,7 +2,7 @@
  * summary's name cells (src/analysis/display_width.h, summary_parts.h):
  * known widths at the edges of the wide ranges, combining marks, and names
  * of CJK characters and emoji padded and cut by columns, not bytes or
- * code points. */
+ * code points, in the summary and in the live view's cells. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -68,5 +68,17 @@ int main(void)
 	printable("\xe6\x95\xb0\xe6\x8d\xae\xe5\xa4\x84\xe7\x90\x86", 8, "\xe6\x95\xb0\xe6\x8d\xae\xe5\xa4\x84\xe7\x90\x86", 8,
 		  "four in 8 columns fit");
 	printable("a\nb", 10, "a?b", 3, "a control shows as one '?'");
+
+	/* the live view's cells: "a", two CJK characters, "e" and a combining accent */
+	const char *cells = "a\xe6\x95\xb0\xe6\x8d\xae" "e\xcc\x81";
+	size_t n = strlen(cells);
+	CHECK_EQ_U64(ulma_display_width_of(cells, n), 6, "a(1) + 2 CJK(4) + e(1) + accent(0) columns");
+	CHECK_EQ_U64(ulma_display_head(cells, n, 3), 4, "3 columns: a and one CJK character, 4 bytes");
+	CHECK_EQ_U64(ulma_display_head(cells, n, 2), 1, "2 columns: the CJK character would straddle, 'a' only");
+	CHECK_EQ_U64(ulma_display_head(cells, n, 6), n, "6 columns: all, the accent with its letter");
+	CHECK_EQ_U64(ulma_display_tail(cells, n, 1), 7, "the last column: e and its accent");
+	CHECK_EQ_U64(ulma_display_tail(cells, n, 2), 7, "2 columns: not half a CJK character");
+	CHECK_EQ_U64(ulma_display_tail(cells, n, 3), 4, "3: the second CJK character on");
+	CHECK_EQ_U64(ulma_display_width_of("\x1b[\x80", 3), 2, "ESC and '[' one each, a stray continuation byte none");
 	return tap_done();
 }
