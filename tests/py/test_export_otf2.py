@@ -7,7 +7,8 @@ Enter events equal the report's calls, every Enter has its Leave, well
 nested on each location; programs/otf2_prog.py's known answers: fib
 entered 465 times on the main thread and 177 on each worker, the workers'
 locations named by their thread names, one location group per process
-(four for fork_fib.py), the counter's four values as metric events,
+(four for fork_fib.py), odd names intact, the counter's four values as
+metric events,
 the three instants as markers; timestamps within the clock properties,
 and main's Leave - Enter its total time; the directory rules of ctf.
 """
@@ -18,7 +19,7 @@ import subprocess
 
 import pytest
 
-from export_helpers import export_trace, no_temp_files, run_export  # noqa: F401
+from export_helpers import ODD_NAMES, export_trace, no_temp_files, run_export  # noqa: F401
 
 pytestmark = pytest.mark.skipif(
     shutil.which("otf2-print") is None, reason="otf2-print not installed (scripts/ensure-deps.sh installs otf2-tools)"
@@ -36,7 +37,7 @@ def otf2_print(anchor, *args):
                           stderr=subprocess.PIPE, timeout=120)
     assert proc.returncode == 0, proc.stderr.decode(errors="replace")
     assert proc.stderr == b"", proc.stderr.decode(errors="replace")
-    return proc.stdout.decode("utf-8").splitlines()
+    return proc.stdout.decode("utf-8").split("\n")  # not splitlines: names may hold U+2028
 
 
 def read_archive(out):
@@ -193,3 +194,19 @@ def test_directory_rules(export_trace, run_ulma, tmp_path):
     proc = run_ulma(["export", str(bad), "--format", "otf2", "-o", str(tmp_path / "bad.otf2")])
     assert proc.returncode == 1 and b"checksum" in proc.stderr
     assert not os.path.exists(str(tmp_path / "bad.otf2")) and no_temp_files(tmp_path) == []
+
+
+def test_odd_names_come_back(export_trace, run_export, tmp_path):
+    """Names holding separators, quotes, a newline, markup and non-ASCII are
+    region names as they are (OTF2 strings are binary-safe), each entered
+    as many times as it was called."""
+    t = export_trace("odd_names.py")
+    run_export(t["trace"], "otf2", tmp_path / "odd.otf2")
+    anchor = str(tmp_path / "odd.otf2" / "traces.otf2")
+    defs = "\n".join(otf2_print(anchor, "-G"))
+    events = "\n".join(otf2_print(anchor))
+    for i, name in enumerate(ODD_NAMES):
+        m = re.search(r'^REGION +(\d+)  Name: "%s" <' % re.escape(name), defs, re.M)
+        assert m, name
+        enter = r'^ENTER +\d+ +\d+  Region: "%s" <%s>$' % (re.escape(name), m.group(1))
+        assert len(re.findall(enter, events, re.M)) == i + 1, name
