@@ -8,9 +8,9 @@ nested on each location; programs/otf2_prog.py's known answers: fib
 entered 465 times on the main thread and 177 on each worker, the workers'
 locations named by their thread names, one location group per process
 (four for fork_fib.py), odd names intact, the counter's four values as
-metric events,
-the three instants as markers; timestamps within the clock properties,
-and main's Leave - Enter its total time; the directory rules of ctf.
+metric events, the three instants as markers; timestamps within the
+clock properties, and main's Leave - Enter its total time; the directory
+rules of ctf.
 """
 import os
 import re
