@@ -5,7 +5,8 @@
  * format (each format in turn) and a set of filters, so one corpus covers
  * them all, marks and native functions included (the seeds hold a version
  * 4 trace with them).  Besides the sanitizers, the harness aborts when an exporter
- * returns anything but 0 or -EPROTO, or -EPROTO without a reason.  A file
+ * returns anything but 0, -EPROTO or -EFBIG (folded's refusal), or either
+ * without its reason.  A file
  * format writes to /dev/null; the directory formats, ctf and otf2 (where
  * this build has the OTF2 library), into a scratch directory of the
  * harness's own, emptied after each input (OTF2's subdirectory too).
@@ -124,7 +125,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (in && (out || dir)) {
 		struct ulma_export_result res;
 		int err = fmt->write(in, &o, out, dir, &res);
-		if ((err != 0 && err != -EPROTO) || (err == -EPROTO && !res.st.error[0])) {
+		bool refused = err == -EFBIG && res.why[0]; /* folded's size limit, with its reason */
+		if ((err != 0 && err != -EPROTO && !refused) || (err == -EPROTO && !res.st.error[0])) {
 			fprintf(stderr, "fuzz_export: %s returned %d (%s)\n", fmt->name, err, res.st.error);
 			abort();
 		}
