@@ -16,17 +16,21 @@
 #include <stdint.h>
 
 #define ULMA_MPI_ARGS_MAX 6u
+#define ULMA_MPI_SEQ_NONE ((UINT64_C(1) << 48) - 1) /* a merged RECV or SEND that matched none */
 
 enum ulma_mpi_op {
 	/* a message leaves: at the start of MPI_Send, _Isend, _Sendrecv.
-	 * args: peer (destination), tag, comm, bytes */
+	 * args: peer (destination), tag, comm, bytes; in a merged trace also
+	 * the message's number among those of its (source, destination, tag,
+	 * comm), which its RECV carries too */
 	ULMA_MPI_SEND = 1,
 	/* a message arrived: when MPI_Recv or _Sendrecv returns, or when
 	 * MPI_Wait* / MPI_Test* completes an MPI_Irecv.  args: peer (source),
-	 * tag, comm, bytes */
+	 * tag, comm, bytes; in a merged trace also the number of the message
+	 * it matched (none: it matched none) */
 	ULMA_MPI_RECV = 2,
 	/* a collective starts.  args: which (enum ulma_mpi_coll), comm, root + 1 (0: none), bytes
-	 * this rank contributes */
+	 * this rank contributes, ranks in comm */
 	ULMA_MPI_COLL_BEGIN = 3,
 	/* the collective returns.  args: which, comm */
 	ULMA_MPI_COLL_END = 4,

@@ -550,7 +550,7 @@ static int parse_mpi_merge(struct reader *r, const uint8_t *p, const uint8_t *en
 	NEED_VARINT(r, p, end, m.max_offset_ns, "largest clock offset");
 	NEED_VARINT(r, p, end, m.messages, "messages");
 	NEED_VARINT(r, p, end, m.unmatched, "unmatched messages");
-	NEED_VARINT(r, p, end, m.total_move_ns, "moves in all");
+	NEED_VARINT(r, p, end, m.moves, "moves");
 	if (p != end)
 		return corrupt(r, "merge chunk has %td bytes too many", end - p);
 	return r->v->on_mpi_merge ? r->v->on_mpi_merge(r->v->ctx, &m) : 0;

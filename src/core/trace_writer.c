@@ -492,7 +492,7 @@ int ulma_trace_mpi_merge(struct ulma_trace_writer *w, const struct ulma_trace_me
 	n += ulma_varint_put(p + n, m->max_offset_ns);
 	n += ulma_varint_put(p + n, m->messages);
 	n += ulma_varint_put(p + n, m->unmatched);
-	n += ulma_varint_put(p + n, m->total_move_ns);
+	n += ulma_varint_put(p + n, m->moves);
 	return write_chunk(w, ULMA_CHUNK_MPI_MERGE, p, n, NULL, 0);
 }
 

@@ -273,7 +273,7 @@ struct ulma_trace_merge {
 	uint64_t max_offset_ns; /* the largest clock offset to rank 0, in absolute value */
 	uint64_t messages;      /* matched point-to-point messages */
 	uint64_t unmatched;     /* sends and receives without a partner */
-	uint64_t total_move_ns; /* the moves added up */
+	uint64_t moves; /* receives and collective exits it moved (each moves the rest of its rank) */
 };
 int ulma_trace_mpi_merge(struct ulma_trace_writer *w, const struct ulma_trace_merge *merge);
 

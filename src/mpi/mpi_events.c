@@ -88,9 +88,12 @@ void ulma_mpi_coll(enum ulma_mpi_op op, enum ulma_mpi_coll which, MPI_Comm comm,
 {
 	if (!ulma_enabled)
 		return;
-	uint64_t a[4] = {which, ulma_mpi_comm_id(comm), root < 0 ? 0 : (uint64_t)ulma_mpi_world_rank(comm, root) + 1,
-			 bytes_of(count, type)};
-	ulma_rt_mpi_event(op, a, op == ULMA_MPI_COLL_BEGIN ? 4 : 2);
+	int size = 0;
+	if (op == ULMA_MPI_COLL_BEGIN)
+		PMPI_Comm_size(comm, &size);
+	uint64_t a[5] = {which, ulma_mpi_comm_id(comm), root < 0 ? 0 : (uint64_t)ulma_mpi_world_rank(comm, root) + 1,
+			 bytes_of(count, type), (uint64_t)size};
+	ulma_rt_mpi_event(op, a, op == ULMA_MPI_COLL_BEGIN ? 5 : 2);
 }
 
 /* Receives in flight: an open-addressing table keyed by the request's

@@ -17,7 +17,7 @@
 #include "core/mpi_event.h"
 #include "ulma/ulma.h"
 
-#define ULMA_MPI_FILE "<MPI>" /* the file of every MPI frame: how reports know them */
+#include "mpi_names.h" /* ULMA_MPI_FILE, the file of every MPI frame: how reports know them */
 
 #define MPI_SITE(fn) static struct ulma_zone_site site_##fn = {#fn, ULMA_MPI_FILE, 0, 0, 0}
 #define MPI_ENTER(fn) (ulma_enabled ? ulma_zone_begin(&site_##fn) : (void)0)
