@@ -175,7 +175,8 @@ static int place_events(struct merge_rank *r, struct pass1 *p)
 	}
 	if (r->mpi.n && !(r->by_read = malloc(r->mpi.n * sizeof(*r->by_read))))
 		return -ENOMEM;
-	qsort(r->mpi.ev, r->mpi.n, sizeof(*r->mpi.ev), by_time);
+	if (r->mpi.n > 1)
+		qsort(r->mpi.ev, r->mpi.n, sizeof(*r->mpi.ev), by_time);
 	for (size_t i = 0; i < r->mpi.n; i++) {
 		r->by_read[r->mpi.ev[i].seq] = (uint32_t)i;
 		r->mpi.ev[i].seq = ULMA_MERGE_NO_SEQ;
