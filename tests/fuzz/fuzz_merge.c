@@ -24,28 +24,10 @@
 #include <unistd.h>
 
 #include "fix_checksums.h"
-#include "monitor/commands.h"
+#include "cli_stubs.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static unsigned messages;
-
-void ulma_die_msg(const char *fmt, ...)
-{
-	char line[1024];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(line, sizeof(line), fmt, ap); /* formatted all the same: the sanitizers see the arguments */
-	va_end(ap);
-	messages++;
-}
-
-int ulma_parse_limit(const char *arg, long *out)
-{
-	char *end;
-	*out = strtol(arg, &end, 10);
-	return *end || *out <= 0 ? -1 : 0;
-}
 
 static char dir[64], rank_path[96], out_path[96];
 
@@ -74,9 +56,9 @@ static void setup(void)
 
 static void expect_clean(int rc, const char *what)
 {
-	if (rc == 0 || (rc == 1 && messages > 0))
+	if (rc == 0 || (rc == 1 && fuzz_messages > 0))
 		return;
-	fprintf(stdout, "fuzz_merge: %s exited %d after %u messages\n", what, rc, messages);
+	fprintf(stdout, "fuzz_merge: %s exited %d after %u messages\n", what, rc, fuzz_messages);
 	abort();
 }
 
@@ -96,12 +78,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	free(copy);
 	unlink(out_path);
-	messages = 0;
+	fuzz_messages = 0;
 	char *merge[] = {dir, "-o", out_path, NULL};
 	int rc = ulma_cmd_merge(3, merge);
 	expect_clean(rc, "merge");
 	if (rc == 0) {
-		messages = 0;
+		fuzz_messages = 0;
 		char *report[] = {out_path, "--format", "json", NULL};
 		expect_clean(ulma_cmd_report(3, report), "report of the merged trace");
 	}
