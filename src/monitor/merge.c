@@ -95,7 +95,9 @@ static int p1_mpi(void *ctx, const struct ulma_trace_mpi *m)
 	} else if (m->op == ULMA_MPI_CLOCK && m->nargs >= 2) {
 		unsigned k = p->nclock < 2 ? p->nclock++ : 1; /* the first and the last */
 		p->clock[k].ticks = m->ticks;
-		p->clock[k].offset = ulma_unzigzag(m->args[0] | m->args[1] << 32);
+		int64_t off = ulma_unzigzag(m->args[0] | m->args[1] << 32);
+		const int64_t lim = 1000000000000000000; /* as merge_rank_ns bounds times (a corrupt trace's) */
+		p->clock[k].offset = off > lim ? lim : off < -lim ? -lim : off;
 	}
 	if (r->mpi.n == p->cap) {
 		size_t nc = p->cap ? p->cap * 2 : 256;
@@ -153,17 +155,15 @@ static int place_events(struct merge_rank *r, struct pass1 *p)
 {
 	if (p->r->complete && r->end.end_ticks > r->start_ticks && r->end.end_ns > r->start_ns)
 		r->ns_per_tick = (double)(r->end.end_ns - r->start_ns) / (double)(r->end.end_ticks - r->start_ticks);
-	double local0 = (double)r->start_ns;
 	r->off0 = r->off1 = 0;
-	r->at0 = (int64_t)local0;
+	r->at0 = merge_rank_local_ns(r, r->start_ticks);
 	r->slope = 0;
 	if (p->nclock) {
 		r->has_offset = true;
 		r->off0 = r->off1 = p->clock[0].offset;
-		r->at0 = (int64_t)((double)r->start_ns + ((double)p->clock[0].ticks - (double)r->start_ticks) * r->ns_per_tick);
+		r->at0 = merge_rank_local_ns(r, p->clock[0].ticks);
 		if (p->nclock == 2 && p->clock[1].ticks > p->clock[0].ticks) {
-			int64_t at1 = (int64_t)((double)r->start_ns +
-						((double)p->clock[1].ticks - (double)r->start_ticks) * r->ns_per_tick);
+			int64_t at1 = merge_rank_local_ns(r, p->clock[1].ticks);
 			r->off1 = p->clock[1].offset;
 			if (at1 > r->at0)
 				r->slope = (double)(r->off1 - r->off0) / (double)(at1 - r->at0);

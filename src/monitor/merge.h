@@ -49,12 +49,21 @@ struct merge_rank {
 	uint32_t merged_pid_base; /* 0: its pids are kept; else they are offset (another rank had one) */
 };
 
+/* A tick of rank r in its own ns (clamped as below). */
+static inline int64_t merge_rank_local_ns(const struct merge_rank *r, uint64_t ticks)
+{
+	double ns = (double)r->start_ns + ((double)ticks - (double)r->start_ticks) * r->ns_per_tick;
+	return ns > 1e18 ? (int64_t)1e18 : ns < -1e18 ? -(int64_t)1e18 : (int64_t)ns;
+}
+
 /* A tick of rank r on rank 0's clock, before the logical pass. */
 static inline int64_t merge_rank_ns(const struct merge_rank *r, uint64_t ticks)
 {
 	double local = (double)r->start_ns + ((double)ticks - (double)r->start_ticks) * r->ns_per_tick;
 	double off = (double)r->off0 + (local - (double)r->at0) * r->slope;
-	return (int64_t)(local - off);
+	double ns = local - off;
+	const double lim = 1e18; /* 31 years: a corrupt trace's times, and the shifts between them, stay in int64_t */
+	return ns > lim ? (int64_t)lim : ns < -lim ? -(int64_t)lim : (int64_t)ns;
 }
 
 /* Write ranks[0..n) (checked, ordered) into the trace at out.  Returns 0,
