@@ -228,3 +228,19 @@ def test_a_merge_never_replaces_its_input(pingpong_skewed, tmp_path, ulma_bin):
     m = run([ulma_bin, "merge", pingpong_skewed, "-o", target], str(tmp_path))
     assert m.returncode == 2 and "would replace the input" in m.stderr.decode()
     assert open(target, "rb").read() == before
+
+
+@pytest.mark.skipif(sys.version_info[:2] != (3, 12),
+                    reason="a C program and ulma's C side: once per suite, on 3.12, is enough (7 s)")
+def test_64_ranks(built, ulma_bin):
+    """The issue's scale check: 64 ranks (on this 2-core machine) recorded and merged."""
+    out = str(built / "ring64")
+    p = run(mpirun_argv([64, {}] + traced(ulma_bin, out, "./ring")), built, timeout=300)
+    assert p.returncode == 0, p.stderr.decode()
+    assert len(os.listdir(out)) == 64
+    _, d, _ = merged_json(ulma_bin, out, str(built))
+    assert [r["rank"] for r in d["ranks"]] == list(range(64))
+    msgs = [m for m in d["messages"] if m["tag"] == 3]
+    assert len(msgs) == 64 * 5 and d["unmatched"] == []
+    assert {(m["src"], m["dst"]) for m in msgs} == {(r, (r + 1) % 64) for r in range(64)}
+    assert all(m["recv_ns"] > m["send_ns"] for m in d["messages"])
