@@ -194,7 +194,10 @@ void ulma_mpi_clock_sync(int at_init)
 {
 	int rank = 0, size = 1;
 	MPI_Comm comm;
-	if (!ulma_enabled || PMPI_Comm_dup(MPI_COMM_WORLD, &comm) != MPI_SUCCESS)
+	/* always, traced now or not: every rank that loaded this library takes
+	 * part, or the others would wait for it (only the recording depends
+	 * on tracing) */
+	if (PMPI_Comm_dup(MPI_COMM_WORLD, &comm) != MPI_SUCCESS)
 		return;
 	PMPI_Comm_rank(comm, &rank);
 	PMPI_Comm_size(comm, &size);
