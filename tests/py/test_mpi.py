@@ -244,3 +244,23 @@ def test_64_ranks(built, ulma_bin):
     assert len(msgs) == 64 * 5 and d["unmatched"] == []
     assert {(m["src"], m["dst"]) for m in msgs} == {(r, (r + 1) % 64) for r in range(64)}
     assert all(m["recv_ns"] > m["send_ns"] for m in d["messages"])
+
+
+def test_c_extension_calling_mpi(tmp_path, ulma_bin):
+    """No mpi4py: a C extension calls MPI_Init, MPI_Send, MPI_Recv itself."""
+    import sysconfig
+    ext = str(tmp_path / ("mpiext" + sysconfig.get_config_var("EXT_SUFFIX")))
+    subprocess.run([mpicc, "-shared", "-fPIC", "-O1", "-I" + sysconfig.get_paths()["include"],
+                    os.path.join(MPI_PROGRAMS, "mpiext.c"), "-o", ext], check=True)
+    shutil.copy(os.path.join(MPI_PROGRAMS, "use_mpiext.py"), str(tmp_path))
+    out = str(tmp_path / "ext-traces")
+    p = run(mpirun_argv([2, {"ULMA_PYTHON": sys.executable}] + traced(ulma_bin, out, "use_mpiext.py")),
+            str(tmp_path))
+    assert p.returncode == 0, p.stderr.decode()
+    assert b"done" in p.stdout
+    _, d, _ = merged_json(ulma_bin, out, str(tmp_path))
+    msgs = [m for m in d["messages"] if m["tag"] == 11]
+    assert sorted((m["src"], m["dst"], m["bytes"]) for m in msgs) == [(0, 1, 64)] * 7
+    assert all(m["recv_ns"] > m["send_ns"] for m in msgs)
+    waits = {(w["function"], w["mpi"]) for r in d["ranks"] for w in r["waits"]}
+    assert ("mpiext.exchange", "MPI_Send") in waits or ("mpiext.exchange", "MPI_Recv") in waits, waits
