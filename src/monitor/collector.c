@@ -390,6 +390,7 @@ static bool apply_rare(struct ulma_collector *c, struct ulma_collector_slot *cs,
 	switch (r->kind) {
 	case ULMA_REC_LOST:
 		record_lost(c, cs, t, r->id);
+		cs->mpi_nargs = 0; /* arguments before a loss belong to an MPI event that was lost */
 		return true;
 	case ULMA_REC_STOP: /* a thread idle since its last event was inside its frames until now */
 		close_frames(c, cs, t, ULMA_OFFCPU_ENDS);
