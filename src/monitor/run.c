@@ -71,6 +71,7 @@ struct run_options {
 	struct ulma_mpi_env mpi_env;
 	char mpi_lib[PATH_MAX];     /* libulma_mpi.so to preload, "" if ulma was built without MPI */
 	char mpi_output[PATH_MAX];  /* DIR/rank-NNNN.trace */
+	const char *mpi_dir;        /* DIR */
 };
 
 static const char run_usage[] =
@@ -78,7 +79,8 @@ static const char run_usage[] =
 	"       ulma run [options] -m module [args...]\n"
 	"       ulma run [options] ./program [args...]   (native code: docs/native.md)\n"
 	"  -o, --output FILE      trace file to write (default ulma.trace); under mpirun, the directory\n"
-	"                         of one trace per rank, DIR/rank-NNNN.trace (default ulma-traces, docs/mpi.md)\n"
+	"                         of one trace per rank, DIR/rank-NNNN.trace (default ulma-traces, docs/mpi.md),\n"
+	"                         and no summary unless --summary asks for one\n"
 ULMA_RECORD_USAGE_SPLIT
 	"  --no-c-calls           record Python functions only, not builtins (less overhead, see docs/hooks.md)\n"
 ULMA_RECORD_USAGE_LINES
@@ -521,7 +523,7 @@ int ulma_cmd_run(int argc, char **argv)
 	if (o.attachable)
 		return run_attachable(&o, python);
 	if ((o.mpi = ulma_mpi_env_detect(&o.mpi_env))) {
-		const char *dir = o.rec.output_set ? o.rec.output : "ulma-traces";
+		const char *dir = o.mpi_dir = o.rec.output_set ? o.rec.output : "ulma-traces";
 		err = ulma_mpi_trace_path(dir, o.mpi_env.rank, o.mpi_output, sizeof(o.mpi_output));
 		if (err) {
 			ulma_die_msg("cannot make the directory '%s' for rank %u's trace: %s", dir,
@@ -529,6 +531,8 @@ int ulma_cmd_run(int argc, char **argv)
 			return ULMA_EXIT_USAGE;
 		}
 		o.rec.output = o.mpi_output;
+		if (!o.rec.summary_set) /* one summary per rank would bury the program's output: merge, then report */
+			o.rec.summary = "none";
 		if (!o.runtime[0] || ulma_mpi_lib_find(o.runtime, o.mpi_lib, sizeof(o.mpi_lib)) < 0) {
 			o.mpi_lib[0] = '\0';
 			if (o.mpi_env.rank == 0)
@@ -664,6 +668,9 @@ int ulma_cmd_run(int argc, char **argv)
 	ulma_record_summary(&s, &col, o.rec.output, cfg.use_tsc, hz, &start, &endp, status, monitor_cpu,
 			    o.rec.no_correction);
 	ulma_record_print_summary(stderr, &o.rec, &s);
+	if (o.mpi && o.mpi_env.rank == 0 && !o.rec.summary_set)
+		ulma_die_msg("rank 0's trace is %s; when every rank is done: ulma merge %s -o all.trace", o.rec.output,
+			     o.mpi_dir);
 	ulma_collector_lines_warn(&col, stderr);
 	ulma_switches_close(switches);
 	ulma_collector_free(&col);
