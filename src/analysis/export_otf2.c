@@ -519,7 +519,8 @@ int ulma_export_otf2(FILE *in, const struct ulma_export_opts *opts, FILE *out, c
 	check(&o, OTF2_Archive_SetSerialCollectiveCallbacks(o.archive));
 	check(&o, OTF2_Archive_SetCreator(o.archive, "ulma export"));
 	check(&o, OTF2_Archive_OpenEvtFiles(o.archive));
-	struct ulma_walk_sink sink = {&o, NULL, on_thread, on_open, on_close, NULL, NULL, on_mark, NULL};
+	struct ulma_walk_sink sink = {
+		.ctx = &o, .on_thread = on_thread, .on_open = on_open, .on_close = on_close, .on_mark = on_mark};
 	int err;
 	if (o.err) {
 		memset(res, 0, sizeof(*res));
