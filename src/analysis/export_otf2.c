@@ -28,11 +28,14 @@
  * memory does not grow with the events; definitions are written at the
  * end, when every name is known.
  *
- * MPI (trace format 6, when the walker hands its message records over):
- * sends, receives and collectives become OTF2_EvtWriter_MpiSend / MpiRecv /
- * MpiIsend... / MpiCollectiveBegin / End in the location's stream
- * (writer_of), with their Comm and Group definitions written by
- * write_global_defs beside the location groups, one rank per process.
+ * MPI (trace format 6, src/core/mpi_event.h) is not written yet.  Its
+ * place: an on_mpi in the sink (the walker's ulma_walk_sink.on_mpi, as the
+ * Chrome export has) turning ULMA_MPI_SEND / RECV into
+ * OTF2_EvtWriter_MpiSend / MpiRecv and COLL_BEGIN / END into
+ * MpiCollectiveBegin / End on the location's stream (writer_of), and
+ * write_global_defs writing, beside the location groups, a
+ * COMM_LOCATIONS group (rank -> its process's location), a COMM_GROUP and
+ * a Comm for MPI_COMM_WORLD and for each other communicator number seen.
  */
 #include <errno.h>
 #include <otf2/otf2.h>
