@@ -28,14 +28,15 @@
  * memory does not grow with the events; definitions are written at the
  * end, when every name is known.
  *
- * MPI (trace format 6, src/core/mpi_event.h) is not written yet.  Its
- * place: an on_mpi in the sink (the walker's ulma_walk_sink.on_mpi, as the
- * Chrome export has) turning ULMA_MPI_SEND / RECV into
- * OTF2_EvtWriter_MpiSend / MpiRecv and COLL_BEGIN / END into
- * MpiCollectiveBegin / End on the location's stream (writer_of), and
- * write_global_defs writing, beside the location groups, a
- * COMM_LOCATIONS group (rank -> its process's location), a COMM_GROUP and
- * a Comm for MPI_COMM_WORLD and for each other communicator number seen.
+ * MPI (a merged trace, docs/mpi.md; src/core/mpi_event.h): each message
+ * sent is an MpiSend, each received an MpiRecv (peer, tag, bytes), on the
+ * location of the thread that recorded it; a collective on
+ * MPI_COMM_WORLD is an MpiCollectiveBegin and End (operation, root, the
+ * bytes this rank gave).  The trace names ranks of MPI_COMM_WORLD whatever
+ * the communicator, so every message is written on one communicator,
+ * MPI_COMM_WORLD, defined with its group of ranks (a rank's location is
+ * its process's first thread); collectives on other communicators, whose
+ * members the trace does not list, are left out.
  */
 #include <errno.h>
 #include <otf2/otf2.h>
@@ -43,6 +44,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../core/mpi_event.h"
 #include "export.h"
 #include "export_text.h"
 #include "ulma/shm.h"
@@ -54,6 +56,11 @@
 struct otf2_loc {
 	OTF2_EvtWriter *evt; /* NULL until the thread passes */
 	uint64_t events;
+	/* the collective it is in (MPI), for its end */
+	bool in_collective;
+	uint8_t collective;  /* enum ulma_mpi_coll */
+	uint32_t root;       /* OTF2_UNDEFINED_UINT32: none */
+	uint64_t sent;       /* bytes this rank gave */
 };
 
 struct otf2_out {
@@ -69,6 +76,7 @@ struct otf2_out {
 	uint32_t nmarks;     /* entries in metric_of and marker_of */
 	uint32_t nmetrics, nmarkers;
 	OTF2_MarkerWriter *markers;
+	uint32_t nranks;       /* MPI: highest rank named + 1 (0: no MPI event) */
 	uint64_t last_ns; /* latest timestamp, since the trace start */
 	int err;          /* the first failure */
 };
@@ -320,6 +328,69 @@ static int on_mark(void *ctx, const struct ulma_walk *w, uint32_t thread, const 
 	return m->kind == ULMA_EXT_INSTANT ? put_instant(o, w, thread, m) : put_counter(o, w, thread, m);
 }
 
+static OTF2_CollectiveOp collective_op(uint8_t which)
+{
+	switch (which) {
+	case ULMA_MPI_BARRIER:
+		return OTF2_COLLECTIVE_OP_BARRIER;
+	case ULMA_MPI_BCAST:
+		return OTF2_COLLECTIVE_OP_BCAST;
+	case ULMA_MPI_REDUCE:
+		return OTF2_COLLECTIVE_OP_REDUCE;
+	case ULMA_MPI_ALLREDUCE:
+		return OTF2_COLLECTIVE_OP_ALLREDUCE;
+	case ULMA_MPI_GATHER:
+		return OTF2_COLLECTIVE_OP_GATHER;
+	case ULMA_MPI_SCATTER:
+		return OTF2_COLLECTIVE_OP_SCATTER;
+	case ULMA_MPI_ALLTOALL:
+		return OTF2_COLLECTIVE_OP_ALLTOALL;
+	default:
+		return OTF2_COLLECTIVE_OP_ALLGATHER;
+	}
+}
+
+static void count_rank(struct otf2_out *o, uint64_t rank)
+{
+	if (rank < UINT32_MAX && rank + 1 > o->nranks)
+		o->nranks = (uint32_t)rank + 1;
+}
+
+/* A message's end or a collective's (see the top of the file); other MPI
+ * records (INIT, CLOCK) say nothing OTF2 holds. */
+static int on_mpi(void *ctx, const struct ulma_walk *w, uint32_t thread, const struct ulma_walk_mpi *m)
+{
+	struct otf2_out *o = ctx;
+	const struct ulma_trace_mpi *e = m->ev;
+	if (m->rank == UINT32_MAX || thread >= o->nlocs || !o->locs[thread].evt)
+		return 0;
+	struct otf2_loc *loc = &o->locs[thread];
+	uint64_t at = w->start_ns + m->at_ns;
+	count_rank(o, m->rank);
+	if ((e->op == ULMA_MPI_SEND || e->op == ULMA_MPI_RECV) && e->nargs >= 4 && e->args[0] < UINT32_MAX) {
+		count_rank(o, e->args[0]);
+		OTF2_EvtWriter *evt = writer_of(o, thread, m->at_ns);
+		uint32_t peer = (uint32_t)e->args[0], tag = (uint32_t)ulma_unzigzag(e->args[1]);
+		return check(o, e->op == ULMA_MPI_SEND ? OTF2_EvtWriter_MpiSend(evt, NULL, at, peer, 0, tag, e->args[3])
+						       : OTF2_EvtWriter_MpiRecv(evt, NULL, at, peer, 0, tag, e->args[3]));
+	}
+	if (e->op == ULMA_MPI_COLL_BEGIN && e->nargs >= 4 && !loc->in_collective) {
+		if (e->args[1] != 0) /* not MPI_COMM_WORLD: left out */
+			return 0;
+		loc->in_collective = true;
+		loc->collective = (uint8_t)e->args[0];
+		loc->root = e->args[2] && e->args[2] <= UINT32_MAX ? (uint32_t)(e->args[2] - 1) : OTF2_UNDEFINED_UINT32;
+		loc->sent = e->args[3];
+		return check(o, OTF2_EvtWriter_MpiCollectiveBegin(writer_of(o, thread, m->at_ns), NULL, at));
+	}
+	if (e->op == ULMA_MPI_COLL_END && loc->in_collective) {
+		loc->in_collective = false;
+		return check(o, OTF2_EvtWriter_MpiCollectiveEnd(writer_of(o, thread, m->at_ns), NULL, at,
+								collective_op(loc->collective), 0, loc->root, loc->sent, 0));
+	}
+	return 0;
+}
+
 /* Global definitions: strings are numbered as they are written, each
  * written before the record that refers to it. */
 struct defs {
@@ -445,6 +516,40 @@ static void def_locations(struct defs *d, const struct ulma_walk *w)
 	free(group_of);
 }
 
+/* MPI_COMM_WORLD: its ranks' locations (each rank's process's first
+ * thread), its group of ranks, the communicator the MPI events name. */
+static void def_world(struct defs *d, const struct ulma_walk *w)
+{
+	struct otf2_out *o = d->o;
+	uint64_t *locs = malloc((size_t)o->nranks * sizeof(*locs)), *ranks = malloc((size_t)o->nranks * sizeof(*ranks));
+	if (!locs || !ranks) {
+		o->err = o->err ? o->err : -ENOMEM;
+		free(locs);
+		free(ranks);
+		return;
+	}
+	for (uint32_t r = 0; r < o->nranks; r++) {
+		locs[r] = OTF2_UNDEFINED_LOCATION;
+		ranks[r] = r;
+	}
+	for (uint32_t i = 0; i < w->nthreads && i < o->nlocs; i++) {
+		uint32_t rank;
+		if (o->locs[i].evt && ulma_idmap_get(&w->rank_of_pid, (uint64_t)w->threads[i].pid + 1, &rank) &&
+		    rank - 1 < o->nranks && locs[rank - 1] == OTF2_UNDEFINED_LOCATION)
+			locs[rank - 1] = i;
+	}
+	check(o, OTF2_GlobalDefWriter_WriteGroup(d->gdw, 0, def_string(d, "MPI_COMM_WORLD locations"),
+						 OTF2_GROUP_TYPE_COMM_LOCATIONS, OTF2_PARADIGM_MPI, OTF2_GROUP_FLAG_NONE,
+						 o->nranks, locs));
+	check(o, OTF2_GlobalDefWriter_WriteGroup(d->gdw, 1, def_string(d, "MPI_COMM_WORLD ranks"),
+						 OTF2_GROUP_TYPE_COMM_GROUP, OTF2_PARADIGM_MPI, OTF2_GROUP_FLAG_NONE,
+						 o->nranks, ranks));
+	check(o, OTF2_GlobalDefWriter_WriteComm(d->gdw, 0, def_string(d, "MPI_COMM_WORLD"), 1, OTF2_UNDEFINED_COMM,
+						OTF2_COMM_FLAG_NONE));
+	free(locs);
+	free(ranks);
+}
+
 static void def_metrics(struct defs *d, const struct ulma_walk *w)
 {
 	struct otf2_out *o = d->o;
@@ -477,6 +582,8 @@ static int write_global_defs(struct otf2_out *o, const struct ulma_walk *w)
 	for (uint32_t r = 0; r < o->nregions && !o->err; r++)
 		def_region(&d, w, r);
 	def_locations(&d, w);
+	if (o->nranks)
+		def_world(&d, w);
 	def_metrics(&d, w);
 	ulma_idmap_free(&d.shared);
 	free(d.shared_text);
@@ -523,7 +630,8 @@ int ulma_export_otf2(FILE *in, const struct ulma_export_opts *opts, FILE *out, c
 	check(&o, OTF2_Archive_SetCreator(o.archive, "ulma export"));
 	check(&o, OTF2_Archive_OpenEvtFiles(o.archive));
 	struct ulma_walk_sink sink = {
-		.ctx = &o, .on_thread = on_thread, .on_open = on_open, .on_close = on_close, .on_mark = on_mark};
+		.ctx = &o, .on_thread = on_thread, .on_open = on_open, .on_close = on_close, .on_mark = on_mark,
+		.on_mpi = on_mpi};
 	int err;
 	if (o.err) {
 		memset(res, 0, sizeof(*res));
