@@ -56,6 +56,7 @@
 struct otf2_loc {
 	OTF2_EvtWriter *evt; /* NULL until the thread passes */
 	uint64_t events;
+	OTF2_TimeStamp last; /* its latest timestamp */
 	/* the collective it is in (MPI), for its end */
 	bool in_collective;
 	uint8_t collective;  /* enum ulma_mpi_coll */
@@ -183,15 +184,24 @@ static int on_thread(void *ctx, const struct ulma_walk *w, uint32_t thread)
 	return 0;
 }
 
-/* The event writer of a passing thread's location, its event counted. */
-static OTF2_EvtWriter *writer_of(struct otf2_out *o, uint32_t thread, uint64_t at_ns)
+/* The event writer of a passing thread's location, its event counted,
+ * and the event's timestamp in *stamp: at_ns on the trace's clock, never
+ * before the location's previous one (OTF2 refuses that; only a damaged
+ * trace would have it). */
+static OTF2_EvtWriter *writer_of(struct otf2_out *o, const struct ulma_walk *w, uint32_t thread, uint64_t at_ns,
+				 OTF2_TimeStamp *stamp)
 {
 	if (thread >= o->nlocs || !o->locs[thread].evt)
 		return NULL;
-	o->locs[thread].events++;
+	struct otf2_loc *loc = &o->locs[thread];
+	loc->events++;
 	if (at_ns > o->last_ns)
 		o->last_ns = at_ns;
-	return o->locs[thread].evt;
+	*stamp = w->start_ns + at_ns;
+	if (*stamp < loc->last)
+		*stamp = loc->last;
+	loc->last = *stamp;
+	return loc->evt;
 }
 
 /* The region of function key k, numbered on first use (readers want
@@ -227,16 +237,15 @@ static int region_of(struct otf2_out *o, uint32_t k, uint32_t *region)
 static int frame_event(struct otf2_out *o, const struct ulma_walk *w, uint32_t thread, const struct ulma_walk_frame *f,
 		       bool enter)
 {
-	uint64_t at = enter ? f->start_ns : f->end_ns;
-	OTF2_EvtWriter *evt = writer_of(o, thread, at);
+	OTF2_TimeStamp at;
+	OTF2_EvtWriter *evt = writer_of(o, w, thread, enter ? f->start_ns : f->end_ns, &at);
 	if (!evt)
 		return check(o, OTF2_ERROR_INVALID_ARGUMENT);
 	uint32_t region;
 	int err = region_of(o, w->funcs[f->func].key, &region);
 	if (err)
 		return err;
-	return check(o, enter ? OTF2_EvtWriter_Enter(evt, NULL, w->start_ns + at, region)
-			      : OTF2_EvtWriter_Leave(evt, NULL, w->start_ns + at, region));
+	return check(o, enter ? OTF2_EvtWriter_Enter(evt, NULL, at, region) : OTF2_EvtWriter_Leave(evt, NULL, at, region));
 }
 
 static int on_open(void *ctx, const struct ulma_walk *w, uint32_t thread, const struct ulma_walk_frame *f)
@@ -303,16 +312,15 @@ static int put_instant(struct otf2_out *o, const struct ulma_walk *w, uint32_t t
 
 static int put_counter(struct otf2_out *o, const struct ulma_walk *w, uint32_t thread, const struct ulma_walk_mark *m)
 {
-	(void)w;
 	if (o->metric_of[m->name] == NO_REF)
 		o->metric_of[m->name] = o->nmetrics++;
-	OTF2_EvtWriter *evt = writer_of(o, thread, m->at_ns);
+	OTF2_TimeStamp at;
+	OTF2_EvtWriter *evt = writer_of(o, w, thread, m->at_ns, &at);
 	if (!evt)
 		return check(o, OTF2_ERROR_INVALID_ARGUMENT);
 	OTF2_Type type = OTF2_TYPE_DOUBLE;
 	OTF2_MetricValue value = {.floating_point = m->value};
-	return check(o, OTF2_EvtWriter_Metric(evt, NULL, w->start_ns + m->at_ns, o->metric_of[m->name], 1, &type,
-					      &value));
+	return check(o, OTF2_EvtWriter_Metric(evt, NULL, at, o->metric_of[m->name], 1, &type, &value));
 }
 
 /* Instants become markers, counter values metrics; a thread's name is
@@ -365,11 +373,11 @@ static int on_mpi(void *ctx, const struct ulma_walk *w, uint32_t thread, const s
 	if (m->rank == UINT32_MAX || thread >= o->nlocs || !o->locs[thread].evt)
 		return 0;
 	struct otf2_loc *loc = &o->locs[thread];
-	uint64_t at = w->start_ns + m->at_ns;
+	OTF2_TimeStamp at = 0;
 	count_rank(o, m->rank);
 	if ((e->op == ULMA_MPI_SEND || e->op == ULMA_MPI_RECV) && e->nargs >= 4 && e->args[0] < UINT32_MAX) {
 		count_rank(o, e->args[0]);
-		OTF2_EvtWriter *evt = writer_of(o, thread, m->at_ns);
+		OTF2_EvtWriter *evt = writer_of(o, w, thread, m->at_ns, &at);
 		uint32_t peer = (uint32_t)e->args[0], tag = (uint32_t)ulma_unzigzag(e->args[1]);
 		return check(o, e->op == ULMA_MPI_SEND ? OTF2_EvtWriter_MpiSend(evt, NULL, at, peer, 0, tag, e->args[3])
 						       : OTF2_EvtWriter_MpiRecv(evt, NULL, at, peer, 0, tag, e->args[3]));
@@ -381,12 +389,14 @@ static int on_mpi(void *ctx, const struct ulma_walk *w, uint32_t thread, const s
 		loc->collective = (uint8_t)e->args[0];
 		loc->root = e->args[2] && e->args[2] <= UINT32_MAX ? (uint32_t)(e->args[2] - 1) : OTF2_UNDEFINED_UINT32;
 		loc->sent = e->args[3];
-		return check(o, OTF2_EvtWriter_MpiCollectiveBegin(writer_of(o, thread, m->at_ns), NULL, at));
+		OTF2_EvtWriter *evt = writer_of(o, w, thread, m->at_ns, &at);
+		return check(o, OTF2_EvtWriter_MpiCollectiveBegin(evt, NULL, at));
 	}
 	if (e->op == ULMA_MPI_COLL_END && loc->in_collective) {
 		loc->in_collective = false;
-		return check(o, OTF2_EvtWriter_MpiCollectiveEnd(writer_of(o, thread, m->at_ns), NULL, at,
-								collective_op(loc->collective), 0, loc->root, loc->sent, 0));
+		OTF2_EvtWriter *evt = writer_of(o, w, thread, m->at_ns, &at);
+		return check(o, OTF2_EvtWriter_MpiCollectiveEnd(evt, NULL, at, collective_op(loc->collective), 0, loc->root,
+								loc->sent, 0));
 	}
 	return 0;
 }
