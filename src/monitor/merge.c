@@ -216,6 +216,10 @@ static int read_rank(struct merge_rank *r)
 	} else if (place_events(r, &p) < 0) {
 		ulma_die_msg("out of memory");
 		rc = -1;
+	} else if (!r->complete) {
+		ulma_die_msg("warning: %s is cut short (its monitor did not finish: killed, or out of disk); "
+			     "rank %u is merged up to byte %llu",
+			     r->path, r->rank, (unsigned long long)st.bytes);
 	}
 	free(p.is_mpi);
 	free(p.threads);

@@ -268,3 +268,26 @@ def test_c_extension_calling_mpi(tmp_path, ulma_bin):
     assert all(m["recv_ns"] > m["send_ns"] for m in msgs)
     waits = {(w["function"], w["mpi"]) for r in d["ranks"] for w in r["waits"]}
     assert ("mpiext.exchange", "MPI_Send") in waits or ("mpiext.exchange", "MPI_Recv") in waits, waits
+
+
+def test_cut_rank_trace_is_merged_up_to_its_cut(pingpong_skewed, tmp_path, ulma_bin):
+    """A rank's trace cut short (its monitor killed): the merge says so and
+    keeps what the cut left; the other rank's messages lose their partner."""
+    d = tmp_path / "cut"
+    d.mkdir()
+    shutil.copy(os.path.join(pingpong_skewed, "rank-0000.trace"), d)
+    with open(os.path.join(pingpong_skewed, "rank-0001.trace"), "rb") as f:
+        data = f.read()
+    end = data.rfind(b"\x05\x00\x00\x00")  # cut inside the last chunks: END (type 5) and what precedes it
+    cut = data[:max(end - 200, len(data) // 2)]
+    (d / "rank-0001.trace").write_bytes(cut)
+    merged = str(tmp_path / "cut.trace")
+    m = run([ulma_bin, "merge", str(d), "-o", merged], str(tmp_path))
+    assert m.returncode == 0, m.stderr.decode()
+    assert "rank-0001.trace is cut short" in m.stderr.decode()
+    rep = run([ulma_bin, "report", merged, "--format", "json"], str(tmp_path))
+    j = json.loads(rep.stdout)
+    msgs = ping_pong_messages(j)
+    assert all(m["recv_ns"] > m["send_ns"] for m in j["messages"])
+    assert len(msgs) < 20 and j["unmatched"], "what rank 1 lost leaves rank 0's messages alone"
+    assert all(u["rank"] == 0 for u in j["unmatched"]), j["unmatched"]  # rank 1 kept a prefix: all of it matched
