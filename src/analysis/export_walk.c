@@ -474,6 +474,18 @@ static inline uint64_t event_ns(struct ulma_walk *w, struct ulma_walk_thread *t,
 	return ns;
 }
 
+/* An OFF record to the sink, at the thread's corrected time (as a mark's:
+ * it is not an event and adds no cost). */
+static int report_off(struct ulma_walk *w, uint32_t thread, const struct ulma_trace_event *e)
+{
+	const struct ulma_walk_thread *t = &w->threads[thread];
+	uint64_t ns = to_ns(w, e->ticks), shift = t->shift_fp >> 32;
+	ns = ns > shift ? ns - shift : 0;
+	if (t->seen && ns < t->last_ns)
+		ns = t->last_ns;
+	return w->sink->on_off(w->sink->ctx, w, thread, e->off, ns, e->count);
+}
+
 /* on_events when nothing is filtered out (keep_all): every frame is kept,
  * opened at its entry and closed at its exit, its parent the frame below
  * it; no pattern, window or duration to test.  Most exports of a whole
@@ -486,8 +498,10 @@ static int on_events_all(struct ulma_walk *w, uint32_t thread, const struct ulma
 	int err = 0;
 	for (size_t i = 0; i < n && !err; i++) {
 		const struct ulma_trace_event *e = &ev[i];
-		if (e->kind == ULMA_EV_OFF)
-			continue; /* time off the CPU: not a frame boundary */
+		if (e->kind == ULMA_EV_OFF) { /* time off the CPU: not a frame boundary */
+			err = sink->on_off ? report_off(w, thread, e) : 0;
+			continue;
+		}
 		events++;
 		if (e->kind == ULMA_EV_LINE)
 			continue; /* a line inside the frame on top */
@@ -616,8 +630,12 @@ static int on_events(void *ctx, uint32_t thread, const struct ulma_trace_event *
 	struct ulma_walk_thread *t = &w->threads[thread];
 	for (size_t i = 0; i < n; i++) {
 		const struct ulma_trace_event *e = &ev[i];
-		if (e->kind == ULMA_EV_OFF)
-			continue; /* time off the CPU: not a frame boundary */
+		if (e->kind == ULMA_EV_OFF) { /* time off the CPU: not a frame boundary */
+			int err = t->pass && w->sink->on_off ? report_off(w, thread, e) : 0;
+			if (err)
+				return err;
+			continue;
+		}
 		w->events++;
 		if (e->kind == ULMA_EV_LOST)
 			w->lost += e->count;

@@ -182,6 +182,13 @@ struct ulma_walk_sink {
 	/* a profile the walk feeds (see above; initialised and freed by the
 	 * sink), or NULL; its function and thread indices are the walk's */
 	struct ulma_profile *profile;
+	/* a passing thread left its CPU at at_ns (its corrected clock, as a
+	 * mark's) for ns (the kernel's figure) in `state` (enum
+	 * ulma_off_state): the trace's OFF records, in time order per thread
+	 * but not held back with the marks, so they may come before the
+	 * delayed opens of frames that began earlier */
+	int (*on_off)(void *ctx, const struct ulma_walk *w, uint32_t thread, uint8_t state, uint64_t at_ns,
+		      uint64_t ns);
 };
 
 struct ulma_walk {
