@@ -422,11 +422,13 @@ static int on_off(void *ctx, const struct ulma_walk *w, uint32_t thread, uint8_t
 	struct perfetto *c = ctx;
 	struct pf_thread *pt = &c->threads[thread];
 	const struct ulma_walk_thread *t = &w->threads[thread];
+	if (!t->seen || ns == 0)
+		return 0; /* before its first traced event (the interpreter starting), or nothing */
 	if (!pt->state_started) {
 		child_descriptor(c, UUID_STATE | thread, (uint64_t)thread + 1, "cpu state", false);
 		start_sequence(c, w, 2 * thread + 2, UUID_STATE | thread, INT_NAMES, states, 5);
 		pt->state_started = true;
-		pt->on_since = t->seen ? t->first_ns : at_ns;
+		pt->on_since = t->first_ns;
 	}
 	if (at_ns < pt->on_since)
 		at_ns = pt->on_since; /* the hook's cost taken out can overlap two intervals */
