@@ -186,6 +186,16 @@ class PerfettoUI:
         })()""" % json.dumps(sql)
         return json.loads(self.evaluate(js))
 
+    def wait_for_text(self, text, timeout=60):
+        """Wait until the page shows text (a track's title, say)."""
+        deadline = time.monotonic() + timeout
+        probe = "document.body && document.body.innerText.includes(%s)" % json.dumps(text)
+        while not self.evaluate(probe):
+            if time.monotonic() > deadline:
+                self.screenshot("no-text.png")
+                raise AssertionError("the Perfetto UI never showed %r" % text)
+            time.sleep(0.5)
+
     def screenshot(self, name):
         data = self.call("Page.captureScreenshot", format="png")["data"]
         path = os.path.join(self.tmpdir, name)
