@@ -431,7 +431,7 @@ static int on_off(void *ctx, const struct ulma_walk *w, uint32_t thread, uint8_t
 		pt->on_since = t->first_ns;
 	}
 	if (at_ns < pt->on_since)
-		at_ns = pt->on_since; /* the hook's cost taken out can overlap two intervals */
+		return 0; /* overlaps the previous interval: a backlog the monitor placed at one time */
 	if (at_ns > pt->on_since)
 		state_slice(c, thread, STATE_RUNNING_IID, pt->on_since, at_ns);
 	uint64_t iid = state < ULMA_OFF_STATES ? (uint64_t)state + 1 : 1;

@@ -82,11 +82,16 @@ def test_fib_of_a_worker_lies_in_its_thread(marks):
 
 def test_state_track_shows_the_sleep(marks):
     """Each nap sleeps 30 ms: with the scheduler's switch records, a blocked
-    slice of at least 29 ms lies inside each nap frame."""
+    slice of at least 29 ms lies inside each worker's nap frame.  (The main
+    thread is left out: its switch records from the interpreter's start-up
+    can reach the trace as one backlog at a single time, which the export
+    places where it can or leaves out, so its early state is not exact.)"""
     wire, report = marks["wire"], marks["report"]
     if report["split_method"] != "switches":
         pytest.skip("perf_event_open refused here: the trace has no OFF records")
-    naps = [s for s in wire.slices if s[1] == "nap"]
+    workers = {u for u, t in thread_tracks(wire).items() if wire.thread_names.get(t["tid"], "").startswith("worker")}
+    naps = [s for s in wire.slices if s[1] == "nap" and s[0] in workers]
+    assert len(naps) == 2
     state = [s for s in wire.slices if wire.tracks.get(s[0], {}).get("name") == "cpu state"]
     assert {s[1] for s in state} <= {"running", "runnable", "blocked", "GIL"}
     for nap in naps:
