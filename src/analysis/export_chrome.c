@@ -69,13 +69,13 @@ static int on_func(void *ctx, const struct ulma_walk *w, uint32_t func)
 	}
 	struct ulma_sbuf s = {0};
 	ulma_sbuf_puts(&s, "\"name\":");
-	ulma_sbuf_json(&s, f->name);
+	ulma_sbuf_json_text(&s, f->name);
 	ulma_sbuf_printf(&s, ",\"cat\":\"%s\"", ulma_walk_kind_name(f->kind));
 	if (ulma_walk_func_located(f)) {
 		struct ulma_sbuf loc = {0};
 		ulma_sbuf_printf(&loc, "%s:%u", f->file, f->line);
 		ulma_sbuf_puts(&s, ",\"args\":{\"loc\":");
-		ulma_sbuf_json(&s, loc.p ? loc.p : "");
+		ulma_sbuf_json_text(&s, loc.p ? loc.p : "");
 		ulma_sbuf_puts(&s, "}");
 		if (loc.nomem)
 			s.nomem = true;
@@ -103,20 +103,15 @@ static int on_thread(void *ctx, const struct ulma_walk *w, uint32_t thread)
 			return -ENOMEM;
 		c->pids_seen = p;
 		p[c->npids++] = t->pid;
-		struct ulma_sbuf name = {0};
 		const char *label = ulma_walk_process_name(w, t->pid);
-		if (label)
-			ulma_sbuf_printf(&name, "%s (pid %u)", label, t->pid);
-		else
-			ulma_sbuf_printf(&name, "pid %u", t->pid);
-		separator(c);
-		ulma_sbuf_printf(&c->b, "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%u,\"tid\":0,\"args\":{\"name\":",
-				 t->pid);
-		ulma_sbuf_json(&c->b, name.p ? name.p : "");
-		ulma_sbuf_puts(&c->b, "}}");
-		if (name.nomem)
-			c->b.nomem = true;
-		ulma_sbuf_free(&name);
+		if (label) { /* the viewers add the pid themselves; without a name they show it alone */
+			separator(c);
+			ulma_sbuf_printf(&c->b,
+					 "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%u,\"tid\":0,\"args\":{\"name\":",
+					 t->pid);
+			ulma_sbuf_json_text(&c->b, label);
+			ulma_sbuf_puts(&c->b, "}}");
+		}
 	}
 	separator(c);
 	ulma_sbuf_printf(&c->b,
@@ -136,19 +131,23 @@ static void thread_names(struct chrome *c, const struct ulma_walk *w)
 		ulma_sbuf_printf(&c->b, "{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%u,\"tid\":%u,\"args\":{\"name\":",
 				 t->pid, t->tid);
 		if (t->name < w->nfuncs)
-			ulma_sbuf_json(&c->b, w->funcs[t->name].name);
+			ulma_sbuf_json_text(&c->b, w->funcs[t->name].name);
 		else
 			ulma_sbuf_printf(&c->b, "\"%s %u\"", t->tid == t->pid ? "main thread" : "thread", t->tid);
 		ulma_sbuf_puts(&c->b, "}}");
 	}
 }
 
-/* ns as microseconds with three decimals */
+/* ns as microseconds, with the decimals it needs (none to three) */
 static void put_us(struct ulma_sbuf *b, uint64_t ns)
 {
 	char frac[4] = {'.', (char)('0' + ns / 100 % 10), (char)('0' + ns / 10 % 10), (char)('0' + ns % 10)};
+	size_t n = 4;
+	while (n > 1 && frac[n - 1] == '0')
+		n--;
 	ulma_sbuf_u64(b, ns / 1000);
-	ulma_sbuf_put(b, frac, 4);
+	if (n > 1)
+		ulma_sbuf_put(b, frac, n);
 }
 
 /* An event's closing fields: ,"pid":P,"tid":T} and the flush that may follow. */
@@ -196,10 +195,10 @@ static int on_mark(void *ctx, const struct ulma_walk *w, uint32_t thread, const 
 	} else {
 		return 0;
 	}
-	ulma_sbuf_json(&c->b, name);
+	ulma_sbuf_json_text(&c->b, name);
 	if (m->kind == ULMA_EXT_COUNTER) {
 		ulma_sbuf_puts(&c->b, ",\"args\":{");
-		ulma_sbuf_json(&c->b, name);
+		ulma_sbuf_json_text(&c->b, name);
 		ulma_sbuf_put(&c->b, ":", 1);
 		ulma_sbuf_double(&c->b, m->value);
 		ulma_sbuf_put(&c->b, "}", 1);
@@ -221,11 +220,11 @@ int ulma_export_chrome(FILE *in, const struct ulma_export_opts *o, FILE *out, co
 	if (!err) {
 		thread_names(&c, &w);
 		ulma_sbuf_puts(&c.b, "\n],\"otherData\":{\"producer\":\"ulma export\",\"command\":");
-		ulma_sbuf_json(&c.b, w.command ? w.command : "");
+		ulma_sbuf_json_text(&c.b, w.command ? w.command : "");
 		char note[ULMA_WALK_NOTE_MAX];
 		ulma_walk_times_note(&w, note, sizeof(note));
 		ulma_sbuf_puts(&c.b, ",\"times\":");
-		ulma_sbuf_json(&c.b, note);
+		ulma_sbuf_json_text(&c.b, note);
 		ulma_sbuf_printf(&c.b, ",\"complete\":%s,\"duration_ns\":%llu,\"lost_events\":%llu",
 				 w.complete ? "true" : "false", (unsigned long long)w.duration_ns,
 				 (unsigned long long)w.lost);

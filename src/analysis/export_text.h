@@ -62,6 +62,10 @@ void ulma_sbuf_utf8(struct ulma_sbuf *b, const char *s);
  * <script> element. */
 void ulma_sbuf_json(struct ulma_sbuf *b, const char *s);
 
+/* The same with <, > and & as they are, for a file no HTML embeds:
+ * Perfetto's JSON importer shows escapes such as \u003c literally. */
+void ulma_sbuf_json_text(struct ulma_sbuf *b, const char *s);
+
 /* s as HTML text or attribute value (&, <, >, ", ' escaped). */
 void ulma_sbuf_html(struct ulma_sbuf *b, const char *s);
 
