@@ -109,7 +109,8 @@ class PerfettoUI:
     def __enter__(self):
         root = os.path.join(self.tmpdir, "www")
         shutil.copytree(web_dist(), root)
-        shutil.copy(self.trace, os.path.join(root, "trace.pftrace"))
+        self.name = "trace.json" if self.trace.endswith(".json") else "trace.pftrace"
+        shutil.copy(self.trace, os.path.join(root, self.name))
         handler = functools.partial(_Quiet, directory=root)
         self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
         threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
@@ -135,7 +136,7 @@ class PerfettoUI:
         page = [p for p in pages if p.get("type") == "page"][0]
         self.ws = _WebSocket(page["webSocketDebuggerUrl"])
         self.next_id = 0
-        self.call("Page.navigate", url="%s/index.html#!/viewer?url=%s/trace.pftrace" % (base, base))
+        self.call("Page.navigate", url="%s/index.html#!/viewer?url=%s/%s" % (base, base, self.name))
         self._wait_loaded()
         return self
 

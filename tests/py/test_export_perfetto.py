@@ -149,3 +149,19 @@ def test_perfetto_ui_reads_it(marks, tmp_path):
         ui.evaluate("window.app.trace.workspace.flatTracks.forEach(n => n.expand()); 0")  # open the process
         ui.wait_for_text("worker-1")
         assert os.path.getsize(ui.screenshot("perfetto_marks.png")) > 10000
+
+
+def test_chrome_json_in_perfetto_ui(marks, run_export, tmp_path):
+    """The Chrome JSON export, opened by the same Perfetto UI: `<module>`
+    as it is (not \\u003cmodule\\u003e), the process named without a
+    second pid, and the same slices per function."""
+    out = tmp_path / "marks.json"
+    run_export(marks["trace"], "chrome", out)
+    with PerfettoUI(str(out), tmp_path) as ui:
+        rows = ui.query("select s.name, count(*) n from slice s where s.category is not 'instant' "
+                        "and s.dur > 0 or s.name = 'nap' group by s.name")
+        names = {r["name"]: r["n"] for r in rows}
+        assert names["<module>"] >= 1 and not any("\\u003c" in n for n in names)
+        assert names["fib"] == 2 * FIB10_CALLS and names["nap"] == 3
+        procs = [r["name"] for r in ui.query("select name from process where pid > 0")]
+        assert len(procs) == 1 and procs[0].endswith("perfetto_marks.py") and "pid" not in procs[0], procs
