@@ -102,6 +102,9 @@ struct pf_thread {
 	uint64_t state_ns;   /* the state sequence's clock */
 	uint64_t on_since;   /* end of the latest OFF interval */
 	struct ulma_idmap interned; /* name iids interned on its event sequence */
+	uint32_t last_interned;     /* the latest key looked up there, + 1 (recursion repeats it) */
+	uint8_t seq_field[8];       /* its event sequence's id field, encoded */
+	uint8_t seq_len;
 };
 
 struct perfetto {
@@ -267,26 +270,41 @@ static int on_thread(void *ctx, const struct ulma_walk *w, uint32_t thread)
 	}
 	thread_descriptor(c, w, thread);
 	start_sequence(c, w, 2 * thread + 1, (uint64_t)thread + 1, INT_CATEGORIES, categories, NCATEGORIES);
-	c->threads[thread].started = true;
+	struct pf_thread *pt = &c->threads[thread];
+	pt->started = true;
+	pt->seq_len = (uint8_t)(ulma_pb_uint(pt->seq_field, PKT_SEQUENCE_ID, 2 * (uint64_t)thread + 1) - pt->seq_field);
 	return c->err;
 }
 
-/* The body of an event packet on thread's event sequence, up to its
- * TrackEvent: the sequence id and the time since its previous packet. */
-static uint8_t *event_head(struct pf_thread *pt, uint8_t *p, uint32_t thread, uint64_t ns)
+#define TE_SHORT 16 /* put_event's te has at least this many bytes */
+
+/* A packet of one TrackEvent on thread's event sequence, written straight
+ * into the output buffer (the hot path: one per frame's open and close):
+ * the sequence id, the time since the sequence's previous packet, and the
+ * event te[0..n) (n < 64; te holds at least TE_SHORT bytes).  Every
+ * length fits in one byte. */
+static inline void put_event(struct perfetto *c, uint32_t thread, uint64_t ns, const uint8_t *te, size_t n)
 {
+	struct pf_thread *pt = &c->threads[thread];
+	if (__builtin_expect(c->len >= OUT_FLUSH, 0))
+		flush(c);
 	uint64_t delta = ns > pt->last_ns ? ns - pt->last_ns : 0; /* never back: the walker's times only grow */
 	pt->last_ns += delta;
-	p = ulma_pb_uint(p, PKT_SEQUENCE_ID, 2 * (uint64_t)thread + 1);
-	return ulma_pb_uint(p, PKT_TIMESTAMP, delta);
-}
-
-/* The packet body head .. te_end with the TrackEvent te[0..n) appended. */
-static void put_event(struct perfetto *c, uint8_t *body, uint8_t *head_end, const uint8_t *te, size_t n)
-{
-	uint8_t *p = ulma_pb_varint(ulma_pb_key(head_end, PKT_TRACK_EVENT, ULMA_PB_BYTES), n);
-	memcpy(p, te, n);
-	put_packet(c, body, (size_t)(p + n - body));
+	uint8_t *p = c->buf + c->len, *q = p + 2;
+	memcpy(q, pt->seq_field, sizeof(pt->seq_field));
+	q += pt->seq_len;
+	*q++ = PKT_TIMESTAMP << 3 | ULMA_PB_VARINT;
+	q = ulma_pb_varint(q, delta);
+	*q++ = PKT_TRACK_EVENT << 3 | ULMA_PB_BYTES;
+	*q++ = (uint8_t)n;
+	if (__builtin_expect(n <= TE_SHORT, 1))
+		memcpy(q, te, TE_SHORT); /* a fixed size: a few moves, where a call to memcpy would cost more */
+	else
+		memcpy(q, te, n);
+	q += n;
+	p[0] = TRACE_PACKET << 3 | ULMA_PB_BYTES;
+	p[1] = (uint8_t)(q - p - 2);
+	c->len = (size_t)(q - c->buf);
 }
 
 /* Intern name key (a function's or a mark's) on the thread's sequence
@@ -295,6 +313,9 @@ static int intern(struct perfetto *c, const struct ulma_walk *w, uint32_t thread
 {
 	struct pf_thread *pt = &c->threads[thread];
 	uint32_t key = w->funcs[func].key, seen;
+	if (__builtin_expect(pt->last_interned == key + 1, 1))
+		return 0;
+	pt->last_interned = key + 1;
 	if (ulma_idmap_get(&pt->interned, (uint64_t)key + 1, &seen))
 		return 0;
 	int err = ulma_idmap_put(&pt->interned, (uint64_t)key + 1, 1);
@@ -328,16 +349,15 @@ static int on_open(void *ctx, const struct ulma_walk *w, uint32_t thread, const 
 	int err = intern(c, w, thread, f->func);
 	if (err)
 		return err;
-	uint8_t body[64], te[32], *q = te;
+	uint8_t te[32], *q = te;
 	uint32_t key = w->funcs[f->func].key;
-	q = ulma_pb_uint(q, EV_TYPE, TYPE_BEGIN);
+	*q++ = EV_TYPE << 3 | ULMA_PB_VARINT;
+	*q++ = TYPE_BEGIN;
 	q = ulma_pb_uint(q, EV_NAME_IID, (uint64_t)key + 1);
 	uint8_t cat = category_of(w->funcs[key].kind);
 	if (cat)
 		q = ulma_pb_uint(q, EV_CATEGORY_IIDS, cat);
-	put_event(c, body, event_head(&c->threads[thread], body, thread, f->start_ns), te, (size_t)(q - te));
-	if (c->len >= OUT_FLUSH)
-		flush(c);
+	put_event(c, thread, f->start_ns, te, (size_t)(q - te));
 	return c->err;
 }
 
@@ -345,10 +365,8 @@ static int on_close(void *ctx, const struct ulma_walk *w, uint32_t thread, const
 {
 	struct perfetto *c = ctx;
 	(void)w;
-	uint8_t body[64], te[4], *q = ulma_pb_uint(te, EV_TYPE, TYPE_END);
-	put_event(c, body, event_head(&c->threads[thread], body, thread, f->end_ns), te, (size_t)(q - te));
-	if (c->len >= OUT_FLUSH)
-		flush(c);
+	static const uint8_t te[TE_SHORT] = {EV_TYPE << 3 | ULMA_PB_VARINT, TYPE_END};
+	put_event(c, thread, f->end_ns, te, 2);
 	return c->err;
 }
 
@@ -375,7 +393,7 @@ static int counter_track(struct perfetto *c, const struct ulma_walk *w, uint32_t
 static int on_mark(void *ctx, const struct ulma_walk *w, uint32_t thread, const struct ulma_walk_mark *m)
 {
 	struct perfetto *c = ctx;
-	uint8_t body[64], te[48], *q = te;
+	uint8_t te[48], *q = te;
 	int err = 0;
 	if (m->kind == ULMA_EXT_INSTANT) {
 		if ((err = intern(c, w, thread, m->name)))
@@ -394,7 +412,7 @@ static int on_mark(void *ctx, const struct ulma_walk *w, uint32_t thread, const 
 	} else {
 		return 0;
 	}
-	put_event(c, body, event_head(&c->threads[thread], body, thread, m->at_ns), te, (size_t)(q - te));
+	put_event(c, thread, m->at_ns, te, (size_t)(q - te));
 	return c->err;
 }
 
@@ -407,12 +425,14 @@ static void state_slice(struct perfetto *c, uint32_t thread, uint64_t iid, uint6
 	for (int end = 0; end < 2; end++) {
 		uint64_t at = end ? to : from, delta = at > pt->state_ns ? at - pt->state_ns : 0;
 		pt->state_ns += delta;
-		p = ulma_pb_uint(body, PKT_SEQUENCE_ID, seq);
-		p = ulma_pb_uint(p, PKT_TIMESTAMP, delta);
 		q = ulma_pb_uint(te, EV_TYPE, end ? TYPE_END : TYPE_BEGIN);
 		if (!end)
 			q = ulma_pb_uint(q, EV_NAME_IID, iid);
-		put_event(c, body, p, te, (size_t)(q - te));
+		p = ulma_pb_uint(body, PKT_SEQUENCE_ID, seq);
+		p = ulma_pb_uint(p, PKT_TIMESTAMP, delta);
+		p = ulma_pb_varint(ulma_pb_key(p, PKT_TRACK_EVENT, ULMA_PB_BYTES), (uint64_t)(q - te));
+		memcpy(p, te, (size_t)(q - te));
+		put_packet(c, body, (size_t)(p + (q - te) - body));
 	}
 }
 
