@@ -107,8 +107,18 @@ struct pf_thread {
 	uint8_t seq_len;
 };
 
+#define TE_SHORT 16 /* put_event's te has at least this many bytes */
+
+/* A function's begin TrackEvent, encoded. */
+struct pf_begin {
+	uint8_t te[TE_SHORT];
+	uint8_t len;
+};
+
 struct perfetto {
 	FILE *out;
+	struct pf_begin *begins; /* per function */
+	uint32_t nbegins;
 	uint8_t *buf; /* OUT_CAP bytes */
 	size_t len;
 	int err;
@@ -276,8 +286,6 @@ static int on_thread(void *ctx, const struct ulma_walk *w, uint32_t thread)
 	return c->err;
 }
 
-#define TE_SHORT 16 /* put_event's te has at least this many bytes */
-
 /* A packet of one TrackEvent on thread's event sequence, written straight
  * into the output buffer (the hot path: one per frame's open and close):
  * the sequence id, the time since the sequence's previous packet, and the
@@ -309,12 +317,10 @@ static inline void put_event(struct perfetto *c, uint32_t thread, uint64_t ns, c
 
 /* Intern name key (a function's or a mark's) on the thread's sequence
  * if it is not yet: a packet of its own, just before the event using it. */
-static int intern(struct perfetto *c, const struct ulma_walk *w, uint32_t thread, uint32_t func)
+static int intern_slow(struct perfetto *c, const struct ulma_walk *w, uint32_t thread, uint32_t key)
 {
 	struct pf_thread *pt = &c->threads[thread];
-	uint32_t key = w->funcs[func].key, seen;
-	if (__builtin_expect(pt->last_interned == key + 1, 1))
-		return 0;
+	uint32_t seen;
 	pt->last_interned = key + 1;
 	if (ulma_idmap_get(&pt->interned, (uint64_t)key + 1, &seen))
 		return 0;
@@ -334,6 +340,14 @@ static int intern(struct perfetto *c, const struct ulma_walk *w, uint32_t thread
 	return c->err;
 }
 
+static inline int intern(struct perfetto *c, const struct ulma_walk *w, uint32_t thread, uint32_t func)
+{
+	uint32_t key = w->funcs[func].key;
+	if (__builtin_expect(c->threads[thread].last_interned == key + 1, 1))
+		return 0; /* the function of the thread's previous open: recursion, a loop */
+	return intern_slow(c, w, thread, key);
+}
+
 static uint8_t category_of(uint8_t kind)
 {
 	if (ulma_def_is_c(kind))
@@ -349,16 +363,35 @@ static int on_open(void *ctx, const struct ulma_walk *w, uint32_t thread, const 
 	int err = intern(c, w, thread, f->func);
 	if (err)
 		return err;
-	uint8_t te[32], *q = te;
-	uint32_t key = w->funcs[f->func].key;
+	const struct pf_begin *b = &c->begins[f->func];
+	put_event(c, thread, f->start_ns, b->te, b->len);
+	return c->err;
+}
+
+/* A function's begin event, made once: its type, name and category. */
+static int on_func(void *ctx, const struct ulma_walk *w, uint32_t func)
+{
+	struct perfetto *c = ctx;
+	if (func >= c->nbegins) {
+		uint32_t n = func + 1 > c->nbegins * 2 ? func + 1 : c->nbegins * 2;
+		struct pf_begin *p = realloc(c->begins, (size_t)n * sizeof(*p));
+		if (!p)
+			return -ENOMEM;
+		c->begins = p;
+		c->nbegins = n;
+	}
+	struct pf_begin *b = &c->begins[func];
+	uint32_t key = w->funcs[func].key;
+	uint8_t *q = b->te;
+	memset(b, 0, sizeof(*b));
 	*q++ = EV_TYPE << 3 | ULMA_PB_VARINT;
 	*q++ = TYPE_BEGIN;
-	q = ulma_pb_uint(q, EV_NAME_IID, (uint64_t)key + 1);
+	q = ulma_pb_uint(q, EV_NAME_IID, (uint64_t)key + 1); /* at most 6 bytes: a key is 32 bits */
 	uint8_t cat = category_of(w->funcs[key].kind);
 	if (cat)
 		q = ulma_pb_uint(q, EV_CATEGORY_IIDS, cat);
-	put_event(c, thread, f->start_ns, te, (size_t)(q - te));
-	return c->err;
+	b->len = (uint8_t)(q - b->te);
+	return 0;
 }
 
 static int on_close(void *ctx, const struct ulma_walk *w, uint32_t thread, const struct ulma_walk_frame *f)
@@ -498,6 +531,7 @@ int ulma_export_perfetto(FILE *in, const struct ulma_export_opts *o, FILE *out, 
 		return -ENOMEM;
 	}
 	struct ulma_walk_sink sink = {.ctx = &c,
+				      .on_func = on_func,
 				      .on_thread = on_thread,
 				      .on_open = on_open,
 				      .on_close = on_close,
@@ -512,6 +546,7 @@ int ulma_export_perfetto(FILE *in, const struct ulma_export_opts *o, FILE *out, 
 	for (uint32_t i = 0; i < c.nthreads; i++)
 		ulma_idmap_free(&c.threads[i].interned);
 	free(c.threads);
+	free(c.begins);
 	ulma_idmap_free(&c.pids);
 	ulma_idmap_free(&c.counters);
 	free(c.buf);
