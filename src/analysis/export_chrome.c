@@ -26,12 +26,17 @@
 #include "ulma/shm.h"
 
 #define FLUSH_AT 65536
+#define COPY_CHUNK 32 /* on_close copies in fixed chunks: a few moves each, no call */
 
 struct chrome {
 	FILE *out;
 	struct ulma_sbuf b;
 	char **fields; /* per function: "name":...,"cat":...,"args":{...} */
+	size_t *field_len;
 	uint32_t nfields;
+	char (*tails)[48]; /* per thread: ,"pid":P,"tid":T} */
+	uint8_t *tail_len;
+	uint32_t ntails;
 	uint32_t *pids_seen;
 	uint32_t npids;
 	uint64_t not_finite; /* counter values JSON cannot hold (NaN, infinities), left out */
@@ -65,6 +70,10 @@ static int on_func(void *ctx, const struct ulma_walk *w, uint32_t func)
 			return -ENOMEM;
 		memset(p + c->nfields, 0, (size_t)(n - c->nfields) * sizeof(*p));
 		c->fields = p;
+		size_t *l = realloc(c->field_len, (size_t)n * sizeof(*l));
+		if (!l)
+			return -ENOMEM;
+		c->field_len = l;
 		c->nfields = n;
 	}
 	struct ulma_sbuf s = {0};
@@ -85,8 +94,14 @@ static int on_func(void *ctx, const struct ulma_walk *w, uint32_t func)
 		ulma_sbuf_free(&s);
 		return -ENOMEM;
 	}
+	char *padded = realloc(s.p, s.len + COPY_CHUNK); /* on_close copies whole chunks */
+	if (!padded) {
+		ulma_sbuf_free(&s);
+		return -ENOMEM;
+	}
 	free(c->fields[func]);
-	c->fields[func] = s.p;
+	c->fields[func] = padded;
+	c->field_len[func] = s.len;
 	return 0;
 }
 
@@ -94,6 +109,20 @@ static int on_thread(void *ctx, const struct ulma_walk *w, uint32_t thread)
 {
 	struct chrome *c = ctx;
 	const struct ulma_walk_thread *t = &w->threads[thread];
+	if (thread >= c->ntails) {
+		uint32_t n = thread + 1 > c->ntails * 2 ? thread + 1 : c->ntails * 2;
+		char(*p)[48] = realloc(c->tails, (size_t)n * sizeof(*p));
+		if (!p)
+			return -ENOMEM;
+		c->tails = p;
+		uint8_t *l = realloc(c->tail_len, n);
+		if (!l)
+			return -ENOMEM;
+		c->tail_len = l;
+		c->ntails = n;
+	}
+	c->tail_len[thread] = (uint8_t)snprintf(c->tails[thread], sizeof(c->tails[thread]), ",\"pid\":%u,\"tid\":%u}",
+						t->pid, t->tid);
 	bool known = false;
 	for (uint32_t i = 0; i < c->npids && !known; i++)
 		known = c->pids_seen[i] == t->pid;
@@ -161,18 +190,71 @@ static int end_event(struct chrome *c, const struct ulma_walk_thread *t)
 	return maybe_flush(c);
 }
 
+/* v in decimal at p; returns the end. */
+static inline char *put_decimal(char *p, uint64_t v)
+{
+	unsigned n = 1;
+	for (uint64_t x = v; x >= 10; x /= 10)
+		n++;
+	char *e = p + n;
+	do {
+		*--e = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	return p + n;
+}
+
+/* put_us, at p. */
+static inline char *put_us_at(char *p, uint64_t ns)
+{
+	p = put_decimal(p, ns / 1000);
+	unsigned frac = (unsigned)(ns % 1000);
+	if (frac) {
+		*p++ = '.';
+		*p++ = (char)('0' + frac / 100);
+		frac %= 100;
+		if (frac) {
+			*p++ = (char)('0' + frac / 10);
+			if (frac % 10)
+				*p++ = (char)('0' + frac % 10);
+		}
+	}
+	return p;
+}
+
+/* A complete event, written straight into the buffer (one per frame: the
+ * hot path). */
 static int on_close(void *ctx, const struct ulma_walk *w, uint32_t thread, const struct ulma_walk_frame *f)
 {
 	struct chrome *c = ctx;
-	const struct ulma_walk_thread *t = &w->threads[thread];
-	separator(c);
-	ulma_sbuf_puts(&c->b, "{\"ph\":\"X\",");
-	ulma_sbuf_puts(&c->b, f->func < c->nfields && c->fields[f->func] ? c->fields[f->func] : "\"name\":\"?\"");
-	ulma_sbuf_puts(&c->b, ",\"ts\":");
-	put_us(&c->b, f->start_ns);
-	ulma_sbuf_puts(&c->b, ",\"dur\":");
-	put_us(&c->b, f->end_ns - f->start_ns);
-	return end_event(c, t);
+	(void)w;
+	static const char unknown[COPY_CHUNK] = "\"name\":\"?\"";
+	bool known = f->func < c->nfields && c->fields[f->func];
+	const char *fields = known ? c->fields[f->func] : unknown;
+	size_t flen = known ? c->field_len[f->func] : strlen(unknown);
+	char *p = ulma_sbuf_room(&c->b, flen + COPY_CHUNK + 128);
+	if (!p)
+		return -ENOMEM;
+	char *start = p;
+	if (!c->first) {
+		*p++ = ',';
+		*p++ = '\n';
+	}
+	c->first = false;
+	memcpy(p, "{\"ph\":\"X\",", 10);
+	p += 10;
+	for (size_t i = 0; i < flen; i += COPY_CHUNK)
+		memcpy(p + i, fields + i, COPY_CHUNK);
+	p += flen;
+	memcpy(p, ",\"ts\":", 6);
+	p = put_us_at(p + 6, f->start_ns);
+	memcpy(p, ",\"dur\":", 7);
+	p = put_us_at(p + 7, f->end_ns - f->start_ns);
+	memcpy(p, c->tails[thread], sizeof(c->tails[thread]));
+	p += c->tail_len[thread];
+	c->b.len += (size_t)(p - start);
+	c->b.p[c->b.len] = 0;
+	return c->b.len < FLUSH_AT ? 0 : ulma_sbuf_flush(&c->b, c->out);
 }
 
 /* An instant on its thread, a counter's value on its process; a thread's
@@ -236,6 +318,9 @@ int ulma_export_chrome(FILE *in, const struct ulma_export_opts *o, FILE *out, co
 	for (uint32_t i = 0; i < c.nfields; i++)
 		free(c.fields[i]);
 	free(c.fields);
+	free(c.field_len);
+	free(c.tails);
+	free(c.tail_len);
 	free(c.pids_seen);
 	ulma_sbuf_free(&c.b);
 	ulma_walk_free(&w);

@@ -37,6 +37,11 @@ static bool reserve(struct ulma_sbuf *b, size_t extra)
 	return true;
 }
 
+char *ulma_sbuf_room(struct ulma_sbuf *b, size_t n)
+{
+	return reserve(b, n) ? b->p + b->len : NULL;
+}
+
 void ulma_sbuf_put(struct ulma_sbuf *b, const char *s, size_t n)
 {
 	if (!reserve(b, n))

@@ -24,6 +24,11 @@ struct ulma_sbuf {
 
 void ulma_sbuf_free(struct ulma_sbuf *b);
 void ulma_sbuf_put(struct ulma_sbuf *b, const char *s, size_t n);
+
+/* Room for n more bytes (and the NUL), for a writer that fills it itself
+ * and then sets len and the NUL: where the next byte goes, or NULL (and
+ * nomem set) if it cannot be had. */
+char *ulma_sbuf_room(struct ulma_sbuf *b, size_t n);
 void ulma_sbuf_puts(struct ulma_sbuf *b, const char *s);
 void ulma_sbuf_printf(struct ulma_sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
