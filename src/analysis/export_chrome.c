@@ -190,24 +190,10 @@ static int end_event(struct chrome *c, const struct ulma_walk_thread *t)
 	return maybe_flush(c);
 }
 
-/* v in decimal at p; returns the end. */
-static inline char *put_decimal(char *p, uint64_t v)
-{
-	unsigned n = 1;
-	for (uint64_t x = v; x >= 10; x /= 10)
-		n++;
-	char *e = p + n;
-	do {
-		*--e = (char)('0' + v % 10);
-		v /= 10;
-	} while (v);
-	return p + n;
-}
-
 /* put_us, at p. */
 static inline char *put_us_at(char *p, uint64_t ns)
 {
-	p = put_decimal(p, ns / 1000);
+	p = ulma_put_decimal(p, ns / 1000);
 	unsigned frac = (unsigned)(ns % 1000);
 	if (frac) {
 		*p++ = '.';

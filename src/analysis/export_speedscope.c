@@ -150,20 +150,6 @@ static struct ss_thread *thread_of(struct speedscope *s, uint32_t thread)
 	return &s->threads[thread];
 }
 
-/* v in decimal at p; returns the end. */
-static inline char *put_decimal(char *p, uint64_t v)
-{
-	unsigned n = 1;
-	for (uint64_t x = v; x >= 10; x /= 10)
-		n++;
-	char *e = p + n;
-	do {
-		*--e = (char)('0' + v % 10);
-		v /= 10;
-	} while (v);
-	return p + n;
-}
-
 static int event(struct speedscope *s, const struct ulma_walk *w, uint32_t thread, char type, uint32_t func,
 		 uint64_t at)
 {
@@ -189,9 +175,9 @@ static int event(struct speedscope *s, const struct ulma_walk *w, uint32_t threa
 	if (t->events)
 		*p++ = ',';
 	memcpy(p, type == 'O' ? "{\"type\":\"O\",\"frame\":" : "{\"type\":\"C\",\"frame\":", 20);
-	p = put_decimal(p + 20, frame);
+	p = ulma_put_decimal(p + 20, frame);
 	memcpy(p, ",\"at\":", 6);
-	p = put_decimal(p + 6, at);
+	p = ulma_put_decimal(p + 6, at);
 	*p++ = '}';
 	t->buf.len += (size_t)(p - start);
 	t->buf.p[t->buf.len] = 0;

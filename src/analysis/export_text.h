@@ -32,6 +32,21 @@ char *ulma_sbuf_room(struct ulma_sbuf *b, size_t n);
 void ulma_sbuf_puts(struct ulma_sbuf *b, const char *s);
 void ulma_sbuf_printf(struct ulma_sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* v in decimal at p, which has room for 20 bytes; returns the end.  For
+ * exporters that write an event straight into ulma_sbuf_room's space. */
+static inline char *ulma_put_decimal(char *p, uint64_t v)
+{
+	unsigned n = 1;
+	for (uint64_t x = v; x >= 10; x /= 10)
+		n++;
+	char *e = p + n;
+	do {
+		*--e = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	return p + n;
+}
+
 /* v in decimal, without printf (the exporters' hot path). */
 void ulma_sbuf_u64(struct ulma_sbuf *b, uint64_t v);
 
