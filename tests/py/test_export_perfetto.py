@@ -12,7 +12,7 @@ import os
 
 import pytest
 
-from export_helpers import export_trace, run_export  # noqa: F401
+from export_helpers import ODD_NAMES, export_trace, run_export  # noqa: F401
 from perfetto_ui import PerfettoUI, chromium, web_dist
 from perfetto_wire import Trace
 
@@ -165,3 +165,14 @@ def test_chrome_json_in_perfetto_ui(marks, run_export, tmp_path):
         assert names["fib"] == 2 * FIB10_CALLS and names["nap"] == 3
         procs = [r["name"] for r in ui.query("select name from process where pid > 0")]
         assert len(procs) == 1 and procs[0].endswith("perfetto_marks.py") and "pid" not in procs[0], procs
+
+
+def test_odd_names_survive(export_trace, run_export, tmp_path):
+    """Names with newlines, quotes, markup, U+2028 and emoji come back as
+    they are (protobuf strings need no escaping, only valid UTF-8)."""
+    t = export_trace("odd_names.py")
+    out = tmp_path / "odd.pftrace"
+    run_export(t["trace"], "perfetto", out)
+    got = collections.Counter(s[1] for s in Trace(out.read_bytes()).slices)
+    for i, name in enumerate(ODD_NAMES):
+        assert got[name] == i + 1, (name, got)
