@@ -83,6 +83,20 @@ enum { CLOCK_MONOTONIC_ID = 3, CLOCK_INCREMENTAL_ID = 64 };
 #define UUID_PROCESS (UINT64_C(1) << 32)
 #define UUID_STATE (UINT64_C(2) << 32)
 #define UUID_COUNTER (UINT64_C(3) << 32)
+#define UUID_MEMORY (UINT64_C(4) << 32)
+
+/* A thread's three sequences, each with its own clock: its frames and
+ * marks, its state track, its allocations (the walker hands OFF records
+ * and allocations on as they come, before the delayed opens of a filtered
+ * walk, and an OFF record's running slice starts before the allocations
+ * that precede it). */
+#define SEQ_EVENTS(thread) (3 * (uint64_t)(thread) + 1)
+#define SEQ_STATE(thread) (3 * (uint64_t)(thread) + 2)
+#define SEQ_MEMORY(thread) (3 * (uint64_t)(thread) + 3)
+
+/* A process's memory counter moves when the live bytes change by this
+ * much (or 1/256 of their peak, if more) since the value last written. */
+#define MEMORY_STEP 65536
 
 /* Categories interned on every event sequence, by iid (Python frames carry none). */
 static const char *const categories[] = {NULL, "c", "native", "zone", "instant", "counter"};
@@ -105,6 +119,16 @@ struct pf_thread {
 	uint32_t last_interned;     /* the latest key looked up there, + 1 (recursion repeats it) */
 	uint8_t seq_field[8];       /* its event sequence's id field, encoded */
 	uint8_t seq_len;
+	bool memory_started;        /* its memory sequence's first packet written */
+	uint64_t memory_ns;         /* that sequence's clock */
+};
+
+/* A process's Python allocations, for its memory counter. */
+struct pf_process {
+	uint32_t pid;
+	uint64_t live, peak, written; /* bytes */
+	bool track;                   /* its counter track described */
+	struct ulma_idmap blocks;     /* address + 1 -> size (0: freed), sizes capped at 4 GiB - 1 */
 };
 
 #define TE_SHORT 16 /* put_event's te has at least this many bytes */
@@ -127,6 +151,8 @@ struct perfetto {
 	struct ulma_idmap pids;     /* pid + 1 -> 1: its process descriptor is written */
 	struct ulma_idmap counters; /* pid << 32 | name key + 1 -> counter index */
 	uint32_t ncounters;
+	struct pf_process *procs;   /* with allocations */
+	uint32_t nprocs;
 };
 
 static void flush(struct perfetto *c)
@@ -279,10 +305,10 @@ static int on_thread(void *ctx, const struct ulma_walk *w, uint32_t thread)
 		process_descriptor(c, w, t->pid);
 	}
 	thread_descriptor(c, w, thread);
-	start_sequence(c, w, 2 * thread + 1, (uint64_t)thread + 1, INT_CATEGORIES, categories, NCATEGORIES);
+	start_sequence(c, w, SEQ_EVENTS(thread), (uint64_t)thread + 1, INT_CATEGORIES, categories, NCATEGORIES);
 	struct pf_thread *pt = &c->threads[thread];
 	pt->started = true;
-	pt->seq_len = (uint8_t)(ulma_pb_uint(pt->seq_field, PKT_SEQUENCE_ID, 2 * (uint64_t)thread + 1) - pt->seq_field);
+	pt->seq_len = (uint8_t)(ulma_pb_uint(pt->seq_field, PKT_SEQUENCE_ID, SEQ_EVENTS(thread)) - pt->seq_field);
 	return c->err;
 }
 
@@ -328,7 +354,7 @@ static int intern_slow(struct perfetto *c, const struct ulma_walk *w, uint32_t t
 	if (err)
 		return err;
 	struct ulma_sbuf p = {0}, m = {0}, n = {0};
-	ulma_pb_put_uint(&p, PKT_SEQUENCE_ID, 2 * (uint64_t)thread + 1);
+	ulma_pb_put_uint(&p, PKT_SEQUENCE_ID, SEQ_EVENTS(thread));
 	ulma_pb_put_uint(&n, INTERNED_IID, (uint64_t)key + 1);
 	ulma_pb_put_string(&n, INTERNED_NAME, w->funcs[key].name);
 	ulma_pb_put_message(&m, INT_NAMES, &n);
@@ -453,7 +479,7 @@ static int on_mark(void *ctx, const struct ulma_walk *w, uint32_t thread, const 
 static void state_slice(struct perfetto *c, uint32_t thread, uint64_t iid, uint64_t from, uint64_t to)
 {
 	struct pf_thread *pt = &c->threads[thread];
-	uint64_t seq = 2 * (uint64_t)thread + 2;
+	uint64_t seq = SEQ_STATE(thread);
 	uint8_t body[64], te[16], *p, *q;
 	for (int end = 0; end < 2; end++) {
 		uint64_t at = end ? to : from, delta = at > pt->state_ns ? at - pt->state_ns : 0;
@@ -479,7 +505,7 @@ static int on_off(void *ctx, const struct ulma_walk *w, uint32_t thread, uint8_t
 		return 0; /* before its first traced event (the interpreter starting), or nothing */
 	if (!pt->state_started) {
 		child_descriptor(c, UUID_STATE | thread, (uint64_t)thread + 1, "cpu state", false);
-		start_sequence(c, w, 2 * thread + 2, UUID_STATE | thread, INT_NAMES, states, 5);
+		start_sequence(c, w, SEQ_STATE(thread), UUID_STATE | thread, INT_NAMES, states, 5);
 		pt->state_started = true;
 		pt->on_since = t->first_ns;
 	}
@@ -490,6 +516,88 @@ static int on_off(void *ctx, const struct ulma_walk *w, uint32_t thread, uint8_t
 	uint64_t iid = state < ULMA_OFF_STATES ? (uint64_t)state + 1 : 1;
 	state_slice(c, thread, iid, at_ns, at_ns + ns);
 	pt->on_since = at_ns + ns;
+	if (c->len >= OUT_FLUSH)
+		flush(c);
+	return c->err;
+}
+
+static struct pf_process *process_of(struct perfetto *c, uint32_t pid)
+{
+	for (uint32_t i = 0; i < c->nprocs; i++)
+		if (c->procs[i].pid == pid)
+			return &c->procs[i];
+	struct pf_process *p = realloc(c->procs, (size_t)(c->nprocs + 1) * sizeof(*p));
+	if (!p)
+		return NULL;
+	c->procs = p;
+	p += c->nprocs++;
+	memset(p, 0, sizeof(*p));
+	p->pid = pid;
+	return p;
+}
+
+/* The process's live bytes as a value of its "python memory" counter, on
+ * the thread's memory sequence. */
+static void memory_value(struct perfetto *c, const struct ulma_walk *w, uint32_t thread, struct pf_process *p,
+			 uint64_t at_ns)
+{
+	struct pf_thread *pt = &c->threads[thread];
+	if (!p->track) {
+		child_descriptor(c, UUID_MEMORY | p->pid, UUID_PROCESS | p->pid, "python memory (live bytes)", true);
+		p->track = true;
+	}
+	if (!pt->memory_started) {
+		start_sequence(c, w, (uint32_t)SEQ_MEMORY(thread), UUID_MEMORY | p->pid, INT_NAMES, states, 1);
+		pt->memory_started = true;
+	}
+	uint8_t body[64], te[32], *q = te, *b;
+	double v = (double)p->live;
+	uint64_t bits, delta = at_ns > pt->memory_ns ? at_ns - pt->memory_ns : 0;
+	pt->memory_ns += delta;
+	memcpy(&bits, &v, sizeof(bits));
+	q = ulma_pb_uint(q, EV_TYPE, TYPE_COUNTER);
+	q = ulma_pb_uint(q, EV_TRACK_UUID, UUID_MEMORY | p->pid);
+	q = ulma_pb_fixed64(q, EV_DOUBLE_COUNTER, bits);
+	b = ulma_pb_uint(body, PKT_SEQUENCE_ID, SEQ_MEMORY(thread));
+	b = ulma_pb_uint(b, PKT_TIMESTAMP, delta);
+	b = ulma_pb_varint(ulma_pb_key(b, PKT_TRACK_EVENT, ULMA_PB_BYTES), (uint64_t)(q - te));
+	memcpy(b, te, (size_t)(q - te));
+	put_packet(c, body, (size_t)(b + (q - te) - body));
+	p->written = p->live;
+}
+
+/* An allocation or a free moves its process's live bytes (of the blocks
+ * allocated since the trace began: a free of an older block is not
+ * counted); the counter shows the moves of MEMORY_STEP or more. */
+static int on_memory(void *ctx, const struct ulma_walk *w, uint32_t thread, const struct ulma_trace_memory *m,
+		     uint64_t at_ns)
+{
+	struct perfetto *c = ctx;
+	struct pf_process *p = process_of(c, w->threads[thread].pid);
+	if (!p)
+		return -ENOMEM;
+	uint32_t size;
+	if (m->kind == ULMA_EXT_ALLOC) {
+		size = m->size < UINT32_MAX ? (uint32_t)m->size : UINT32_MAX - 1;
+		if (ulma_idmap_get(&p->blocks, m->addr + 1, &size) && size)
+			p->live -= size; /* allocated again without a free we saw */
+		size = m->size < UINT32_MAX ? (uint32_t)m->size : UINT32_MAX - 1;
+		p->live += size;
+		int err = ulma_idmap_put(&p->blocks, m->addr + 1, size);
+		if (err)
+			return err;
+	} else if (ulma_idmap_get(&p->blocks, m->addr + 1, &size) && size) {
+		p->live -= size;
+		int err = ulma_idmap_put(&p->blocks, m->addr + 1, 0);
+		if (err)
+			return err;
+	}
+	if (p->live > p->peak)
+		p->peak = p->live;
+	uint64_t step = p->peak / 256 > MEMORY_STEP ? p->peak / 256 : MEMORY_STEP;
+	uint64_t moved = p->live > p->written ? p->live - p->written : p->written - p->live;
+	if (moved >= step || !p->track)
+		memory_value(c, w, thread, p, at_ns);
 	if (c->len >= OUT_FLUSH)
 		flush(c);
 	return c->err;
@@ -507,6 +615,9 @@ static void finish(struct perfetto *c, const struct ulma_walk *w)
 			thread_descriptor(c, w, i);
 		if (c->threads[i].state_started && t->last_ns > c->threads[i].on_since)
 			state_slice(c, i, STATE_RUNNING_IID, c->threads[i].on_since, t->last_ns);
+		struct pf_process *p = c->threads[i].memory_started ? process_of(c, t->pid) : NULL;
+		if (p && p->written != p->live) /* the last value, on a thread that wrote the counter */
+			memory_value(c, w, i, p, t->last_ns > c->threads[i].memory_ns ? t->last_ns : c->threads[i].memory_ns);
 	}
 	for (uint32_t i = 0; i < w->nthreads; i++) {
 		const struct ulma_walk_thread *t = &w->threads[i];
@@ -536,7 +647,8 @@ int ulma_export_perfetto(FILE *in, const struct ulma_export_opts *o, FILE *out, 
 				      .on_open = on_open,
 				      .on_close = on_close,
 				      .on_mark = on_mark,
-				      .on_off = on_off};
+				      .on_off = on_off,
+				      .on_memory = on_memory};
 	int err = ulma_export_walk(in, o, &w, &sink, res);
 	if (!err) {
 		finish(&c, &w);
@@ -547,6 +659,9 @@ int ulma_export_perfetto(FILE *in, const struct ulma_export_opts *o, FILE *out, 
 		ulma_idmap_free(&c.threads[i].interned);
 	free(c.threads);
 	free(c.begins);
+	for (uint32_t i = 0; i < c.nprocs; i++)
+		ulma_idmap_free(&c.procs[i].blocks);
+	free(c.procs);
 	ulma_idmap_free(&c.pids);
 	ulma_idmap_free(&c.counters);
 	free(c.buf);

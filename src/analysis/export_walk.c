@@ -692,6 +692,20 @@ static int on_mark(void *ctx, const struct ulma_trace_mark *m)
 	return 0;
 }
 
+/* An allocation or a free, at its thread's corrected time (as a mark's). */
+static int on_memory(void *ctx, const struct ulma_trace_memory *m)
+{
+	struct ulma_walk *w = ctx;
+	if (m->thread >= w->nthreads || !w->threads[m->thread].pass)
+		return 0;
+	const struct ulma_walk_thread *t = &w->threads[m->thread];
+	uint64_t ns = to_ns(w, m->ticks), shift = t->shift_fp >> 32;
+	ns = ns > shift ? ns - shift : 0;
+	if (t->seen && ns < t->last_ns)
+		ns = t->last_ns;
+	return w->sink->on_memory(w->sink->ctx, w, m->thread, m, ns);
+}
+
 static int on_overhead(void *ctx, uint64_t ps)
 {
 	struct ulma_walk *w = ctx;
@@ -741,6 +755,8 @@ int ulma_walk_run(struct ulma_walk *w, FILE *f, const struct ulma_walk_sink *sin
 				       .on_process = on_process,
 				       .on_overhead = on_overhead,
 				       .on_mark = on_mark};
+	if (w->sink->on_memory)
+		v.on_memory = on_memory;
 	if (w->sink->profile) {
 		ulma_profile_feed_init(&w->feed, w->sink->profile);
 		v.on_sched = on_sched;

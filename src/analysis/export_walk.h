@@ -189,6 +189,10 @@ struct ulma_walk_sink {
 	 * delayed opens of frames that began earlier */
 	int (*on_off)(void *ctx, const struct ulma_walk *w, uint32_t thread, uint8_t state, uint64_t at_ns,
 		      uint64_t ns);
+	/* an allocation or a free of a passing thread (--memory traces), at
+	 * its corrected time as an OFF record's, and not held back either */
+	int (*on_memory)(void *ctx, const struct ulma_walk *w, uint32_t thread, const struct ulma_trace_memory *m,
+			 uint64_t at_ns);
 };
 
 struct ulma_walk {

@@ -166,7 +166,7 @@ static void test_chrome(void)
 
 /* The Perfetto export's packets (docs/exports.md, perfetto), byte for
  * byte: each is the Trace's field 1 (0x0a) and a length, then the
- * sequence id (0x50; the first thread's is 1, the second's 3), the time
+ * sequence id (0x50; the first thread's is 1, the second's 4), the time
  * since the sequence's previous packet (0x40, corrected ns), and the
  * TrackEvent (0x5a): its type (0x48: 1 begin, 2 end, 3 instant, 4
  * counter), its name's interned id (0x50: the function's index + 1), its
@@ -188,7 +188,7 @@ static void test_perfetto(void)
 	CHECK(has(&o, end, sizeof(end)), "the frame ends at 127 ns: 10 bytes");
 	static const uint8_t c_begin[] = {0x5a, 6, 0x48, 1, 0x50, 5, 0x18, 1};
 	CHECK(has(&o, c_begin, sizeof(c_begin)), "builtins.len: category c");
-	static const uint8_t other[] = {0x0a, 0x0d, 0x50, 3, 0x40, 0xac, 0x02, 0x5a, 6, 0x48, 1, 0x50, 4, 0x18, 2};
+	static const uint8_t other[] = {0x0a, 0x0d, 0x50, 4, 0x40, 0xac, 0x02, 0x5a, 6, 0x48, 1, 0x50, 4, 0x18, 2};
 	CHECK(has(&o, other, sizeof(other)), "thread 11 on its own sequence, from the trace start (300 ns)");
 	static const uint8_t value[] = {0xe1, 0x02, 0, 0, 0, 0, 0, 0, 0x04, 0x40}; /* field 44: the double 2.5 */
 	CHECK(has(&o, value, sizeof(value)), "a counter's value as a double");
@@ -408,7 +408,7 @@ static void test_walk_order(void)
 		struct seq q = {{0, 0}, true, 0, 0};
 		struct ulma_walk w;
 		struct ulma_trace_status st;
-		struct ulma_walk_sink sink = {&q, NULL, NULL, seq_open, seq_close, NULL, NULL, seq_mark, NULL, NULL};
+		struct ulma_walk_sink sink = {&q, NULL, NULL, seq_open, seq_close, NULL, NULL, seq_mark, NULL, NULL, NULL};
 		ulma_walk_init(&w, &f);
 		FILE *in = fopen(trace_path, "rb");
 		int err = in ? ulma_walk_run(&w, in, &sink, &st) : -EIO;
