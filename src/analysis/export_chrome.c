@@ -285,20 +285,15 @@ static int on_mpi(void *ctx, const struct ulma_walk *w, uint32_t thread, const s
 {
 	struct chrome *c = ctx;
 	const struct ulma_trace_mpi *e = m->ev;
-	if ((e->op != ULMA_MPI_SEND && e->op != ULMA_MPI_RECV) || e->nargs < 5 || m->rank == UINT32_MAX ||
-	    e->args[4] == ULMA_MPI_SEQ_NONE)
+	uint64_t id;
+	if (!ulma_walk_mpi_message_id(m, &id))
 		return 0;
 	bool send = e->op == ULMA_MPI_SEND;
-	uint64_t parts[5] = {send ? m->rank : e->args[0], send ? e->args[0] : m->rank, e->args[1], e->args[2],
-			     e->args[4]};
-	uint64_t id = UINT64_C(0xcbf29ce484222325);
-	for (int k = 0; k < 5; k++)
-		id = (id ^ parts[k]) * UINT64_C(0x100000001b3) ^ (id >> 31);
 	separator(c);
 	ulma_sbuf_puts(&c->b, send ? "{\"ph\":\"s\"" : "{\"ph\":\"f\",\"bp\":\"e\"");
 	ulma_sbuf_printf(&c->b, ",\"cat\":\"mpi\",\"name\":\"message tag %lld, %llu bytes\",\"id\":%llu,\"ts\":",
 			 (long long)ulma_unzigzag(e->args[1]), (unsigned long long)e->args[3],
-			 (unsigned long long)(id & ((UINT64_C(1) << 53) - 1)));
+			 (unsigned long long)id);
 	put_us(&c->b, m->at_ns);
 	return end_event(c, &w->threads[thread]);
 }

@@ -57,6 +57,10 @@ enum {
 	EV_NAME_IID = 10,
 	EV_TRACK_UUID = 11,
 	EV_DOUBLE_COUNTER = 44,
+	EV_NAME = 23,
+	EV_CATEGORIES = 22,
+	EV_FLOW_IDS = 47,
+	EV_TERMINATING_FLOW_IDS = 48,
 	INT_CATEGORIES = 1,           /* InternedData.event_categories */
 	INT_NAMES = 2,                /* InternedData.event_names */
 	INTERNED_IID = 1,             /* EventCategory, EventName */
@@ -603,6 +607,44 @@ static int on_memory(void *ctx, const struct ulma_walk *w, uint32_t thread, cons
 	return c->err;
 }
 
+/* An MPI message's send and its receive (of a merged trace, docs/mpi.md)
+ * as instants on their threads joined by a flow: the send's flow id ends
+ * at the receive.  On the thread's memory sequence, whose clock MPI events
+ * and allocations share in stream order. */
+static int on_mpi(void *ctx, const struct ulma_walk *w, uint32_t thread, const struct ulma_walk_mpi *m)
+{
+	struct perfetto *c = ctx;
+	struct pf_thread *pt = &c->threads[thread];
+	const struct ulma_trace_mpi *e = m->ev;
+	uint64_t id;
+	if (!ulma_walk_mpi_message_id(m, &id))
+		return 0;
+	if (!pt->memory_started) {
+		start_sequence(c, w, (uint32_t)SEQ_MEMORY(thread), (uint64_t)thread + 1, INT_NAMES, states, 1);
+		pt->memory_started = true;
+	}
+	struct ulma_sbuf p = {0}, te = {0};
+	char name[96];
+	snprintf(name, sizeof(name), "%s tag %lld, %llu bytes", e->op == ULMA_MPI_SEND ? "MPI send" : "MPI receive",
+		 (long long)ulma_unzigzag(e->args[1]), (unsigned long long)e->args[3]);
+	uint64_t delta = m->at_ns > pt->memory_ns ? m->at_ns - pt->memory_ns : 0;
+	pt->memory_ns += delta;
+	uint8_t flow[ULMA_PB_FIELD_MAX];
+	uint8_t *q = ulma_pb_fixed64(flow, e->op == ULMA_MPI_SEND ? EV_FLOW_IDS : EV_TERMINATING_FLOW_IDS, id);
+	ulma_pb_put_uint(&te, EV_TYPE, TYPE_INSTANT);
+	ulma_pb_put_uint(&te, EV_TRACK_UUID, (uint64_t)thread + 1);
+	ulma_pb_put_string(&te, EV_NAME, name);
+	ulma_pb_put_string(&te, EV_CATEGORIES, "mpi");
+	ulma_sbuf_put(&te, (const char *)flow, (size_t)(q - flow));
+	ulma_pb_put_uint(&p, PKT_SEQUENCE_ID, SEQ_MEMORY(thread));
+	ulma_pb_put_uint(&p, PKT_TIMESTAMP, delta);
+	ulma_pb_put_message(&p, PKT_TRACK_EVENT, &te);
+	put_packet_sbuf(c, &p);
+	ulma_sbuf_free(&p);
+	ulma_sbuf_free(&te);
+	return c->err;
+}
+
 /* Threads' last names and processes' names, known at the end; each
  * thread's running time after its last OFF record. */
 static void finish(struct perfetto *c, const struct ulma_walk *w)
@@ -648,7 +690,8 @@ int ulma_export_perfetto(FILE *in, const struct ulma_export_opts *o, FILE *out, 
 				      .on_close = on_close,
 				      .on_mark = on_mark,
 				      .on_off = on_off,
-				      .on_memory = on_memory};
+				      .on_memory = on_memory,
+				      .on_mpi = on_mpi};
 	int err = ulma_export_walk(in, o, &w, &sink, res);
 	if (!err) {
 		finish(&c, &w);

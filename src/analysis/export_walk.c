@@ -716,6 +716,22 @@ static int on_mpi(void *ctx, const struct ulma_trace_mpi *m)
 	return w->sink->on_mpi(w->sink->ctx, w, m->thread, &wm);
 }
 
+bool ulma_walk_mpi_message_id(const struct ulma_walk_mpi *m, uint64_t *id)
+{
+	const struct ulma_trace_mpi *e = m->ev;
+	if ((e->op != ULMA_MPI_SEND && e->op != ULMA_MPI_RECV) || e->nargs < 5 || m->rank == UINT32_MAX ||
+	    e->args[4] == ULMA_MPI_SEQ_NONE)
+		return false;
+	bool send = e->op == ULMA_MPI_SEND;
+	uint64_t parts[5] = {send ? m->rank : e->args[0], send ? e->args[0] : m->rank, e->args[1], e->args[2],
+			     e->args[4]};
+	uint64_t h = UINT64_C(0xcbf29ce484222325);
+	for (int k = 0; k < 5; k++)
+		h = (h ^ parts[k]) * UINT64_C(0x100000001b3) ^ (h >> 31);
+	*id = h & ((UINT64_C(1) << 53) - 1);
+	return true;
+}
+
 /* An allocation or a free, at its thread's corrected time (as a mark's). */
 static int on_memory(void *ctx, const struct ulma_trace_memory *m)
 {

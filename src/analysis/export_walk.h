@@ -143,6 +143,12 @@ struct ulma_walk_mpi {
 	uint32_t rank;  /* UINT32_MAX: its process is not a rank of the trace */
 };
 
+/* The id of the message an MPI send or receive belongs to, the same on
+ * both sides (a hash of sender, receiver, communicator, tag and the
+ * sender's sequence number), below 2^53 so that JSON holds it exactly;
+ * false for any other MPI event, or one the merge could not match. */
+bool ulma_walk_mpi_message_id(const struct ulma_walk_mpi *m, uint64_t *id);
+
 struct ulma_walk_thread {
 	uint64_t serial;
 	uint32_t pid;

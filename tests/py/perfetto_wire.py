@@ -64,6 +64,7 @@ class Trace:
         self.slices = []      # (track uuid, name, category or None, start ns, end ns, depth)
         self.instants = []    # (track uuid, name, ns)
         self.counters = []    # (track uuid, value, ns)
+        self.flows = []       # (track uuid, name, ns, flow id, True where it starts, False where it ends)
         self.thread_names = {}
         self.process_names = {}
         seqs = {}
@@ -116,7 +117,11 @@ class Trace:
                 assert ts >= start
                 self.slices.append((track, name, cat, start, ts, len(stack)))
             elif kind == 3:
+                name = name if name is not None else first(ev, 23, b"").decode()
                 self.instants.append((track, name, ts))
+                for f, _, v in fields(ev):
+                    if f in (47, 48):
+                        self.flows.append((track, name, ts, struct.unpack("<Q", v)[0], f == 47))
             elif kind == 4:
                 self.counters.append((track, struct.unpack("<d", first(ev, 44))[0], ts))
         self.open_at_end = sum(len(s) for s in stacks.values())
