@@ -19,7 +19,7 @@
 #include <stdint.h>
 
 #define ULMA_SHM_MAGIC UINT64_C(0x314d48534d4c5500) /* "\0ULMSHM1" */
-#define ULMA_SHM_VERSION 5u
+#define ULMA_SHM_VERSION 6u
 #define ULMA_CACHELINE 64
 
 /* Header flags, fixed at session creation. */
@@ -28,7 +28,7 @@ enum ulma_shm_flag {
 	ULMA_SHM_CLOCK_TSC = 1u << 1, /* record times are TSC ticks, else CLOCK_MONOTONIC ns */
 	ULMA_SHM_NO_C_CALLS = 1u << 2, /* record Python functions only, not builtins */
 	ULMA_SHM_MEMORY = 1u << 3,     /* record every allocation and free of Python's allocators
-					* (--memory, docs/memory.md) */
+					* and native code's (--memory, docs/memory.md) */
 };
 
 /* Sticky failure bits set by writers, reported by the monitor at the end. */
@@ -81,6 +81,8 @@ enum ulma_mem_domain {
 	ULMA_MEM_RAW = 0, /* PyMem_RawMalloc: called without the GIL too */
 	ULMA_MEM_MEM = 1, /* PyMem_Malloc */
 	ULMA_MEM_OBJ = 2, /* PyObject_Malloc: objects */
+	ULMA_MEM_NATIVE = 3, /* (version 6) malloc, mmap and the rest, called by native code
+			      * directly (src/runtime/alloc.c) */
 };
 #define ULMA_MEM_SIZE_MAX ((UINT64_C(1) << 46) - 1)
 

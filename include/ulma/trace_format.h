@@ -13,7 +13,8 @@
 #include <stdint.h>
 
 #define ULMA_TRACE_MAGIC "ULMATRC\x01"
-#define ULMA_TRACE_VERSION 5u     /* 5: lines and source copies, memory;
+#define ULMA_TRACE_VERSION 6u     /* 6: native allocations (domain 3);
+				   * 5: lines and source copies, memory;
 				   * 4: native functions, zones and marks;
                                    * 3: off-CPU intervals in the event stream, END's monitor figures;
 				   * 2: SCHED chunks say how many values a sample has */
@@ -67,7 +68,8 @@ enum ulma_ext_kind {
 	ULMA_EXT_LINE_RESUME = 7, /* varint line: the frame resumed inside this line (no hit) */
 	/* memory (version 5, --memory): not counted as events.  An address is a
 	 * varint zigzag delta from the previous address of the chunk (0 at its start). */
-	ULMA_EXT_ALLOC = 8, /* varint size << 2 | domain (ulma_mem_domain), varint address delta */
+	ULMA_EXT_ALLOC = 8, /* varint size << 2 | domain (ulma_mem_domain; 3, native, from version 6),
+			     * varint address delta */
 	ULMA_EXT_FREE = 9,  /* varint address delta */
 };
 

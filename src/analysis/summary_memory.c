@@ -37,10 +37,13 @@ void ulma_summary_memory_func_json(FILE *out, const struct ulma_summary *s, uint
 	struct ulma_mem_func m = ulma_profile_memory_func(s->profile, func);
 	fprintf(out,
 		", \"alloc_count\": %llu, \"alloc_bytes\": %llu, \"free_count\": %llu, \"net_bytes\": %llu, "
-		"\"total_alloc_count\": %llu, \"total_alloc_bytes\": %llu, \"peak_held_bytes\": %llu",
+		"\"total_alloc_count\": %llu, \"total_alloc_bytes\": %llu, \"peak_held_bytes\": %llu, "
+		"\"native_alloc_count\": %llu, \"native_alloc_bytes\": %llu, \"native_net_bytes\": %llu",
 		(unsigned long long)m.alloc_count, (unsigned long long)m.alloc_bytes, (unsigned long long)m.free_count,
 		(unsigned long long)(m.alloc_bytes - m.free_bytes), (unsigned long long)m.total_alloc_count,
-		(unsigned long long)m.total_alloc_bytes, (unsigned long long)m.peak_bytes);
+		(unsigned long long)m.total_alloc_bytes, (unsigned long long)m.peak_bytes,
+		(unsigned long long)m.native_alloc_count, (unsigned long long)m.native_alloc_bytes,
+		(unsigned long long)(m.native_alloc_bytes - m.native_free_bytes));
 }
 
 static void stack_json(FILE *out, const struct ulma_profile *p, uint32_t node)
@@ -75,19 +78,21 @@ int ulma_summary_memory_json(FILE *out, const struct ulma_summary *s)
 	fprintf(out,
 		"\"memory\": true, \"peak_bytes\": %llu, \"peak_time_ns\": %llu, \"peak_pid\": %u, "
 		"\"alloc_count\": %llu, \"alloc_bytes\": %llu, \"free_count\": %llu, \"free_bytes\": %llu, "
-		"\"live_bytes\": %llu, \"outside_alloc_count\": %llu, \"unknown_frees\": %llu, "
+		"\"native_alloc_count\": %llu, \"native_alloc_bytes\": %llu, \"live_bytes\": %llu, \"outside_alloc_count\": %llu, \"unknown_frees\": %llu, "
 		"\"unattributed\": %llu, \"untracked\": %llu, \"leak_groups\": %u, \"leaks\": [",
 		(unsigned long long)(peak ? peak->peak_bytes : 0),
 		(unsigned long long)(peak ? since_start(s, peak->peak_ticks) : 0), peak ? peak->pid : 0,
 		(unsigned long long)m->alloc_count, (unsigned long long)m->alloc_bytes, (unsigned long long)m->free_count,
-		(unsigned long long)m->free_bytes, (unsigned long long)live, (unsigned long long)m->outside_count,
+		(unsigned long long)m->free_bytes, (unsigned long long)m->native_alloc_count,
+		(unsigned long long)m->native_alloc_bytes, (unsigned long long)live, (unsigned long long)m->outside_count,
 		(unsigned long long)(m->unknown_frees + m->unmatched), (unsigned long long)(m->unattributed + m->unmatched_allocs),
 		(unsigned long long)m->untracked, nleaks);
 	for (uint32_t i = 0; i < nleaks && i < LEAKS_JSON; i++) {
 		fputs(i ? ",\n  {\"stack\": " : "\n  {\"stack\": ", out);
 		stack_json(out, p, leaks[i].node);
-		fprintf(out, ", \"bytes\": %llu, \"count\": %llu}", (unsigned long long)leaks[i].bytes,
-			(unsigned long long)leaks[i].count);
+		fprintf(out, ", \"bytes\": %llu, \"count\": %llu, \"native_bytes\": %llu, \"native_count\": %llu}",
+			(unsigned long long)leaks[i].bytes, (unsigned long long)leaks[i].count,
+			(unsigned long long)leaks[i].native_bytes, (unsigned long long)leaks[i].native_count);
 	}
 	fputs("\n], ", out);
 	free(leaks);
@@ -133,9 +138,10 @@ void ulma_summary_memory_text(FILE *out, const struct ulma_summary *s, uint32_t 
 	uint32_t nalloc = 0;
 	uint32_t *order = by_alloc_bytes(p, &nalloc);
 	const struct ulma_mem_proc *peak = ulma_profile_memory_peak(p);
-	fprintf(out, "\nmemory: %llu allocations (%.3f MiB), %llu frees (%.3f MiB); peak %.3f MiB at %.3f s", 
-		(unsigned long long)m->alloc_count, mib(m->alloc_bytes), (unsigned long long)m->free_count,
-		mib(m->free_bytes), mib(peak ? peak->peak_bytes : 0),
+	fprintf(out, "\nmemory: %llu allocations (%.3f MiB, %.3f MiB of them native), %llu frees (%.3f MiB); "
+		"peak %.3f MiB at %.3f s",
+		(unsigned long long)m->alloc_count, mib(m->alloc_bytes), mib(m->native_alloc_bytes),
+		(unsigned long long)m->free_count, mib(m->free_bytes), mib(peak ? peak->peak_bytes : 0),
 		peak ? (double)since_start(s, peak->peak_ticks) / 1e9 : 0.0);
 	if (m->nprocs > 1 && peak)
 		fprintf(out, " (pid %u)", peak->pid);
@@ -146,13 +152,13 @@ void ulma_summary_memory_text(FILE *out, const struct ulma_summary *s, uint32_t 
 			     "%llu blocks not kept (table full)\n",
 			(unsigned long long)unknown, (unsigned long long)unattributed, (unsigned long long)m->untracked);
 	if (order && nalloc) {
-		fprintf(out, "%12s %10s %12s %10s %10s %10s  %s\n", "allocs", "MiB", "frees", "net MiB", "total MiB",
-			"peak MiB", "function");
+		fprintf(out, "%12s %10s %10s %12s %10s %10s %10s  %s\n", "allocs", "MiB", "native MiB", "frees",
+			"net MiB", "total MiB", "peak MiB", "function");
 		for (uint32_t k = 0; k < nalloc && k < limit; k++) {
 			struct ulma_mem_func f = ulma_profile_memory_func(p, order[k]);
-			fprintf(out, "%12llu %10.3f %12llu %10.3f %10.3f %10.3f  ", (unsigned long long)f.alloc_count,
-				mib(f.alloc_bytes), (unsigned long long)f.free_count, mib(f.alloc_bytes - f.free_bytes),
-				mib(f.total_alloc_bytes), mib(f.peak_bytes));
+			fprintf(out, "%12llu %10.3f %10.3f %12llu %10.3f %10.3f %10.3f  ", (unsigned long long)f.alloc_count,
+				mib(f.alloc_bytes), mib(f.native_alloc_bytes), (unsigned long long)f.free_count,
+				mib(f.alloc_bytes - f.free_bytes), mib(f.total_alloc_bytes), mib(f.peak_bytes));
 			ulma_summary_put_printable(out, name_of(p, order[k]), 60);
 			fputc('\n', out);
 		}

@@ -29,5 +29,5 @@ int ulma_collector_memory(struct ulma_collector *c, uint32_t thread, struct ulma
 	mem->sized = false;
 	if (stream)
 		ulma_trace_alloc(stream, ticks, value, mem->size >> 2, (unsigned)(mem->size & 3));
-	return ulma_profile_mem_alloc(p, thread, value, mem->size >> 2, ticks);
+	return ulma_profile_mem_alloc(p, thread, value, mem->size >> 2, (unsigned)(mem->size & 3), ticks);
 }

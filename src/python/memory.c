@@ -14,9 +14,12 @@
  * every call through untouched from then on.
  *
  * Nesting: pymalloc hands large blocks to PyMem_RawMalloc, and another
- * tool's hook may sit between domains; a per-thread depth byte makes only
- * the outermost call of a thread count, as tracemalloc does, so a block is
- * recorded once, in the domain the program asked.  The same byte keeps
+ * tool's hook may sit between domains; a per-thread depth byte
+ * (ulma_memory_depth, which libulma_rt's malloc wrappers read too: a
+ * PyMem_RawMalloc is not also a native malloc) makes only the outermost
+ * call of a thread count, as tracemalloc does, so a block is recorded
+ * once, in the domain the program asked.  Native code's own malloc, mmap
+ * and the rest are libulma_rt's (src/runtime/alloc.c), started here.  The same byte keeps
  * out what ulma's own slow paths allocate (interning a function's name,
  * its co_extra slot: intern.c).  Our wrappers read their
  * original allocator from static memory, never from ctx: a RAW call of
@@ -36,7 +39,6 @@ static PyMemAllocatorEx original[DOMAINS]; /* what was installed before ours */
 static PyMemAllocatorEx wrapper[DOMAINS];  /* ours, as installed */
 static bool installed;                      /* ours are in the interpreter's chain */
 static volatile bool recording;             /* they record (else they pass calls through) */
-__thread uint8_t ulma_memory_depth __attribute__((tls_model("initial-exec"))); /* tracer.h */
 
 static const PyMemAllocatorDomain py_domain[DOMAINS] = {PYMEM_DOMAIN_RAW, PYMEM_DOMAIN_MEM, PYMEM_DOMAIN_OBJ};
 
@@ -192,10 +194,12 @@ void ulma_memory_start(void)
 		installed = true;
 	}
 	recording = true;
+	ulma_rt_alloc_start((const void *)ulma_memory_start); /* this module's own mallocs are ulma's */
 }
 
 void ulma_memory_stop(void)
 {
+	ulma_rt_alloc_stop();
 	if (!installed)
 		return;
 	recording = false;

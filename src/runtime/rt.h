@@ -121,6 +121,33 @@ ULMA_RT_API struct ulma_thread_writer *ulma_rt_thread_prepare(uint32_t tid);
  * the last call. */
 ULMA_RT_API void ulma_rt_bind_hooks(void);
 
+/* --memory's native allocations (alloc.c): start recording the
+ * allocator calls (malloc .. munmap) of every loaded object but libc, the
+ * loader, this library and the object holding address `exclude` (NULL:
+ * none), now and in each object ulma_rt_bind_hooks rebinds later; stop
+ * leaves the slots rebound, passing calls through.  Records go to the
+ * calling thread's writer; a thread's nested allocations are not
+ * recorded while ulma_memory_depth is not 0 (the Python allocator hooks
+ * raise it around theirs, and ulma's own slow paths around what they
+ * allocate). */
+ULMA_RT_API void ulma_rt_alloc_start(const void *exclude);
+ULMA_RT_API void ulma_rt_alloc_stop(void);
+ULMA_RT_API extern __thread uint8_t ulma_memory_depth __attribute__((tls_model("initial-exec")));
+
+#ifdef ULMA_RT_INTERNAL
+/* An allocator function got.c rebinds: its name, ulma's wrapper and where
+ * the real one's address is kept (NULL there: not rebound).  The list
+ * ends with a NULL name. */
+struct ulma_rt_alloc_fn {
+	const char *name;
+	void *wrapper;
+	void **real;
+};
+extern const struct ulma_rt_alloc_fn ulma_rt_alloc_fns[] __attribute__((visibility("hidden")));
+/* Rebind the allocator slots of every loaded object from now on (got.c). */
+void ulma_rt_bind_allocators(const void *exclude) __attribute__((visibility("hidden")));
+#endif
+
 /* Tell the session which ELF objects this process has loaded (path, load
  * bias), so the monitor can name native addresses even after the process
  * is gone.  Called when tracing starts and stops, and after dlopen. */

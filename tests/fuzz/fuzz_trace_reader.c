@@ -184,7 +184,7 @@ static int on_memory(void *c, const struct ulma_trace_memory *m)
 	if (ulma_profile_memory_enable(&x->prof) < 0)
 		return -ENOMEM;
 	if (m->kind == ULMA_EXT_ALLOC)
-		return ulma_profile_mem_alloc(&x->prof, m->thread, m->addr, m->size, m->ticks) ? -ENOMEM : 0;
+		return ulma_profile_mem_alloc(&x->prof, m->thread, m->addr, m->size, m->domain, m->ticks) ? -ENOMEM : 0;
 	return ulma_profile_mem_free(&x->prof, m->thread, m->addr, m->ticks) ? -ENOMEM : 0;
 }
 
