@@ -2,20 +2,25 @@
  * (tests/py/test_memory_native.py), built with or without
  * -finstrument-functions.  Known answers:
  *   keep(n, size): grab() mallocs n blocks of `size` bytes and keeps them;
- *   churn(n, size): n blocks of `size` bytes malloc'd and freed at once;
+ *   churn(n, size): n blocks of `size` bytes malloc'd and freed at once,
+ *     the GIL released;
  *   variety(): one block by each allocator function, of the sizes
  *     VARIETY_SIZES lists (calloc 3 x 1000, a realloc of a 100-byte block to
  *     5000, posix_memalign 4096, aligned_alloc 8192, memalign 2048, valloc
  *     4096, reallocarray 10 x 300, mmap 65536 bytes), all kept;
  *   release(): frees every kept block (munmap for the mapping);
  *   pymem(n, size): n blocks of PyMem_RawMalloc, kept: Python's, not
- *     native (ulma must not count them twice).
+ *     native (ulma must not count them twice);
+ *   threads(t, n, size): t threads, each in worker() mallocs and frees n
+ *     blocks of `size` bytes, keeps one more and exits (joined, GIL
+ *     released meanwhile).
  */
 #define PY_SSIZE_T_CLEAN
 #define _GNU_SOURCE
 #include <Python.h>
 #include <malloc.h>
 #include <stdlib.h>
+#include <pthread.h>
 #include <sys/mman.h>
 
 #define KEPT_MAX 100000
@@ -46,10 +51,12 @@ static PyObject *memmod_churn(PyObject *self, PyObject *args)
 	long n, size;
 	if (!PyArg_ParseTuple(args, "ll", &n, &size))
 		return NULL;
+	Py_BEGIN_ALLOW_THREADS
 	for (long i = 0; i < n; i++) {
 		char *volatile p = malloc((size_t)size);
 		free(p);
 	}
+	Py_END_ALLOW_THREADS
 	Py_RETURN_NONE;
 }
 
@@ -102,12 +109,56 @@ static PyObject *memmod_pymem(PyObject *self, PyObject *args)
 	Py_RETURN_NONE;
 }
 
+#define THREADS_MAX 64
+static void *volatile per_thread[THREADS_MAX]; /* kept: read by nothing, so volatile */
+
+struct work {
+	long n, size, index;
+};
+
+__attribute__((noinline)) static void *worker(void *arg)
+{
+	const struct work *w = arg;
+	for (long i = 0; i < w->n; i++) {
+		char *volatile p = malloc((size_t)w->size);
+		free(p);
+	}
+	per_thread[w->index] = malloc((size_t)w->size);
+	return NULL;
+}
+
+static PyObject *memmod_threads(PyObject *self, PyObject *args)
+{
+	(void)self;
+	long t, n, size;
+	if (!PyArg_ParseTuple(args, "lll", &t, &n, &size))
+		return NULL;
+	if (t > THREADS_MAX)
+		t = THREADS_MAX;
+	pthread_t tid[THREADS_MAX];
+	struct work work[THREADS_MAX];
+	long started = 0;
+	Py_BEGIN_ALLOW_THREADS
+	for (long i = 0; i < t; i++) {
+		work[i] = (struct work){n, size, i};
+		if (pthread_create(&tid[i], NULL, worker, &work[i]) == 0)
+			started++;
+		else
+			break;
+	}
+	for (long i = 0; i < started; i++)
+		pthread_join(tid[i], NULL);
+	Py_END_ALLOW_THREADS
+	return PyLong_FromLong(started);
+}
+
 static PyMethodDef methods[] = {
 	{"keep", memmod_keep, METH_VARARGS, NULL},
 	{"churn", memmod_churn, METH_VARARGS, NULL},
 	{"variety", memmod_variety, METH_NOARGS, NULL},
 	{"release", memmod_release, METH_NOARGS, NULL},
 	{"pymem", memmod_pymem, METH_VARARGS, NULL},
+	{"threads", memmod_threads, METH_VARARGS, NULL},
 	{NULL, NULL, 0, NULL},
 };
 
