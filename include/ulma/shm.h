@@ -73,8 +73,13 @@ enum ulma_record_kind {
 				 * that follows; a size of 2^46 bytes or more is written as 2^46 - 1 */
 	ULMA_REC_ALLOC = 14,    /* value = the block's address */
 	ULMA_REC_FREE = 15,     /* value = the block's address */
+	/* Objects (--memory on Python 3.13+, docs/memory.md): a Python object
+	 * of type `id` (a ULMA_DEF_TYPE definition) created or destroyed; no
+	 * CPU number. */
+	ULMA_REC_OBJ_NEW = 16,
+	ULMA_REC_OBJ_FREE = 17,
 };
-#define ULMA_REC_KIND_MAX 15u
+#define ULMA_REC_KIND_MAX 17u
 
 /* Python's allocator domains (PyMemAllocatorDomain's order). */
 enum ulma_mem_domain {
@@ -190,6 +195,8 @@ enum ulma_def_kind {
 	ULMA_DEF_LINES_MATCHED = 11, /* session only, written by a traced process as it stops
 				      * tracing: name = a pattern it was given, line = how many
 				      * code objects it chose for it (0: none) */
+	ULMA_DEF_TYPE = 12,         /* a Python type whose objects are counted (ULMA_REC_OBJ_*):
+				     * name = its tp_name */
 };
 
 static inline bool ulma_def_is_c(unsigned kind)

@@ -51,6 +51,7 @@ void ulma_profile_memory_free(struct ulma_profile_memory *m)
 	free(m->nodes);
 	free(m->node_index);
 	free(m->procs);
+	ulma_profile_objects_free(&m->objects);
 	free(m);
 }
 

@@ -64,6 +64,7 @@
 #include <stdint.h>
 
 #include "profile.h"
+#include "profile_objects.h"
 
 #define ULMA_MEM_BLOCKS_MAX (UINT64_C(1) << 25) /* live blocks kept: 32 Mi (a 2 GiB table) */
 #define ULMA_MEM_NODES_MAX (1u << 22)           /* calling contexts */
@@ -150,6 +151,8 @@ struct ulma_profile_memory {
 	uint64_t untracked;       /* blocks not kept: the live table was full */
 	uint64_t unmatched_allocs; /* ALLOC records whose size was lost (collector) */
 	uint64_t unattributed;    /* allocations and frees no thread could record (the session's count) */
+	struct ulma_profile_objects objects; /* objects per type (3.13+, profile_objects.h) */
+	bool objects_recorded;               /* the program counted objects (an OBJ record came) */
 };
 
 /* The table's key of block addr in process proc, and its hash. */

@@ -1,6 +1,7 @@
 /* summary_memory.c - the summary's memory part (`--memory`,
  * docs/memory.md): per function its allocations, frees, net and total
- * bytes; the peak, when it came and who held it; the leaks by stack.
+ * bytes; the peak, when it came and who held it; the leaks by stack;
+ * objects created and destroyed per type (3.13+).
  * Text after the function table, and the JSON's keys (docs/json.md).
  * Writes only to the stream it is given.
  */
@@ -12,6 +13,8 @@
 
 #define LEAKS_JSON 200 /* leak groups in the JSON, the largest */
 #define LEAKS_TEXT 10
+#define OBJECTS_JSON 200 /* types in the JSON's objects, the largest net first */
+#define OBJECTS_TEXT 10
 #define STACK_MAX 32   /* frames of a leak's stack shown: the innermost */
 
 static double mib(uint64_t bytes)
@@ -30,10 +33,27 @@ static uint64_t since_start(const struct ulma_summary *s, uint64_t ticks)
 	return ticks > s->cal.ticks0 ? ulma_summary_ns(s, ticks - s->cal.ticks0) : 0;
 }
 
-void ulma_summary_memory_func_json(FILE *out, const struct ulma_summary *s, uint32_t func)
+/* A JSON list of {type, created, destroyed}. */
+static void objects_json(FILE *out, const struct ulma_profile *p, const struct ulma_obj_count *rows, uint32_t n)
+{
+	fputc('[', out);
+	for (uint32_t i = 0; i < n; i++) {
+		fputs(i ? ", {\"type\": " : "{\"type\": ", out);
+		ulma_summary_json_string(out, name_of(p, rows[i].type));
+		fprintf(out, ", \"created\": %llu, \"destroyed\": %llu}", (unsigned long long)rows[i].created,
+			(unsigned long long)rows[i].destroyed);
+	}
+	fputc(']', out);
+}
+
+void ulma_summary_memory_func_json(FILE *out, const struct ulma_summary *s, uint32_t func,
+				   const struct ulma_obj_count *objects, uint32_t nobjects)
 {
 	if (!s->profile->memory)
 		return;
+	uint32_t count, first = ulma_obj_rows_of(objects, nobjects, func, &count);
+	fputs(", \"objects\": ", out);
+	objects_json(out, s->profile, objects + first, count);
 	struct ulma_mem_func m = ulma_profile_memory_func(s->profile, func);
 	fprintf(out,
 		", \"alloc_count\": %llu, \"alloc_bytes\": %llu, \"free_count\": %llu, \"net_bytes\": %llu, "
@@ -71,6 +91,18 @@ int ulma_summary_memory_json(FILE *out, const struct ulma_summary *s)
 	uint32_t nleaks;
 	if (ulma_profile_memory_leaks(p, &leaks, &nleaks) < 0)
 		return -ENOMEM;
+	struct ulma_obj_count *types;
+	uint32_t ntypes;
+	if (ulma_profile_objects_by_type(p, &types, &ntypes) < 0) {
+		free(leaks);
+		return -ENOMEM;
+	}
+	fprintf(out, "\"objects_counted\": %s, \"objects_created\": %llu, \"objects_destroyed\": %llu, \"objects\": ",
+		m->objects_recorded ? "true" : "false", (unsigned long long)m->objects.created,
+		(unsigned long long)m->objects.destroyed);
+	objects_json(out, p, types, ntypes < OBJECTS_JSON ? ntypes : OBJECTS_JSON);
+	fputs(", ", out);
+	free(types);
 	const struct ulma_mem_proc *peak = ulma_profile_memory_peak(p);
 	uint64_t live = 0;
 	for (uint32_t i = 0; i < m->nprocs; i++)
@@ -129,6 +161,25 @@ static void stack_text(FILE *out, const struct ulma_profile *p, uint32_t node)
 	fputc('\n', out);
 }
 
+/* The types with the most objects left (created less destroyed). */
+static void objects_text(FILE *out, const struct ulma_profile *p)
+{
+	struct ulma_obj_count *types;
+	uint32_t n;
+	if (!p->memory->objects_recorded || ulma_profile_objects_by_type(p, &types, &n) < 0)
+		return;
+	fprintf(out, "objects by type, most left at the end first (%llu created, %llu destroyed):\n",
+		(unsigned long long)p->memory->objects.created, (unsigned long long)p->memory->objects.destroyed);
+	fprintf(out, "%12s %12s %12s  %s\n", "created", "destroyed", "net", "type");
+	for (uint32_t i = 0; i < n && i < OBJECTS_TEXT; i++) {
+		fprintf(out, "%12llu %12llu %12lld  ", (unsigned long long)types[i].created,
+			(unsigned long long)types[i].destroyed, (long long)(types[i].created - types[i].destroyed));
+		ulma_summary_put_printable(out, name_of(p, types[i].type), 60);
+		fputc('\n', out);
+	}
+	free(types);
+}
+
 void ulma_summary_memory_text(FILE *out, const struct ulma_summary *s, uint32_t limit)
 {
 	const struct ulma_profile *p = s->profile;
@@ -168,14 +219,12 @@ void ulma_summary_memory_text(FILE *out, const struct ulma_summary *s, uint32_t 
 	uint32_t nleaks;
 	if (ulma_profile_memory_leaks(p, &leaks, &nleaks) < 0)
 		return;
-	if (nleaks == 0) {
-		free(leaks);
-		return;
-	}
-	fprintf(out, "still allocated at the end, by stack (%u stacks):\n", nleaks);
+	if (nleaks)
+		fprintf(out, "still allocated at the end, by stack (%u stacks):\n", nleaks);
 	for (uint32_t i = 0; i < nleaks && i < LEAKS_TEXT; i++) {
 		fprintf(out, "%12.3f MiB %10llu blocks  ", mib(leaks[i].bytes), (unsigned long long)leaks[i].count);
 		stack_text(out, p, leaks[i].node);
 	}
 	free(leaks);
+	objects_text(out, p);
 }

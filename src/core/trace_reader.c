@@ -390,6 +390,22 @@ static int parse_events(struct reader *r, const uint8_t *p, const uint8_t *end)
 					return err;
 				continue;
 			}
+			if ((x == ULMA_EXT_OBJ_NEW || x == ULMA_EXT_OBJ_FREE) && r->version >= 6) {
+				uint64_t id;
+				what = "object event";
+				GET_VARINT(p, end, id, truncated);
+				if ((func = func_index(r, id)) == UINT32_MAX)
+					return corrupt(r, "object of undefined type %llu", (unsigned long long)id);
+				if (!r->v->on_object)
+					continue;
+				if ((err = deliver(r, tidx, batch, n)))
+					return err;
+				n = 0;
+				struct ulma_trace_object o = {ticks, tidx, func, (uint8_t)x};
+				if ((err = r->v->on_object(r->v->ctx, &o)))
+					return err;
+				continue;
+			}
 			if ((x == ULMA_EXT_LINE || x == ULMA_EXT_LINE_RESUME) && r->version >= 5) {
 				what = "line";
 				GET_VARINT(p, end, ev->count, truncated);

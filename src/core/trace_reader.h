@@ -97,6 +97,15 @@ struct ulma_trace_memory {
 	uint8_t domain;  /* ULMA_EXT_ALLOC: enum ulma_mem_domain */
 };
 
+/* An object created or destroyed (version 6, --memory on 3.13+), in order
+ * with the thread's events (they are delivered first). */
+struct ulma_trace_object {
+	uint64_t ticks;
+	uint32_t thread; /* dense */
+	uint32_t type;   /* dense function index of the type's definition (ULMA_DEF_TYPE) */
+	uint8_t kind;    /* ULMA_EXT_OBJ_NEW or ULMA_EXT_OBJ_FREE */
+};
+
 #define ULMA_TRACE_BATCH 1024 /* events per on_events call, at most */
 
 /* Each callback may be NULL.  A non-zero return stops reading; it is
@@ -123,6 +132,8 @@ struct ulma_trace_visitor {
 	int (*on_source)(void *ctx, const struct ulma_trace_source *source);
 	/* an allocation or a free, in order with the thread's events */
 	int (*on_memory)(void *ctx, const struct ulma_trace_memory *mem);
+	/* an object created or destroyed, in order with the thread's events */
+	int (*on_object)(void *ctx, const struct ulma_trace_object *obj);
 };
 
 

@@ -375,6 +375,13 @@ void ulma_trace_free(struct ulma_trace_stream *s, uint64_t ticks, uint64_t addr)
 	put_addr(s, addr);
 }
 
+void ulma_trace_object(struct ulma_trace_stream *s, uint64_t ticks, unsigned ext, uint32_t id)
+{
+	ext_word(s, ticks, false); /* not an event of its own */
+	s->len += ulma_varint_put(s->body + s->len, ext);
+	s->len += ulma_varint_put(s->body + s->len, id);
+}
+
 void ulma_trace_mark(struct ulma_trace_stream *s, uint64_t ticks, unsigned ext, uint32_t id, double value)
 {
 	ext_word(s, ticks, false); /* not an event of its own */

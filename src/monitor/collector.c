@@ -339,7 +339,7 @@ static inline uint64_t native_addr(const struct ulma_record *r)
 static inline bool has_cpu(uint8_t kind)
 {
 	return kind != ULMA_REC_NATIVE_ENTER && kind != ULMA_REC_NATIVE_EXIT && kind != ULMA_REC_VALUE &&
-	       (kind < ULMA_REC_MEM_SIZE || kind > ULMA_REC_FREE);
+	       (kind < ULMA_REC_MEM_SIZE || kind > ULMA_REC_OBJ_FREE);
 }
 
 /* The dense index of the native function at addr, of the thread's cache
@@ -408,6 +408,10 @@ static bool apply_rare(struct ulma_collector *c, struct ulma_collector_slot *cs,
 	case ULMA_REC_LINE:
 	case ULMA_REC_LINE_RESUME:
 		ulma_collector_line(c, cs->thread, cs->pid, cs->stream, t, r->id, r->kind == ULMA_REC_LINE_RESUME);
+		return true;
+	case ULMA_REC_OBJ_NEW:
+	case ULMA_REC_OBJ_FREE:
+		set_error(c, ulma_collector_object(c, cs->thread, cs->stream, r->kind == ULMA_REC_OBJ_NEW, r->id, t));
 		return true;
 	default: /* unknown kind from a newer writer: skip */
 		return false;

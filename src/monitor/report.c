@@ -156,6 +156,13 @@ static int on_memory(void *ctx, const struct ulma_trace_memory *m)
 	return ulma_profile_feed_memory(&r->events, m);
 }
 
+/* An object created or destroyed (--memory on 3.13+). */
+static int on_object(void *ctx, const struct ulma_trace_object *o)
+{
+	struct report_ctx *r = ctx;
+	return ulma_profile_feed_object(&r->events, o);
+}
+
 static int on_end(void *ctx, const struct ulma_trace_end *e)
 {
 	struct report_ctx *r = ctx;
@@ -239,6 +246,7 @@ int ulma_cmd_report(int argc, char **argv)
 				       .on_mark = on_mark,
 				       .on_source = on_source,
 				       .on_memory = on_memory,
+				       .on_object = on_object,
 				       .on_end = on_end,
 				       .on_sched = on_sched,
 				       .on_process = on_process};

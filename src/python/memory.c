@@ -195,11 +195,13 @@ void ulma_memory_start(void)
 	}
 	recording = true;
 	ulma_rt_alloc_start((const void *)ulma_memory_start); /* this module's own mallocs are ulma's */
+	ulma_objects_start();
 }
 
 void ulma_memory_stop(void)
 {
 	ulma_rt_alloc_stop();
+	ulma_objects_stop();
 	if (!installed)
 		return;
 	recording = false;
