@@ -276,8 +276,45 @@ static void test_summary(void)
 	ulma_profile_free(&p);
 }
 
+/* Objects per (function, type) and per type, with and without a frame. */
+static void test_objects(void)
+{
+	struct ulma_profile p;
+	setup(&p, 1);
+	ulma_profile_add_func(&p, 5, ULMA_DEF_TYPE, "list", 4, "~", 1, 0);
+	ulma_profile_add_func(&p, 6, ULMA_DEF_TYPE, "dict", 4, "~", 1, 0);
+	ulma_profile_object(&p, 0, 6, true); /* no frame */
+	ulma_profile_enter(&p, 0, F_MAIN, 1);
+	for (int i = 0; i < 3; i++)
+		ulma_profile_object(&p, 0, 5, true);
+	ulma_profile_object(&p, 0, 6, true);
+	ulma_profile_object(&p, 0, 6, false);
+	ulma_profile_object(&p, 0, 6, false);
+	ulma_profile_finish(&p, 3);
+	struct ulma_obj_count *types, *rows;
+	uint32_t ntypes, nrows, count;
+	CHECK(ulma_profile_objects_by_type(&p, &types, &ntypes) == 0 && ntypes == 2, "two types");
+	CHECK(types[0].type == 5 && types[0].created == 3 && types[0].destroyed == 0 && types[1].type == 6 &&
+		      types[1].created == 2 && types[1].destroyed == 2,
+	      "most left first: 3 lists, then dicts made and gone");
+	CHECK(ulma_profile_objects_by_func(&p, &rows, &nrows) == 0 && nrows == 3, "three (function, type) rows");
+	uint32_t first = ulma_obj_rows_of(rows, nrows, F_MAIN, &count);
+	CHECK(count == 2 && rows[first].type == 5 && rows[first].created == 3 && rows[first + 1].type == 6 &&
+		      rows[first + 1].created == 1 && rows[first + 1].destroyed == 2,
+	      "main's: its lists, then its dict and the two destroyed while it ran");
+	first = ulma_obj_rows_of(rows, nrows, ULMA_OBJ_NO_FUNC, &count);
+	CHECK(count == 1 && rows[first].type == 6 && rows[first].created == 1, "one dict with no frame");
+	ulma_obj_rows_of(rows, nrows, 4, &count);
+	CHECK(count == 0, "none for a function without objects");
+	CHECK(p.memory->objects_recorded && p.memory->objects.created == 5 && p.memory->objects.destroyed == 2, "totals");
+	free(types);
+	free(rows);
+	ulma_profile_free(&p);
+}
+
 int main(void)
 {
+	test_objects();
 	test_self_total_leaks();
 	test_peak();
 	test_out_of_order();
