@@ -167,6 +167,8 @@ struct ulma_shm_header {
 	_Atomic uint64_t overhead_ps;   /* the hook's cost per event in ps, measured by the
 					 * first process to start (0: not yet) */
 	_Atomic uint32_t slots_used;    /* one past the highest slot ever claimed */
+	uint64_t mem_sample_bytes;         /* --memory=sample:BYTES (fixed at creation): allocations are
+					    * sampled, one every BYTES bytes on average; 0: every one */
 	_Atomic uint64_t mem_unattributed; /* --memory: allocations and frees no thread could
 					    * record (no slot, or tracing stopping meanwhile) */
 };

@@ -153,6 +153,7 @@ struct ulma_profile_memory {
 	uint64_t unattributed;    /* allocations and frees no thread could record (the session's count) */
 	struct ulma_profile_objects objects; /* objects per type (3.13+, profile_objects.h) */
 	bool objects_recorded;               /* the program counted objects (an OBJ record came) */
+	uint64_t sample_bytes; /* --memory=sample:BYTES: blocks are samples, their sizes estimates (0: exact) */
 };
 
 /* The table's key of block addr in process proc, and its hash. */

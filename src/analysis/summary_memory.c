@@ -107,6 +107,7 @@ int ulma_summary_memory_json(FILE *out, const struct ulma_summary *s)
 	uint64_t live = 0;
 	for (uint32_t i = 0; i < m->nprocs; i++)
 		live += m->procs[i].live_bytes;
+	fprintf(out, "\"memory_sample_bytes\": %llu, ", (unsigned long long)m->sample_bytes);
 	fprintf(out,
 		"\"memory\": true, \"peak_bytes\": %llu, \"peak_time_ns\": %llu, \"peak_pid\": %u, "
 		"\"alloc_count\": %llu, \"alloc_bytes\": %llu, \"free_count\": %llu, \"free_bytes\": %llu, "
@@ -197,6 +198,10 @@ void ulma_summary_memory_text(FILE *out, const struct ulma_summary *s, uint32_t 
 	if (m->nprocs > 1 && peak)
 		fprintf(out, " (pid %u)", peak->pid);
 	fputc('\n', out);
+	if (m->sample_bytes)
+		fprintf(out, "  sampled: one allocation every %llu bytes on average; bytes are estimates, counts are "
+			     "of the sampled blocks\n",
+			(unsigned long long)m->sample_bytes);
 	uint64_t unknown = m->unknown_frees + m->unmatched, unattributed = m->unattributed + m->unmatched_allocs;
 	if (unknown || unattributed || m->untracked)
 		fprintf(out, "  %llu frees of blocks allocated before tracing; %llu records no thread could write; "

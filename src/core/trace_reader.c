@@ -98,6 +98,9 @@ static int parse_meta(struct reader *r, const uint8_t *p, const uint8_t *end)
 	int err = parse_string(r, &p, end, &cmd, &clen);
 	if (err)
 		return err;
+	uint64_t sample = 0; /* version 6 adds it; older writers end with the command */
+	if (r->version >= 6 && p < end)
+		NEED_VARINT(r, p, end, sample, "meta memory sampling");
 	char *c = malloc(clen + 1);
 	if (!c)
 		return -ENOMEM;
@@ -109,6 +112,7 @@ static int parse_meta(struct reader *r, const uint8_t *p, const uint8_t *end)
 	m.start_ns = ns;
 	m.tick_hz = hz;
 	m.command = c;
+	m.mem_sample_bytes = sample;
 	r->have_meta = true;
 	err = r->v->on_meta ? r->v->on_meta(r->v->ctx, &m) : 0;
 	free(c);

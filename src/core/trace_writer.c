@@ -188,7 +188,7 @@ int ulma_trace_writer_open(const char *path, const struct ulma_trace_meta *meta,
 
 	size_t clen = meta->command ? strlen(meta->command) : 0;
 	struct buf m = {0};
-	if (!buf_reserve(w, &m, 7 * ULMA_VARINT_MAX + clen)) {
+	if (!buf_reserve(w, &m, 8 * ULMA_VARINT_MAX + clen)) {
 		err = -ENOMEM;
 		goto err_close;
 	}
@@ -199,6 +199,7 @@ int ulma_trace_writer_open(const char *path, const struct ulma_trace_meta *meta,
 	buf_varint(&m, meta->tick_hz);
 	buf_varint(&m, clen);
 	buf_bytes(&m, meta->command ? meta->command : "", clen);
+	buf_varint(&m, meta->mem_sample_bytes);
 	err = write_chunk(w, ULMA_CHUNK_META, NULL, 0, m.data, m.len);
 	free(m.data);
 	if (err)

@@ -53,6 +53,7 @@ struct ulma_trace_meta {
 	uint64_t start_ns;
 	uint64_t tick_hz;      /* estimated ticks per second, for traces cut before END */
 	const char *command;  /* NUL-terminated, may be NULL */
+	uint64_t mem_sample_bytes; /* (version 6) --memory=sample:BYTES, 0: every allocation */
 };
 
 /* A schedstat sample of one thread, cumulative since the thread began. */

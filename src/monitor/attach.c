@@ -213,6 +213,7 @@ static int begin(const struct attach_options *o, struct attachment *a)
 		snprintf(cmd, sizeof(cmd), "%s %d", o->mode == MODE_HOST ? "ulma.profile() in" : "attach", (int)o->pid);
 		struct ulma_trace_meta meta = {
 			.flags = ulma_record_meta_flags(&o->rec, cfg.use_tsc),
+			.mem_sample_bytes = cfg.memory_sample_bytes,
 			.pid = (uint32_t)o->pid,
 			.start_ticks = a->start.ticks,
 			.start_ns = a->start.ns,

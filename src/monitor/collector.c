@@ -79,6 +79,8 @@ int ulma_collector_init(struct ulma_collector *c, struct ulma_session *s, struct
 	c->use_tsc = (s->hdr->flags & ULMA_SHM_CLOCK_TSC) != 0;
 	if ((s->hdr->flags & ULMA_SHM_MEMORY) && ulma_profile_memory_enable(&c->profile) < 0)
 		return -ENOMEM;
+	if (c->profile.memory)
+		c->profile.memory->sample_bytes = s->hdr->mem_sample_bytes;
 	c->split = ULMA_SPLIT_SCHEDSTAT;
 	c->ns_per_tick = 1.0;
 	c->slots = calloc(s->hdr->slot_count, sizeof(*c->slots));

@@ -44,7 +44,12 @@ static int on_meta(void *ctx, const struct ulma_trace_meta *m)
 	r->meta.command = NULL; /* not kept past the callback */
 	r->ns_per_tick = (m->flags & ULMA_META_TSC) && m->tick_hz ? 1e9 / (double)m->tick_hz : 1.0;
 	ulma_profile_feed_meta(&r->events, m);
-	return (m->flags & ULMA_META_MEMORY) ? ulma_profile_memory_enable(&r->profile) : 0;
+	if (!(m->flags & ULMA_META_MEMORY))
+		return 0;
+	int err = ulma_profile_memory_enable(&r->profile);
+	if (!err)
+		r->profile.memory->sample_bytes = m->mem_sample_bytes;
+	return err;
 }
 
 static int on_func(void *ctx, const struct ulma_trace_func *f)

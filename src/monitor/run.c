@@ -536,6 +536,7 @@ int ulma_cmd_run(int argc, char **argv)
 	char *cmd = command_line(&o);
 	struct ulma_trace_meta meta = {
 		.flags = ulma_record_meta_flags(&o.rec, cfg.use_tsc),
+		.mem_sample_bytes = cfg.memory_sample_bytes,
 		.start_ticks = start.ticks,
 		.start_ns = start.ns,
 		.tick_hz = hz,

@@ -5,7 +5,8 @@
  * start() wraps each domain's allocator (PyMem_GetAllocator) with one of
  * ours (PyMem_SetAllocator) that calls the allocator that was there and
  * then writes two records for an allocation (MEM_SIZE, ALLOC) or one for a
- * free (FREE), with one clock read each, through the same per-thread
+ * free (FREE), with one clock read each (with --memory=sample:BYTES, of
+ * the sampled blocks only: libulma_rt's sample.c), through the same per-thread
  * writer as the call events: no lock, no allocation on our side (a thread
  * that has no writer yet attaches one with libc's malloc, which no Python
  * allocator hook sees).  stop() puts the previous allocators back if ours
@@ -93,8 +94,9 @@ static void *hook_malloc(int dom, size_t size)
 		return o->malloc(o->ctx, size);
 	ulma_memory_depth++;
 	void *p = o->malloc(o->ctx, size);
-	if (p)
-		record(dom, NULL, 0, p, size, now()); /* read after the block was got */
+	uint64_t weight;
+	if (p && ulma_rt_sample_alloc(p, size, &weight))
+		record(dom, NULL, 0, p, weight, now()); /* read after the block was got */
 	ulma_memory_depth--;
 	return p;
 }
@@ -106,8 +108,9 @@ static void *hook_calloc(int dom, size_t n, size_t size)
 		return o->calloc(o->ctx, n, size);
 	ulma_memory_depth++;
 	void *p = o->calloc(o->ctx, n, size);
-	if (p)
-		record(dom, NULL, 0, p, n * size, now()); /* the allocator checked n * size for overflow */
+	uint64_t weight; /* the allocator checked n * size for overflow */
+	if (p && ulma_rt_sample_alloc(p, n * size, &weight))
+		record(dom, NULL, 0, p, weight, now());
 	ulma_memory_depth--;
 	return p;
 }
@@ -123,10 +126,17 @@ static void *hook_realloc(int dom, void *old, size_t size)
 	if (!outermost())
 		return o->realloc(o->ctx, old, size);
 	ulma_memory_depth++;
-	uint64_t t0 = now();
+	bool freeing = old && ulma_rt_sample_free(old); /* sampled: before the block can be reused */
+	uint64_t t0 = freeing ? now() : 0, weight = 0;
 	void *p = o->realloc(o->ctx, old, size);
-	if (p)
-		record(dom, old, t0, p, size, now());
+	if (!p) { /* failed: old is still there, and still sampled */
+		if (freeing && ulma_rt_sample_bytes)
+			ulma_rt_sampled_keep((uintptr_t)old);
+		freeing = false;
+	}
+	bool allocating = p && ulma_rt_sample_alloc(p, size, &weight);
+	if (freeing || allocating)
+		record(dom, freeing ? old : NULL, t0, allocating ? p : NULL, weight, now());
 	ulma_memory_depth--;
 	return p;
 }
@@ -134,7 +144,7 @@ static void *hook_realloc(int dom, void *old, size_t size)
 static void hook_free(int dom, void *p)
 {
 	const PyMemAllocatorEx *o = &original[dom];
-	if (!p || !outermost()) {
+	if (!p || !outermost() || !ulma_rt_sample_free(p)) {
 		o->free(o->ctx, p);
 		return;
 	}
@@ -183,6 +193,8 @@ void ulma_memory_start(void)
 {
 	if (!(ulma_rt.session.hdr->flags & ULMA_SHM_MEMORY))
 		return;
+	/* first: the native hooks and the sampling rate both domains read */
+	ulma_rt_alloc_start((const void *)ulma_memory_start); /* this module's own mallocs are ulma's */
 	if (!installed) {
 		wrapper[ULMA_MEM_RAW] = (PyMemAllocatorEx){NULL, raw_malloc, raw_calloc, raw_realloc, raw_free};
 		wrapper[ULMA_MEM_MEM] = (PyMemAllocatorEx){NULL, mem_malloc, mem_calloc, mem_realloc, mem_free};
@@ -194,7 +206,6 @@ void ulma_memory_start(void)
 		installed = true;
 	}
 	recording = true;
-	ulma_rt_alloc_start((const void *)ulma_memory_start); /* this module's own mallocs are ulma's */
 	ulma_objects_start();
 }
 

@@ -28,7 +28,8 @@
  * Python hooks write them; no lock, no allocation on ulma's side (a thread
  * with no writer yet attaches one with libc's malloc, which this library
  * calls directly).  munmap of part of a mapping frees the block at its
- * start address, whatever its length; mremap is not followed.
+ * start address, whatever its length; mremap is not followed.  With
+ * --memory=sample:BYTES only sampled blocks are recorded (sample.c).
  */
 #include "rt.h"
 
@@ -91,8 +92,9 @@ static inline bool outermost(void)
 /* The end of an outermost allocation: block p (if any) of `size` bytes. */
 static inline void *allocated(void *p, size_t size)
 {
-	if (p)
-		record(NULL, 0, p, size, now()); /* read after the block was got */
+	uint64_t weight;
+	if (p && ulma_rt_sample_alloc(p, size, &weight))
+		record(NULL, 0, p, weight, now()); /* read after the block was got */
 	ulma_memory_depth--;
 	return p;
 }
@@ -143,12 +145,17 @@ static void *ulma_valloc(size_t size)
 static void *resize(void *old, size_t size, void *(*call)(void *, size_t, size_t), size_t n)
 {
 	ulma_memory_depth++;
-	uint64_t t0 = now();
+	bool freeing = old && ulma_rt_sample_free(old);
+	uint64_t t0 = freeing ? now() : 0, weight = 0;
 	void *p = call(old, n, size);
-	if (p)
-		record(old, t0, p, n * size, now());
-	else if (old && n * size == 0)
-		record(old, t0, NULL, 0, 0);
+	if (!p && n * size != 0) { /* failed: old is still there, and still sampled */
+		if (freeing && ulma_rt_sample_bytes)
+			ulma_rt_sampled_keep((uintptr_t)old);
+		freeing = false;
+	}
+	bool allocating = p && ulma_rt_sample_alloc(p, n * size, &weight);
+	if (freeing || allocating)
+		record(freeing ? old : NULL, t0, allocating ? p : NULL, weight, now());
 	ulma_memory_depth--;
 	return p;
 }
@@ -175,7 +182,7 @@ static void *ulma_reallocarray(void *old, size_t n, size_t size)
 
 static void ulma_free(void *p)
 {
-	if (!p || !outermost()) {
+	if (!p || !outermost() || !ulma_rt_sample_free(p)) {
 		real_free(p);
 		return;
 	}
@@ -211,9 +218,10 @@ static int ulma_munmap(void *addr, size_t len)
 	if (!outermost())
 		return real_munmap(addr, len);
 	ulma_memory_depth++;
+	bool freeing = addr && ulma_rt_sample_free(addr);
 	uint64_t t = now();
 	int rc = real_munmap(addr, len);
-	if (rc == 0 && addr)
+	if (rc == 0 && freeing)
 		record(addr, t, NULL, 0, 0);
 	ulma_memory_depth--;
 	return rc;
@@ -248,6 +256,7 @@ static void resolve(void)
 void ulma_rt_alloc_start(const void *exclude)
 {
 	resolve();
+	ulma_rt_sample_reset(ULMA_RT.session.hdr ? ULMA_RT.session.hdr->mem_sample_bytes : 0);
 	recording = true; /* before the slots point here: a wrapper reached records */
 	ulma_rt_bind_allocators(exclude);
 }

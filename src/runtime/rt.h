@@ -31,6 +31,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdatomic.h>
 
 #include "../core/clock.h"
 #include "../core/ring.h"
@@ -133,6 +134,47 @@ ULMA_RT_API void ulma_rt_bind_hooks(void);
 ULMA_RT_API void ulma_rt_alloc_start(const void *exclude);
 ULMA_RT_API void ulma_rt_alloc_stop(void);
 ULMA_RT_API extern __thread uint8_t ulma_memory_depth __attribute__((tls_model("initial-exec")));
+
+/* --memory=sample:BYTES (sample.c): the memory hooks of the extension and
+ * of alloc.c ask, for each block, whether to record it.  Exact mode
+ * (ulma_rt_sample_bytes 0) records every one at its size. */
+ULMA_RT_API extern uint64_t ulma_rt_sample_bytes;
+ULMA_RT_API extern __thread int64_t ulma_sample_left __attribute__((tls_model("initial-exec")));
+ULMA_RT_API extern _Atomic uint64_t ulma_rt_sampled_live;
+/* A block crossed the thread's next sampling point: draw the next, and
+ * keep addr as sampled.  True with *weight, the bytes it stands for; false
+ * if it could not be kept (the set is full there). */
+ULMA_RT_API bool ulma_rt_sample_slow(uintptr_t addr, size_t size, uint64_t *weight);
+/* Keep addr in the sampled set (false: no room); take it out (true if it
+ * was there). */
+ULMA_RT_API bool ulma_rt_sampled_keep(uintptr_t addr);
+ULMA_RT_API bool ulma_rt_sampled_take(uintptr_t addr);
+/* Sample every `bytes` (0: record everything), forgetting earlier samples
+ * (when recording starts; no hook may be recording meanwhile). */
+ULMA_RT_API void ulma_rt_sample_reset(uint64_t bytes);
+
+/* Block p of `size` bytes was allocated: record it?  *weight: its bytes,
+ * or what the sample stands for. */
+static inline bool ulma_rt_sample_alloc(const void *p, size_t size, uint64_t *weight)
+{
+	*weight = size;
+	if (ULMA_LIKELY(!ulma_rt_sample_bytes))
+		return true;
+	ulma_sample_left -= (int64_t)size;
+	if (ULMA_LIKELY(ulma_sample_left > 0))
+		return false;
+	return ulma_rt_sample_slow((uintptr_t)p, size, weight);
+}
+
+/* Block p is about to be freed: record its free?  Call before it is given
+ * back (the set forgets it here). */
+static inline bool ulma_rt_sample_free(const void *p)
+{
+	if (ULMA_LIKELY(!ulma_rt_sample_bytes))
+		return true;
+	return atomic_load_explicit(&ulma_rt_sampled_live, memory_order_relaxed) &&
+	       ulma_rt_sampled_take((uintptr_t)p);
+}
 
 #ifdef ULMA_RT_INTERNAL
 /* An allocator function got.c rebinds: its name, ulma's wrapper and where

@@ -35,7 +35,7 @@ static bool same_fn(uint32_t id, uint32_t parent)
 
 static int write_basic(const char *path)
 {
-	struct ulma_trace_meta meta = {ULMA_META_TSC, 4242, 1000, 777000, 2500000000u, "python3 fib.py 20"};
+	struct ulma_trace_meta meta = {ULMA_META_TSC, 4242, 1000, 777000, 2500000000u, "python3 fib.py 20", 0};
 	struct ulma_trace_writer *w;
 	struct ulma_trace_stream *a, *b;
 	int err = ulma_trace_writer_open(path, &meta, &w);
@@ -76,7 +76,7 @@ static int write_basic(const char *path)
 
 static int write_cut(const char *path)
 {
-	struct ulma_trace_meta meta = {0, 7, 0, 0, 1000000000u, NULL};
+	struct ulma_trace_meta meta = {0, 7, 0, 0, 1000000000u, NULL, 0};
 	struct ulma_trace_writer *w;
 	struct ulma_trace_stream *a;
 	int err = ulma_trace_writer_open(path, &meta, &w);
@@ -99,7 +99,7 @@ static int write_cut(const char *path)
 
 static int write_wide(const char *path)
 {
-	struct ulma_trace_meta meta = {ULMA_META_LOSSLESS, 1, UINT64_C(1) << 40, 5, 3000000000u, "x"};
+	struct ulma_trace_meta meta = {ULMA_META_LOSSLESS, 1, UINT64_C(1) << 40, 5, 3000000000u, "x", 0};
 	struct ulma_trace_writer *w;
 	struct ulma_trace_stream *s[3];
 	char name[300];
@@ -147,7 +147,7 @@ static int write_wide(const char *path)
 
 static int write_empty_names(const char *path)
 {
-	struct ulma_trace_meta meta = {0, 3, 10, 20, 1000000000u, ""};
+	struct ulma_trace_meta meta = {0, 3, 10, 20, 1000000000u, "", 0};
 	struct ulma_trace_writer *w;
 	struct ulma_trace_stream *a;
 	int err = ulma_trace_writer_open(path, &meta, &w);
@@ -174,7 +174,7 @@ static int write_empty_names(const char *path)
 static int write_far(const char *path)
 {
 	const uint64_t top = UINT64_MAX;
-	struct ulma_trace_meta meta = {0, 5, 0, 0, 1000000000u, "far.py"};
+	struct ulma_trace_meta meta = {0, 5, 0, 0, 1000000000u, "far.py", 0};
 	struct ulma_trace_writer *w;
 	struct ulma_trace_stream *a;
 	int err = ulma_trace_writer_open(path, &meta, &w);
@@ -197,7 +197,7 @@ static int write_far(const char *path)
 
 static int write_native(const char *path)
 {
-	struct ulma_trace_meta meta = {ULMA_META_TSC, 77, 5000, 1000000, 2000000000u, "./api_prog"};
+	struct ulma_trace_meta meta = {ULMA_META_TSC, 77, 5000, 1000000, 2000000000u, "./api_prog", 0};
 	struct ulma_trace_writer *w;
 	struct ulma_trace_stream *a, *b;
 	int err = ulma_trace_writer_open(path, &meta, &w);
@@ -250,7 +250,7 @@ static int write_lines(const char *path)
 {
 	static const char source[] = "@deco\ndef fib(n):\n    if n < 2:\n        return n\n"
 				     "    return fib(n - 1) + fib(n - 2)\n\ndef gen():\n    yield 1\n";
-	struct ulma_trace_meta meta = {ULMA_META_TSC, 78, 6000, 1000000, 2000000000u, "python fib.py"};
+	struct ulma_trace_meta meta = {ULMA_META_TSC, 78, 6000, 1000000, 2000000000u, "python fib.py", 0};
 	struct ulma_trace_writer *w;
 	struct ulma_trace_stream *a;
 	int err = ulma_trace_writer_open(path, &meta, &w);
@@ -291,7 +291,7 @@ static int write_lines(const char *path)
 static int write_memory(const char *path)
 {
 	struct ulma_trace_meta meta = {ULMA_META_TSC | ULMA_META_MEMORY, 79, 7000, 1000000, 2000000000u,
-				       "python mem.py"};
+				       "python mem.py", 0};
 	struct ulma_trace_writer *w;
 	struct ulma_trace_stream *a, *b;
 	int err = ulma_trace_writer_open(path, &meta, &w);

@@ -85,7 +85,7 @@ static void test_round_trip(void)
 	char *path = temp_path();
 	if (!CHECK(path != NULL, "temp file"))
 		return;
-	struct ulma_trace_meta meta = {ULMA_META_MEMORY, 42, 1000, 777000, 1000000000u, "prog"};
+	struct ulma_trace_meta meta = {ULMA_META_MEMORY, 42, 1000, 777000, 1000000000u, "prog", 0};
 	struct ulma_trace_writer *w;
 	struct ulma_trace_stream *s;
 	int err = ulma_trace_writer_open(path, &meta, &w);
@@ -154,7 +154,7 @@ static int read_one(uint32_t version, const uint8_t *body, size_t len, struct ul
 	char *path = temp_path();
 	if (!path)
 		return -ENOMEM;
-	struct ulma_trace_meta meta = {0, 42, 1000, 777000, 1000000000u, "prog"};
+	struct ulma_trace_meta meta = {0, 42, 1000, 777000, 1000000000u, "prog", 0};
 	struct ulma_trace_writer *w = NULL;
 	struct ulma_trace_stream *s;
 	int err = ulma_trace_writer_open(path, &meta, &w);
