@@ -6,7 +6,10 @@ For each workload in bench/workloads/, runs side by side, interleaved
 (untraced, ulma, ulma --memory, memray, tracemalloc, untraced, ...), N
 times each, and prints the median wall time ratio to untraced:
 - ulma: `ulma run` without memory, for reference;
-- ulma --memory: every allocation and free of the three domains;
+- ulma --memory: every allocation and free of the three domains and of
+  native code (malloc .. munmap);
+- ulma sampled: `--memory=sample` (one allocation every 256 KiB on
+  average, bytes estimated), and its ratio to plain `ulma run`;
 - memray: `python -m memray run -o FILE` (Python allocators, as ulma; skipped
   with a message when memray is not installed beside this Python), and
   `--native` (it also unwinds native stacks);
@@ -100,9 +103,9 @@ def main():
     if not memray:
         print("memray is not installed beside %s: its columns are skipped (pip install memray)" % sys.executable)
     print("Python %s, %d rounds, median wall-time ratio to untraced" % (sys.version.split()[0], args.rounds))
-    head = ["workload", "untraced", "ulma", "ulma --memory", "memray", "memray --native", "tracemalloc",
-            "alloc events", "ns/alloc", "monitor ns/ev", "B/alloc"]
-    print("%-10s %9s %7s %14s %8s %16s %12s %13s %9s %14s %8s" % tuple(head))
+    head = ["workload", "untraced", "ulma", "ulma --memory", "sampled", "sampled/ulma", "memray", "memray --native",
+            "tracemalloc", "alloc events", "ns/alloc", "monitor ns/ev", "B/alloc"]
+    print("%-10s %9s %7s %14s %8s %13s %8s %16s %12s %13s %9s %14s %8s" % tuple(head))
     for name in args.workloads.split(","):
         script = os.path.join(WORKLOADS, name + ".py")
         trace = os.path.join(out, name + ".trace")
@@ -111,6 +114,8 @@ def main():
             "untraced": [sys.executable, script],
             "ulma": [ulma, "run", "--no-live", "--summary", "none", "-o", trace, script],
             "ulma-memory": [ulma, "run", "--no-live", "--memory", "--summary", "none", "-o", mtrace, script],
+            "ulma-sampled": [ulma, "run", "--no-live", "--memory=sample", "--summary", "none", "-o",
+                             os.path.join(out, name + ".sampled.trace"), script],
             "tracemalloc": [sys.executable, "-X", "tracemalloc=1", script],
         }
         if memray:
@@ -133,8 +138,9 @@ def main():
         def ratio(k):
             return "%.2fx" % (med[k] / base) if k in med else "-"
 
-        print("%-10s %8.2fs %7s %14s %8s %16s %12s %13d %9.1f %14.1f %8.2f" % (
-            name, base, ratio("ulma"), ratio("ulma-memory"), ratio("memray"), ratio("memray-native"),
+        print("%-10s %8.2fs %7s %14s %8s %13s %8s %16s %12s %13d %9.1f %14.1f %8.2f" % (
+            name, base, ratio("ulma"), ratio("ulma-memory"), ratio("ulma-sampled"),
+            "%.2fx" % (med["ulma-sampled"] / med["ulma"]), ratio("memray"), ratio("memray-native"),
             ratio("tracemalloc"), events, per_event, monitor, per_byte))
         sys.stdout.flush()
     hook_cost(ulma, env, out, args.rounds)
