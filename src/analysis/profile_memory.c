@@ -301,6 +301,8 @@ static void block_gone(struct ulma_profile_memory *m, uint32_t func, uint32_t pr
 	if (was_live) {
 		m->procs[proc].live_bytes -= size;
 		m->procs[proc].live_blocks--;
+		if (native)
+			m->procs[proc].native_live_bytes -= size;
 	}
 }
 
@@ -399,6 +401,8 @@ int ulma_profile_mem_alloc(struct ulma_profile *p, uint32_t thread, uint64_t add
 	struct ulma_mem_proc *pr = &m->procs[mt->proc];
 	pr->live_bytes += size;
 	pr->live_blocks++;
+	if (native)
+		pr->native_live_bytes += size;
 	note_peak(m, mt->proc, ticks);
 	return 0;
 }

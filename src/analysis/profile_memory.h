@@ -120,6 +120,8 @@ struct ulma_mem_node {
 struct ulma_mem_proc {
 	uint32_t pid;
 	uint64_t live_bytes;
+	uint64_t native_live_bytes; /* of live_bytes, native code's blocks */
+	uint64_t counted_bytes;     /* live_bytes when last written as a counter (the collector's) */
 	uint64_t live_blocks;
 	uint64_t peak_bytes;
 	uint64_t peak_ticks;
