@@ -61,3 +61,21 @@ def test_no_memory_columns_without_memory(pane, ulma_bin, prog, tmp_path):  # no
     open(stop, "w").close()
     code, text = p.wait_exit()
     assert code == 0, text
+
+
+def test_top_memory_once(prog, ulma_bin, tmp_path):
+    """`ulma top PID --memory --once` attaches to a running program, records
+    its allocations for about a second and prints the memory summary; the
+    program goes on, its exit status its own."""
+    from test_live_attach import Program, ulma
+
+    p = Program(prog, ulma_bin, tmp_path, True)
+    try:
+        top = ulma(ulma_bin, "top", p.pid, "--memory", "--once")
+        assert top.returncode == 0, top.stderr.decode()
+        text = top.stdout.decode()
+        assert "memory:" in text and "allocations" in text, text
+        code, _, err = p.finish()
+        assert code == 5, err
+    finally:
+        p.kill()
