@@ -285,13 +285,14 @@ static int write_lines(const char *path)
 	return ulma_trace_writer_close(w, &end);
 }
 
-/* Version 5 with --memory: allocations and frees in two threads, a
- * block freed by the other thread, a realloc (free then alloc), a free
- * of a block allocated before tracing, and blocks still live at the end. */
+/* Version 6 with --memory, sampled: allocations and frees in two threads,
+ * a block freed by the other thread, a realloc (free then alloc), a free
+ * of a block allocated before tracing, native blocks, objects of two
+ * types created and destroyed, and blocks still live at the end. */
 static int write_memory(const char *path)
 {
 	struct ulma_trace_meta meta = {ULMA_META_TSC | ULMA_META_MEMORY, 79, 7000, 1000000, 2000000000u,
-				       "python mem.py", 0};
+				       "python mem.py", 4096};
 	struct ulma_trace_writer *w;
 	struct ulma_trace_stream *a, *b;
 	int err = ulma_trace_writer_open(path, &meta, &w);
@@ -302,6 +303,8 @@ static int write_memory(const char *path)
 	ulma_trace_define_func(w, 1, ULMA_DEF_PY, 0, 1, "main", 4);
 	ulma_trace_define_func(w, 2, ULMA_DEF_PY, 0, 5, "make", 4);
 	ulma_trace_define_func(w, 3, ULMA_DEF_C_METHOD, 1, 0, "list.append", 11);
+	ulma_trace_define_func(w, 4, ULMA_DEF_TYPE, 1, 0, "list", 4);
+	ulma_trace_define_func(w, 5, ULMA_DEF_TYPE, 1, 0, "Point", 5);
 	if ((err = ulma_trace_stream_open(w, 0, 79, 79, &a)) || (err = ulma_trace_stream_open(w, 1, 79, 80, &b))) {
 		ulma_trace_writer_abandon(w);
 		return err;
@@ -313,6 +316,10 @@ static int write_memory(const char *path)
 		ulma_trace_enter(a, t += 2, 0, 2, false);
 		ulma_trace_alloc(a, t += 1, base + k * 64, 56, ULMA_MEM_OBJ);
 		ulma_trace_alloc(a, t += 1, base + 0x10000 + k * 1024, 800, ULMA_MEM_MEM);
+		ulma_trace_object(a, t, ULMA_EXT_OBJ_NEW, 4 + (k & 1));
+		ulma_trace_alloc(a, t += 1, base + 0x40000 + k * 4096, 4000, ULMA_MEM_NATIVE);
+		if (k & 1)
+			ulma_trace_object(a, t, ULMA_EXT_OBJ_FREE, 4);
 		ulma_trace_enter(a, t += 1, 0, 3, false);
 		ulma_trace_free(a, t += 1, base + 0x20000);
 		ulma_trace_alloc(a, t, base + 0x20000 + k * 16, 8 * (k + 1), ULMA_MEM_MEM);
