@@ -37,7 +37,7 @@ def test_estimates_within_10_percent_of_exact(runs):
     assert exact["memory_sample_bytes"] == 0 and sampled["memory_sample_bytes"] == SAMPLE
     e, s = functions(exact), functions(sampled)
     for name in ("make_bytes", "churn", "big"):
-        want, got = e[name]["alloc_bytes"], s[name]["alloc_bytes"]
+        want, got = e[name]["total_alloc_bytes"], s[name]["total_alloc_bytes"]
         assert want > 10 << 20, (name, want)
         assert abs(got - want) <= 0.1 * want, (name, got, want)
     want, got = e["make_bytes"]["net_bytes"], s["make_bytes"]["net_bytes"]
