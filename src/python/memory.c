@@ -43,43 +43,12 @@ static volatile bool recording;             /* they record (else they pass calls
 
 static const PyMemAllocatorDomain py_domain[DOMAINS] = {PYMEM_DOMAIN_RAW, PYMEM_DOMAIN_MEM, PYMEM_DOMAIN_OBJ};
 
-/* A record that no thread could write. */
-static void unattributed(void)
-{
-	struct ulma_shm_header *hdr = ulma_rt.session.hdr;
-	if (hdr && ulma_rt.active)
-		atomic_fetch_add_explicit(&hdr->mem_unattributed, 1, memory_order_relaxed);
-}
+#define now ulma_rt_mem_now
 
-static inline void put_value(struct ulma_thread_writer *w, uint64_t t, uint64_t value, uint8_t kind)
+/* What one call did (rt.h): in domain dom. */
+static inline void record(int dom, void *old, uint64_t t_free, void *p, uint64_t size, uint64_t t_alloc)
 {
-	ulma_ring_write(&w->ring, t, (uint32_t)value, (uint32_t)(value >> 32) & 0xffffu, kind);
-}
-
-/* The session's clock, without the CPU: memory records carry none. */
-static inline uint64_t now(void)
-{
-	return ULMA_LIKELY(ulma_rt.use_tsc) ? ulma_clock_rdtsc() : ulma_clock_monotonic_ns();
-}
-
-/* Write what one call did: block `old` freed at t_free (if old), block p
- * of `size` bytes allocated in domain dom at t_alloc (if p).  One writer
- * for both, so a realloc's three records go in together. */
-static void record(int dom, void *old, uint64_t t_free, void *p, size_t size, uint64_t t_alloc)
-{
-	struct ulma_thread_writer *w = ulma_rt_writer();
-	if (ULMA_UNLIKELY(!w)) {
-		unattributed();
-		return;
-	}
-	if (old)
-		put_value(w, t_free, (uint64_t)(uintptr_t)old, ULMA_REC_FREE);
-	if (p) {
-		uint64_t sz = size < ULMA_MEM_SIZE_MAX ? (uint64_t)size : ULMA_MEM_SIZE_MAX;
-		put_value(w, t_alloc, sz << 2 | (uint64_t)dom, ULMA_REC_MEM_SIZE);
-		put_value(w, t_alloc, (uint64_t)(uintptr_t)p, ULMA_REC_ALLOC);
-	}
-	ulma_rt_done(w);
+	ulma_rt_mem_record((unsigned)dom, old, t_free, p, size, t_alloc);
 }
 
 static inline bool outermost(void)

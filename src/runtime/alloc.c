@@ -53,35 +53,12 @@ static void *(*real_valloc)(size_t);
 static void *(*real_mmap)(void *, size_t, int, int, int, off_t);
 static int (*real_munmap)(void *, size_t);
 
-static inline uint64_t now(void)
-{
-	return ULMA_LIKELY(ULMA_RT.use_tsc) ? ulma_clock_rdtsc() : ulma_clock_monotonic_ns();
-}
+#define now ulma_rt_mem_now
 
-static inline void put_value(struct ulma_thread_writer *w, uint64_t t, uint64_t value, uint8_t kind)
+/* What one call did (rt.h): native code's blocks are domain 3. */
+static inline void record(void *old, uint64_t t_free, void *p, uint64_t size, uint64_t t_alloc)
 {
-	ulma_ring_write(&w->ring, t, (uint32_t)value, (uint32_t)(value >> 32) & 0xffffu, kind);
-}
-
-/* What one call did: block `old` freed at t_free (if old), block p of
- * `size` bytes allocated at t_alloc (if p), through one writer. */
-static void record(void *old, uint64_t t_free, void *p, size_t size, uint64_t t_alloc)
-{
-	struct ulma_thread_writer *w = ulma_rt_writer();
-	if (ULMA_UNLIKELY(!w)) {
-		struct ulma_shm_header *hdr = ULMA_RT.session.hdr;
-		if (hdr && ULMA_RT.active)
-			atomic_fetch_add_explicit(&hdr->mem_unattributed, 1, memory_order_relaxed);
-		return;
-	}
-	if (old)
-		put_value(w, t_free, (uint64_t)(uintptr_t)old, ULMA_REC_FREE);
-	if (p) {
-		uint64_t sz = size < ULMA_MEM_SIZE_MAX ? (uint64_t)size : ULMA_MEM_SIZE_MAX;
-		put_value(w, t_alloc, sz << 2 | ULMA_MEM_NATIVE, ULMA_REC_MEM_SIZE);
-		put_value(w, t_alloc, (uint64_t)(uintptr_t)p, ULMA_REC_ALLOC);
-	}
-	ulma_rt_done(w);
+	ulma_rt_mem_record(ULMA_MEM_NATIVE, old, t_free, p, size, t_alloc);
 }
 
 static inline bool outermost(void)

@@ -231,4 +231,40 @@ static inline void ulma_rt_done(struct ulma_thread_writer *w)
 	w->busy = 0;
 }
 
+/* The session's clock without the CPU, for memory records (they carry none). */
+static inline uint64_t ulma_rt_mem_now(void)
+{
+	return ULMA_LIKELY(ULMA_RT.use_tsc) ? ulma_clock_rdtsc() : ulma_clock_monotonic_ns();
+}
+
+static inline void ulma_rt_mem_put(struct ulma_thread_writer *w, uint64_t t, uint64_t value, uint8_t kind)
+{
+	ulma_ring_write(&w->ring, t, (uint32_t)value, (uint32_t)(value >> 32) & 0xffffu, kind);
+}
+
+/* What one allocator call did, into the calling thread's ring: block
+ * `old` freed at t_free (if old), block p of `size` bytes allocated in
+ * `domain` (enum ulma_mem_domain) at t_alloc (if p), through one writer,
+ * so a realloc's three records go in together (shm.h's memory records).
+ * With no writer, counted in the session's mem_unattributed. */
+static inline void ulma_rt_mem_record(unsigned domain, const void *old, uint64_t t_free, const void *p,
+				      uint64_t size, uint64_t t_alloc)
+{
+	struct ulma_thread_writer *w = ulma_rt_writer();
+	if (ULMA_UNLIKELY(!w)) {
+		struct ulma_shm_header *hdr = ULMA_RT.session.hdr;
+		if (hdr && ULMA_RT.active)
+			atomic_fetch_add_explicit(&hdr->mem_unattributed, 1, memory_order_relaxed);
+		return;
+	}
+	if (old)
+		ulma_rt_mem_put(w, t_free, (uint64_t)(uintptr_t)old, ULMA_REC_FREE);
+	if (p) {
+		uint64_t sz = size < ULMA_MEM_SIZE_MAX ? size : ULMA_MEM_SIZE_MAX;
+		ulma_rt_mem_put(w, t_alloc, sz << 2 | domain, ULMA_REC_MEM_SIZE);
+		ulma_rt_mem_put(w, t_alloc, (uint64_t)(uintptr_t)p, ULMA_REC_ALLOC);
+	}
+	ulma_rt_done(w);
+}
+
 #endif
