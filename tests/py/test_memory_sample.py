@@ -65,3 +65,26 @@ def test_bad_values_refused(prog, run_ulma, tmp_path, bad):
     err = proc.stderr.decode()
     assert proc.returncode != 0 and "--memory" in err and len(err.strip().splitlines()) <= 3, err
     assert not (tmp_path / "b.trace").exists()
+
+
+def test_inline_profile_sampled(prog, report_json, tmp_path):
+    """ulma.profile(memory="sample:4096"): the trace says so; 200000 objects
+    of 16 bytes kept (3 MiB) are estimated within 10%."""
+    import subprocess
+    import sys
+
+    from conftest import TIMEOUT, base_env
+
+    trace = tmp_path / "inline.trace"
+    k = 200000
+    proc = subprocess.run([sys.executable, prog("mem_inline.py"), str(trace), str(k), "sample:4096"],
+                          capture_output=True, stdin=subprocess.DEVNULL, env=base_env(), timeout=TIMEOUT)
+    assert proc.returncode == 0, proc.stderr
+    data, _ = report_json(str(trace))
+    assert data["memory_sample_bytes"] == 4096
+    hold = functions(data)["hold"]
+    want = k * sys.getsizeof(object())
+    assert abs(hold["net_bytes"] - want) <= 0.1 * want, (hold["net_bytes"], want)
+    bad = subprocess.run([sys.executable, "-c", "import ulma; ulma.profile(memory='yes')"], capture_output=True,
+                         env=base_env(), timeout=TIMEOUT)
+    assert bad.returncode != 0 and b"memory must be" in bad.stderr
