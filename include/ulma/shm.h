@@ -78,8 +78,15 @@ enum ulma_record_kind {
 	 * CPU number. */
 	ULMA_REC_OBJ_NEW = 16,
 	ULMA_REC_OBJ_FREE = 17,
+	/* MPI (libulma_mpi.so, docs/mpi.md): an MPI event is up to
+	 * ULMA_MPI_ARGS_MAX MPI_ARG records, each a 48-bit value as id | cpu << 32
+	 * (no CPU number), then one MPI_EVENT whose id is the operation (enum
+	 * ulma_mpi_op, src/core/mpi_event.h) and cpu the CPU; all carry the
+	 * event's time. */
+	ULMA_REC_MPI_ARG = 20,
+	ULMA_REC_MPI_EVENT = 21,
 };
-#define ULMA_REC_KIND_MAX 17u
+#define ULMA_REC_KIND_MAX 21u
 
 /* Python's allocator domains (PyMemAllocatorDomain's order). */
 enum ulma_mem_domain {
