@@ -9,6 +9,7 @@
 
 #include "export_text.h"
 #include "overhead.h"
+#include "profile_objects.h"
 #include "summary_parts.h"
 #include "ulma/shm.h"
 
@@ -490,6 +491,12 @@ int ulma_summary_json(FILE *out, const struct ulma_summary *s)
 	char fbuf[1024];
 	if (!order)
 		return -ENOMEM;
+	struct ulma_obj_count *objects = NULL; /* (function, type) rows by function (--memory, 3.13+) */
+	uint32_t nobjects = 0;
+	if (ulma_profile_objects_by_func(p, &objects, &nobjects) < 0) {
+		free(order);
+		return -ENOMEM;
+	}
 	fputs("{\"functions\": [", out);
 	int first = 1;
 	for (uint32_t k = 0; k < p->nfuncs; k++) {
@@ -529,10 +536,11 @@ int ulma_summary_json(FILE *out, const struct ulma_summary *s)
 			fprintf(out, ", \"gil_ns\": %llu, \"total_gil_ns\": %llu", (unsigned long long)self.gil_ns,
 				(unsigned long long)total.gil_ns);
 		ulma_summary_lines_json(out, s, order[k]);
-		ulma_summary_memory_func_json(out, s, order[k]);
+		ulma_summary_memory_func_json(out, s, order[k], objects, nobjects);
 		fputc('}', out);
 	}
 	free(order);
+	free(objects);
 	fputs("\n],\n\"thread_list\": [", out);
 	for (uint32_t i = 0; i < p->nthreads; i++) {
 		uint64_t wall, self;

@@ -77,7 +77,10 @@ bool ulma_summary_line_block(const struct ulma_func_row *f, const char *text, co
 /* summary_memory.c (--memory, docs/memory.md): a function's memory keys;
  * the top-level keys (`"memory": false, ` without memory), each followed
  * by ", " (0 or -ENOMEM); the text section after the function table. */
-void ulma_summary_memory_func_json(FILE *out, const struct ulma_summary *s, uint32_t func);
+struct ulma_obj_count;
+/* objects: every (function, type) row, sorted by ulma_profile_objects_by_func */
+void ulma_summary_memory_func_json(FILE *out, const struct ulma_summary *s, uint32_t func,
+				   const struct ulma_obj_count *objects, uint32_t nobjects);
 int ulma_summary_memory_json(FILE *out, const struct ulma_summary *s);
 void ulma_summary_memory_text(FILE *out, const struct ulma_summary *s, uint32_t limit);
 
