@@ -441,8 +441,8 @@ function drawTable() {
       tr.appendChild(td);
     }
     tr.setAttribute("data-row", i);
-    if (i === selected) tr.className = "sel";
-    if (lineOf[i] !== undefined) { tr.className += " hasl"; tr.title = "click for its callers, callees and lines"; }
+    if (i === selected) tr.classList.add("sel");
+    if (lineOf[i] !== undefined) { tr.classList.add("hasl"); tr.title = "click for its callers, callees and lines"; }
     tr.addEventListener("click", function () {
       showDetail(i, true);
       if (lineOf[i] !== undefined) showLines(lineOf[i], false);
@@ -493,8 +493,7 @@ function showDetail(fn, scroll) {
   $("dlines").hidden = lineOf[fn] === undefined;
   $("dlines").onclick = function () { showLines(lineOf[fn], true); };
   Array.prototype.forEach.call($("rows").children, function (tr) {
-    tr.className = tr.className.replace(/\bsel\b/, "").trim();
-    if (+tr.getAttribute("data-row") === fn) tr.className = (tr.className + " sel").trim();
+    tr.classList.toggle("sel", +tr.getAttribute("data-row") === fn);
   });
   if (scroll) $("detail").scrollIntoView();
 }
