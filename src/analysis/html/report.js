@@ -263,6 +263,7 @@ function nodeText(tr, n) {
   if (tr.f[n] >= 0) return label(tr.f[n]);
   return (tr === shown && view === "inverted" ? "all self time" : scopes[scope][0]) + " (" + ns(tr.t[0]) + ")";
 }
+var drawn = {}; /* per canvas: the tree and the boxes drawn last (ulmaReport) */
 /* an icicle of tr from node top; up: drawn upward from the bottom.  Laid out
  * first, so that the canvas is as deep as the frames wide enough to see. */
 function drawIcicle(canvas, tr, top, up) {
@@ -285,6 +286,7 @@ function drawIcicle(canvas, tr, top, up) {
   }
   list.forEach(function (b) { if (b[1] > deepest) deepest = b[1]; });
   var H = (deepest + 1) * ROW + 2, c = fit(canvas, H), g = c.g;
+  drawn[canvas.id] = {tr: tr, list: list};
   list.forEach(function (b) {
     b[1] = up ? H - 2 - (b[1] + 1) * ROW : b[1] * ROW;
     var f = tr.f[b[3]];
@@ -524,7 +526,7 @@ $("dclose").addEventListener("click", function () { $("detail").hidden = true; s
   });
 })();
 var LROW = 12, AXIS = 22, PHEAD = 18, THEAD = 15, VIEW_H = 620;
-var v0 = 0, v1 = Math.max(D.duration_ns, 1), lanes = [];
+var v0 = 0, v1 = Math.max(D.duration_ns, 1), lanes = [], tlDrawn = null;
 /* processes in the data's order, each with its threads; the busiest lanes open at first */
 var groups = D.processes.map(function (p) { return {pid: p.pid, open: true, threads: []}; });
 TH.forEach(function (t, k) {
@@ -558,6 +560,7 @@ function drawTimeline() {
   var height = layout(), viewH = Math.min(height, VIEW_H);
   $("tlspace").style.height = Math.max(height - viewH, 0) + "px";
   var c = fit(tl, viewH), g = c.g, W = c.w, sc = W / (v1 - v0), top = tlwrap.scrollTop;
+  tlDrawn = {frames: 0, found: 0, clipped: []};
   lanes.forEach(function (l) {
     var y0 = l.y - top;
     if (y0 > viewH || y0 + l.h < AXIS) return;
@@ -581,7 +584,10 @@ function drawTimeline() {
       if (t.e[k] < v0 || t.d[k] >= l.rows) continue;
       var x = (t.s[k] - v0) * sc, w = (t.e[k] - t.s[k]) * sc;
       if (w < 0.3) continue;
-      box(g, x, y0 + THEAD + t.d[k] * LROW, w, LROW, hue(t.f[k]), F[t.f[k]][0], matches(t.f[k]), W);
+      var found = matches(t.f[k]);
+      box(g, x, y0 + THEAD + t.d[k] * LROW, w, LROW, hue(t.f[k]), F[t.f[k]][0], found, W);
+      tlDrawn.frames++; tlDrawn.found += found ? 1 : 0;
+      if (x < 0 && x + w > 30 && tlDrawn.clipped.length < 100) tlDrawn.clipped.push([F[t.f[k]][0], y0 + THEAD + t.d[k] * LROW]);
     }
     g.fillStyle = "#c00";
     for (k = 0; k < t.i.length; k++) {
@@ -875,5 +881,18 @@ function flameLines(n) {
 drawTable();
 drawFlame();
 drawTimeline();
+/* what the views show, read back by the tests (tests/py/test_export_html_view.py) and by anyone scripting the page */
+window.ulmaReport = {
+  flame: function (id) {
+    var d = drawn[id];
+    return d ? d.list.map(function (b) { return [nodeText(d.tr, b[3]), b[0], b[1], b[2], matches(d.tr.f[b[3]])]; }) : [];
+  },
+  timeline: function () {
+    return {v0: v0, v1: v1, frames: tlDrawn.frames, found: tlDrawn.found, clipped: tlDrawn.clipped,
+            height: tl.clientHeight, lanes: lanes.filter(function (l) { return l.t; }).map(function (l) {
+              return [threadName(l.t), l.t.open, l.rows, l.t.pid]; })};
+  }
+};
+performance.mark("ulma-ready"); /* bench/html.py reads it */
 document.body.setAttribute("data-ready", "yes");
 })();

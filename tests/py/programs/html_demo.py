@@ -1,7 +1,7 @@
 """The HTML report's test program (tests/py/test_export_html_view.py): two
 named worker threads and a forked child, a function that spins on the CPU
 and one that sleeps (on-CPU against blocked), a helper called from two
-callers (callers and callees), and a recursion."""
+callers (callers and callees), and a recursion 45 deep."""
 import os
 import threading
 import time
@@ -33,7 +33,7 @@ def caller_b():
 
 
 def depth(n):
-    return spin(2000) if n == 0 else depth(n - 1)
+    return spin(100000) if n == 0 else depth(n - 1)
 
 
 def worker():
@@ -52,7 +52,7 @@ def main():
     threads = [threading.Thread(target=worker, name="worker-%d" % k) for k in range(2)]
     for t in threads:
         t.start()
-    depth(30)
+    depth(45)
     os.waitpid(pid, 0)
     for t in threads:
         t.join()
