@@ -259,3 +259,35 @@ def test_many_threads_stay_sane(browser, run_ulma, tmp_path):
     assert all(l[1] for l in v["lanes"]) and v["height"] <= 620
     assert browser.js("document.getElementById('tlspace').offsetHeight") > 1000  # scrolls instead
     browser.screenshot(tmp_path / "threads121.png")
+
+
+def test_lines_with_allocations(browser, prog, run_ulma, tmp_path):
+    """With --lines and --memory the Lines view has an "allocated" column:
+    each line's bytes as `ulma report` counts them (the list's 800000 bytes
+    of pointers, make_bytes's 300000 bytes under the line that calls it),
+    and the function table a column of bytes allocated per function."""
+    path = prog("lines_alloc.py")
+    trace, out = tmp_path / "t.trace", tmp_path / "t.html"
+    assert run_ulma(["run", "--no-live", "--summary", "none", "--memory", "--lines", "work", "-o", str(trace),
+                     path]).returncode == 0
+    rep = json.loads(run_ulma(["report", str(trace), "--format", "json"]).stdout)
+    want = {r["line"]: r["alloc_bytes"] for f in rep["functions"] if f["name"] == "work" for r in f["lines"]}
+    assert run_ulma(["report", str(trace), "--html", str(out)]).returncode == 0
+    browser.open(str(out))
+    assert browser.errors() == []
+    data = browser.js("JSON.parse(document.getElementById('ulma-data').textContent)")
+    assert data["has"]["memory"] is True and data["lines"]["memory"] is True
+    (work,) = [f for f in data["lines"]["funcs"] if f["name"] == "work"]
+    assert {r[0]: r[10] for r in work["rows"]} == want
+    assert max(want.values()) >= 800000
+    head = browser.js("Array.prototype.map.call(document.querySelectorAll('#linethead th'), function (th) {"
+                      " return th.textContent; })")
+    assert head[5] == "allocated"
+    cells = browser.js("Array.prototype.map.call(document.querySelectorAll('#linerows tr[data-line]'), function (tr) {"
+                       " return [+tr.getAttribute('data-line'), tr.children[5].textContent]; })")
+    big = max(want, key=want.get)
+    assert dict(cells)[big].endswith("KiB") and float(dict(cells)[big].split()[0]) * 1024 >= 0.99 * want[big]
+    heads = browser.js("Array.prototype.map.call(document.querySelectorAll('#head th'), function (th) {"
+                       " return th.textContent; })")
+    assert heads[-1].startswith("allocated")
+    browser.screenshot(tmp_path / "lines-memory.png")
