@@ -1,7 +1,8 @@
 # embed_page.cmake - writes the C file holding the HTML report's static page
-# (src/analysis/html/): ulma_html_head is report.html up to the data
-# element, ulma_html_tail closes it and holds report.js, each as a byte
-# array ending in a NUL.  Run at build time (cmake -P) whenever a page file
+# (src/analysis/html/): ulma_html_head is report.html (with report.css in
+# its style element) up to the data element; ulma_html_tail closes it and
+# holds the scripts, in one strict-mode function so that they share its
+# variables.  Each is a byte array ending in a NUL.  Run at build time (cmake -P) whenever a page file
 # changes; see CMakeLists.txt.
 # Input: -DSRC=<src/analysis/html> -DOUT=<generated .c>
 function(ulma_c_bytes text var)
@@ -13,7 +14,12 @@ endfunction()
 
 file(READ "${SRC}/report.html" head)
 file(READ "${SRC}/report.css" css)
-file(READ "${SRC}/report.js" js)
+set(js "(function () {\n\"use strict\";\n")
+foreach(part report report_timeline report_lines report_start)
+  file(READ "${SRC}/${part}.js" text)
+  string(APPEND js "${text}")
+endforeach()
+string(APPEND js "})();\n")
 string(REPLACE "/*@CSS@*/" "${css}" head "${head}")
 set(tail "</script>\n<script>\n${js}</script>\n</body></html>\n")
 ulma_c_bytes("${head}" head_bytes)

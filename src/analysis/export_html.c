@@ -284,7 +284,8 @@ static int by_total_desc(const void *a, const void *b, void *totals)
 {
 	const struct ulma_ct_totals *t = totals;
 	uint64_t x = t[*(const uint32_t *)a].total_ns, y = t[*(const uint32_t *)b].total_ns;
-	return x < y ? 1 : x > y ? -1 : (*(const uint32_t *)a > *(const uint32_t *)b) - (*(const uint32_t *)a < *(const uint32_t *)b);
+	uint32_t ka = *(const uint32_t *)a, kb = *(const uint32_t *)b;
+	return x < y ? 1 : x > y ? -1 : (ka > kb) - (ka < kb);
 }
 
 /* Rows for the MAX_FUNCS functions with calls of the longest total, in key order. */
