@@ -1,18 +1,25 @@
-/* export_html.c - a self-contained HTML report of a trace: flame graph
- * (icicle), sortable and searchable function table, per-thread timeline.
+/* export_html.c - the data of the self-contained HTML report (docs/html.md):
+ * the function table with each function's time split, the calling-context
+ * tree with a subtree per thread (the page merges them per process or all
+ * together, inverts them and cuts the sandwich of a function), and the
+ * per-thread timeline.
  *
- * The page (export_html_page.c) is static HTML, CSS and JavaScript with no
- * external resource; a Content-Security-Policy forbids any network access.
- * The data goes in one <script type="application/json"> element, written
- * with ulma_sbuf_json, which escapes '<', '>' and '&', so no name can end
- * the element; the page reads it with JSON.parse and puts names on screen
- * only through textContent and canvas text, never as markup.
+ * The page (src/analysis/html/, embedded by cmake/embed_page.cmake) is
+ * static HTML, CSS and JavaScript with no external resource; a
+ * Content-Security-Policy forbids any network access.  The data goes in
+ * one <script type="application/json"> element, written with
+ * ulma_sbuf_json, which escapes '<', '>' and '&', so no name can end the
+ * element; the page reads it with JSON.parse and puts names on screen only
+ * through textContent and canvas text, never as markup.
  *
- * The data is aggregated, not every event: per-function totals (the call
- * graph), the calling-context tree without the nodes under 1/20000 of the
- * total time (at most MAX_NODES), and for the timeline only the frames
- * longer than a threshold that doubles whenever more than MAX_SPANS are
- * kept, so the page stays small whatever the trace's size.
+ * The data is a summary, never every event, so the page stays under 5 MB
+ * whatever the trace's size: the MAX_FUNCS functions with the longest
+ * totals; the tree without the nodes under 1/20000 of the total time (at
+ * most MAX_NODES); for the timeline only the frames longer than a
+ * threshold that doubles whenever more than MAX_SPANS are kept, in at most
+ * MAX_LANES threads, each lane's frames in start order as start deltas and
+ * durations.  The time split per function (export_html_funcs.c) is the
+ * profile's that the walk feeds, `ulma report`'s figures.
  *
  * Functions carry their kind (py, c, native, zone), which the page colours
  * apart.  Marks: the first MAX_INSTANTS instants are ticks on their
@@ -20,7 +27,7 @@
  * minimum, maximum and last value and at most MAX_POINTS of its values for
  * a sparkline, every value while they fit, then every second, fourth...
  * (the stride doubles when the points are full).  A thread named by a mark
- * has its last name in its lane's label.
+ * has its last name in its lane ("name"; "label" names its process too).
  *
  * Lines recorded with `ulma run --lines` get a view of their own: the walk
  * feeds a profile (export_walk.h) whose line rows export_html_lines.c
@@ -401,18 +408,25 @@ static int write_tree(struct ulma_sbuf *b, FILE *out, struct html *h, const stru
 		int64_t row = node_row(&h->t, order[i], r);
 		ulma_sbuf_printf(b, ",%lld", (long long)row);
 	}
-	ulma_sbuf_puts(b, "],\n\"p\":[-1,");
-	PUT_LIST(b, nkept - 1, newid[nd[order[i_ + 1]].parent]);
+	ulma_sbuf_puts(b, "],\n\"p\":[-1");
+	for (uint32_t i = 1; i < nkept; i++)
+		ulma_sbuf_printf(b, ",%u", newid[nd[order[i]].parent]);
 	ulma_sbuf_puts(b, "],\n\"t\":[");
 	ulma_sbuf_u64(b, all);
 	for (uint32_t i = 1; i < nkept; i++) {
 		ulma_sbuf_put(b, ",", 1);
 		ulma_sbuf_u64(b, nd[order[i]].total_ns);
 	}
-	ulma_sbuf_puts(b, "],\n\"s\":[0,");
-	PUT_LIST(b, nkept - 1, nd[order[i_ + 1]].self_ns);
-	ulma_sbuf_puts(b, "],\n\"c\":[0,");
-	PUT_LIST(b, nkept - 1, nd[order[i_ + 1]].calls);
+	ulma_sbuf_puts(b, "],\n\"s\":[0");
+	for (uint32_t i = 1; i < nkept; i++) {
+		ulma_sbuf_put(b, ",", 1);
+		ulma_sbuf_u64(b, nd[order[i]].self_ns);
+	}
+	ulma_sbuf_puts(b, "],\n\"c\":[0");
+	for (uint32_t i = 1; i < nkept; i++) {
+		ulma_sbuf_put(b, ",", 1);
+		ulma_sbuf_u64(b, nd[order[i]].calls);
+	}
 	ulma_sbuf_printf(b, "],\"min_ns\":%llu},\n", (unsigned long long)bar);
 	free(order);
 	free(newid);
