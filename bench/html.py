@@ -10,7 +10,9 @@ in headless Chromium (tests/py/html_browser.py) --rounds times and reads
 the page's own "ulma-ready" performance mark: milliseconds from the start
 of navigation to the end of its script (the first drawing of every view
 done).  Prints events, trace size, HTML size, export seconds and load
-milliseconds (medians), and the ratios large/small.  The bounds it checks
+milliseconds (medians), and the ratios large/small; then the same for a
+hand-made worst case (tests/py/trace_builder.py): 30000 functions, the
+HTML's 4000 rows full, and a 100,000-deep recursion filling its tree.  The bounds it checks
 (docs/exports.md): at most 5 MB and 2 s whatever the events.
 """
 import argparse
@@ -51,8 +53,30 @@ def record(ulma, out, n):
     return trace, summary["events"]
 
 
+def worst(ulma, out):
+    """A trace near every bound: 30000 functions and a 100,000-deep recursion."""
+    from trace_builder import trace
+
+    names = ["main", "deep"] + ["f%d" % k for k in range(30000)]
+    events, t = [(0, "enter", 1)], 1
+    for k in range(30000):
+        events += [(t, "enter", 3 + k), (t + 5 + k % 7, "exit")]
+        t += 20
+    for _ in range(100000):
+        events.append((t, "enter", 2))
+        t += 1
+    for _ in range(100000):
+        events.append((t, "exit"))
+        t += 1
+    events.append((t, "exit"))
+    path = os.path.join(out, "worst.trace")
+    with open(path, "wb") as f:
+        f.write(trace(0, 0, t + 1, t + 1, events, func_names=names))
+    return path, len(events)
+
+
 def measure(ulma, out, n, rounds):
-    trace, events = record(ulma, out, n)
+    trace, events = record(ulma, out, n) if n else worst(ulma, out)
     page = os.path.join(out, "fib%d.html" % n)
     exports, loads = [], []
     for _ in range(rounds):
@@ -80,12 +104,12 @@ def main():
         sys.exit("bench: chromium is not installed (scripts/ensure-deps.sh installs it)")
     ulma = ulma_binary()
     out = tempfile.mkdtemp(prefix="ulma-bench-html-")
-    rows = [measure(ulma, out, n, args.rounds) for n in (args.small, args.large)]
+    rows = [measure(ulma, out, n, args.rounds) for n in (args.small, args.large, 0)]
     print("%-8s %14s %12s %12s %10s %10s" % ("", "events", "trace MiB", "html MB", "export s", "load ms"))
-    for name, r in zip(("small", "large"), rows):
+    for name, r in zip(("small", "large", "worst"), rows):
         print("%-8s %14d %12.1f %12.2f %10.2f %10.0f" % (name, r["events"], r["trace"] / 2**20, r["html"] / 1e6,
                                                        r["export"], r["load"]))
-    a, b = rows
+    a, b = rows[:2]
     print("%-8s %14.1fx %11.1fx %11.2fx %9.1fx %9.2fx" % ("ratio", b["events"] / a["events"], b["trace"] / a["trace"],
                                                          b["html"] / a["html"], b["export"] / a["export"],
                                                          b["load"] / a["load"]))

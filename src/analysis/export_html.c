@@ -14,8 +14,9 @@
  *
  * The data is a summary, never every event, so the page stays under 5 MB
  * whatever the trace's size: the MAX_FUNCS functions with the longest
- * totals; the tree without the nodes under 1/20000 of the total time (at
- * most MAX_NODES); for the timeline only the frames longer than a
+ * totals; the tree's MAX_NODES heaviest nodes, each with its parent, none
+ * under 1/20000 of the total time (a deep recursion keeps its outer
+ * levels); for the timeline only the frames longer than a
  * threshold that doubles whenever more than MAX_SPANS are kept, in at most
  * MAX_LANES threads, each lane's frames in start order as start deltas and
  * durations.  The time split per function (export_html_funcs.c) is the
@@ -366,6 +367,33 @@ static int64_t node_row(const struct ulma_calltree *t, uint32_t n, const struct 
 	return r->of_key[key] == UINT32_MAX ? -1 : (int64_t)r->of_key[key];
 }
 
+/* A max-heap of node ids by total time. */
+static void heap_push(uint32_t *heap, uint32_t *n, const struct ulma_ct_node *nd, uint32_t id)
+{
+	uint32_t i = (*n)++;
+	for (; i && nd[heap[(i - 1) / 2]].total_ns < nd[id].total_ns; i = (i - 1) / 2)
+		heap[i] = heap[(i - 1) / 2];
+	heap[i] = id;
+}
+
+static uint32_t heap_pop(uint32_t *heap, uint32_t *n, const struct ulma_ct_node *nd)
+{
+	uint32_t top = heap[0], last = heap[--*n], i = 0;
+	for (;;) {
+		uint32_t c = 2 * i + 1;
+		if (c >= *n)
+			break;
+		if (c + 1 < *n && nd[heap[c + 1]].total_ns > nd[heap[c]].total_ns)
+			c++;
+		if (nd[heap[c]].total_ns <= nd[last].total_ns)
+			break;
+		heap[i] = heap[c];
+		i = c;
+	}
+	heap[i] = last;
+	return top;
+}
+
 /* "tree":{f, p, t, s, c}: the tree, pruned, breadth first (a parent before
  * its children); node 0 is the root, its children the threads. */
 static int write_tree(struct ulma_sbuf *b, FILE *out, struct html *h, const struct rows *r)
@@ -387,22 +415,37 @@ static int write_tree(struct ulma_sbuf *b, FILE *out, struct html *h, const stru
 			nd[th].total_ns += nd[c].total_ns;
 		all += nd[th].total_ns;
 	}
-	uint64_t bar = all / 20000;
-	for (int pass = 0;; pass++) {
-		nkept = 0;
-		order[nkept++] = 0;
-		newid[0] = 0;
-		for (uint32_t i = 0; i < nkept && nkept <= MAX_NODES; i++)
-			for (uint32_t c = nd[order[i]].first_child; c; c = nd[c].next_sibling)
-				if (nd[c].total_ns >= bar && nd[c].total_ns > 0 && nkept <= MAX_NODES &&
-				    node_row(&h->t, c, r) != -1) {
-					newid[c] = nkept;
-					order[nkept++] = c;
-				}
-		if (nkept <= MAX_NODES || pass > 60)
-			break;
-		bar = bar ? bar * 2 : 1;
+	/* the heaviest nodes first, each after its parent (a child is never
+	 * heavier than its parent), until MAX_NODES or the bar: a binary heap
+	 * of the candidates, the children of the nodes kept so far */
+	uint64_t bar = all / 20000, smallest = 0;
+	uint32_t nheap = 0;
+	uint32_t *cand = malloc((size_t)h->t.nnodes * sizeof(*cand));
+	if (!cand) {
+		free(order);
+		free(newid);
+		return -ENOMEM;
 	}
+	nkept = 0;
+	order[nkept++] = 0;
+	newid[0] = 0;
+	for (uint32_t c = nd[0].first_child; c; c = nd[c].next_sibling)
+		heap_push(cand, &nheap, nd, c);
+	while (nheap && nkept <= MAX_NODES) {
+		uint32_t n = heap_pop(cand, &nheap, nd);
+		if (nd[n].total_ns < bar || nd[n].total_ns == 0)
+			break; /* the heaviest left is under the bar: so are the rest */
+		if (node_row(&h->t, n, r) == -1)
+			continue;
+		newid[n] = nkept;
+		order[nkept++] = n;
+		smallest = nd[n].total_ns;
+		for (uint32_t c = nd[n].first_child; c; c = nd[c].next_sibling)
+			heap_push(cand, &nheap, nd, c);
+	}
+	free(cand);
+	if (nheap && smallest > bar)
+		bar = smallest; /* what the page may say was left out under */
 	ulma_sbuf_puts(b, "\"tree\":{\"f\":[-1");
 	for (uint32_t i = 1; i < nkept; i++) {
 		int64_t row = node_row(&h->t, order[i], r);

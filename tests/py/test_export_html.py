@@ -144,7 +144,7 @@ def test_varied_renders(export_trace, run_export, tmp_path):
     dom = render(out, tmp_path)
     assert dom.body.get("data-ready") == "yes"
     rows = len(dom.cells) // 8  # name, file:line, calls, total, self, self %, per call, the split bar
-    assert rows == min(2000, len({(f["name"], f["file"], f["line"]) for f in t["report"]["functions"]}))
+    assert rows == min(500, len({(f["name"], f["file"], f["line"]) for f in t["report"]["functions"]}))
     top = max(t["report"]["functions"], key=lambda f: f["self_ns"])
     assert dom.cells[0] == top["name"]  # sorted by self time, descending
     assert dom.tags.count("canvas") == 4  # flame graph, timeline, and the sandwich's two halves

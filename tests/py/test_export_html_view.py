@@ -129,13 +129,17 @@ def test_flame_scope_per_thread_process_and_merged(page, demo):
 
 def test_inverted_view(page, demo):
     """The inverted view puts the functions with self time first: its first
-    row is time.sleep and spin, not the outermost frames."""
+    row holds time.sleep and spin, the widest being the function with the
+    most self time."""
     x, y = page.center("#fgview button[data-view=inverted]")
     page.click(x, y)
     boxes = page.js("ulmaReport.flame('flame')")
     assert boxes[0][0].startswith("all self time")
-    first = {b[0].split(" (")[0] for b in boxes if b[2] == 18}
-    assert {"time.sleep", "spin"} <= first and "<module>" not in first
+    first = {b[0].split(" (")[0]: b[3] for b in boxes if b[2] == 18}
+    assert {"time.sleep", "spin"} <= set(first)
+    funcs = page.js("JSON.parse(document.getElementById('ulma-data').textContent).funcs")
+    most = max(funcs, key=lambda f: f[5])[0]
+    assert max(first, key=first.get) == most  # the widest is the function with the most self time
     page.screenshot(demo["dir"] / "flame-inverted.png")
 
 
@@ -294,3 +298,45 @@ def test_lines_with_allocations(browser, prog, run_ulma, tmp_path):
                        " return th.textContent; })")
     assert heads[-1].startswith("allocated")
     browser.screenshot(tmp_path / "lines-memory.png")
+
+
+def test_bounded_on_bad_input(browser, run_ulma, tmp_path):
+    """A hand-made trace with 10000 functions called once each (names with
+    control characters and right-to-left overrides among them) and a
+    100,000-deep recursion: the page stays under 5 MB with valid data (4000
+    function rows and how many were left out, a tree of at most 20001 nodes
+    that keeps the recursion's outer levels), loads without an error, and
+    its flame graph stays at most 200 levels deep below the focus."""
+    from trace_builder import trace
+
+    names = ["main", "deep"] + ["f%d\x01\u202e%d" % (k, k) for k in range(10000)]
+    events, t = [(0, "enter", 1)], 1
+    for k in range(10000):
+        events += [(t, "enter", 3 + k), (t + 5 + k % 7, "exit")]
+        t += 20
+    for _ in range(100000):
+        events.append((t, "enter", 2))
+        t += 1
+    for _ in range(100000):
+        events.append((t, "exit"))
+        t += 1
+    events.append((t, "exit"))
+    path, out = tmp_path / "bad.trace", tmp_path / "bad.html"
+    path.write_bytes(trace(0, 0, t + 1, t + 1, events, func_names=names))
+    proc = run_ulma(["report", str(path), "--html", str(out)])
+    assert proc.returncode == 0, proc.stderr
+    assert out.stat().st_size < 5 * 1024 * 1024
+    browser.open(str(out))
+    assert browser.errors() == []
+    rows, left_out, nodes, deep_nodes = browser.js(
+        "(function () { var D = JSON.parse(document.getElementById('ulma-data').textContent), deep = -1;"
+        " D.funcs.forEach(function (f, k) { if (f[0] === 'deep') deep = k; });"
+        " return [D.funcs.length, D.funcs_left_out, D.tree.f.length,"
+        " D.tree.f.filter(function (f) { return f === deep; }).length]; })()")
+    assert rows == 4000 and left_out == 10002 - 4000
+    assert nodes <= 20001
+    assert deep_nodes >= 19000  # the recursion's outer levels
+    assert browser.js("Math.max.apply(null, ulmaReport.flame('flame').map(function (b) { return b[2]; }))") <= 200 * 18
+    # the names are text: a control character and an override are in the table as they are
+    assert browser.js("document.getElementById('funcnote').textContent").startswith("6002 more functions")
+    browser.screenshot(tmp_path / "bad-input.png")

@@ -184,14 +184,12 @@ function invertedTree(base) {
   }
   return finish(tr);
 }
-/* a node is outermost for its function when no ancestor is the same function */
-function outermost(base, n) {
-  for (var a = base.p[n]; a > 0; a = base.p[a]) if (base.f[a] === base.f[n]) return false;
-  return true;
-}
 /* the sandwich of function fn in base: up (its callers, fn at the root) and down (its callees) */
 function sandwich(base, fn) {
-  var up = newTree(0), down = newTree(0), map = [];
+  var up = newTree(0), down = newTree(0), map = [], within = new Uint8Array(base.f.length);
+  /* within: below a frame of fn (parents come before children); an outermost frame of fn is not */
+  for (var q = 1; q < base.f.length; q++)
+    within[q] = base.p[q] > 0 && (within[base.p[q]] || base.f[base.p[q]] === fn) ? 1 : 0;
   for (var n = 1; n < base.f.length; n++) {
     var mp = map[base.p[n]];
     if (mp !== undefined && mp !== -1) { /* inside an outermost frame of fn */
@@ -200,7 +198,7 @@ function sandwich(base, fn) {
       continue;
     }
     map[n] = -1;
-    if (base.f[n] !== fn || !outermost(base, n)) continue;
+    if (base.f[n] !== fn || within[n]) continue;
     map[n] = 0;
     down.t[0] += base.t[n]; down.s[0] += base.s[n]; down.c[0] += base.c[n];
     up.t[0] += base.t[n]; up.c[0] += base.c[n];
@@ -269,9 +267,11 @@ function nodeText(tr, n) {
 var drawn = {}; /* per canvas: the tree and the boxes drawn last (ulmaReport) */
 /* an icicle of tr from node top; up: drawn upward from the bottom.  Laid out
  * first, so that the canvas is as deep as the frames wide enough to see. */
+var ICICLE_ROWS = 200; /* levels drawn below the focus: a deeper frame is a click away */
 function drawIcicle(canvas, tr, top, up) {
   var list = [], chain = [], n, deepest = 0;
   for (n = top; n !== -1; n = n === 0 ? -1 : tr.p[n]) chain.unshift(n);
+  if (chain.length > 8) chain = [chain[0]].concat(chain.slice(-7)); /* the root and the nearest ancestors */
   var W = canvas.clientWidth || 800;
   for (var k = 0; k < chain.length; k++) list.push([0, k, W, chain[k]]);
   var stack = [[top, 0, W, chain.length - 1]];
@@ -280,7 +280,7 @@ function drawIcicle(canvas, tr, top, up) {
     var scale = tr.t[s[0]] > 0 ? s[2] / tr.t[s[0]] : 0;
     tr.kids[s[0]].forEach(function (ch) {
       var w = tr.t[ch] * scale;
-      if (w >= 0.4) {
+      if (w >= 0.4 && s[3] + 1 < chain.length + ICICLE_ROWS) {
         list.push([x, s[3] + 1, w, ch]);
         stack.push([ch, x, w, s[3] + 1]);
       }
@@ -399,7 +399,7 @@ function splitText(i) {
 var COLS = [["function", 0, "n"], ["file:line", 1, "path"], ["calls", 4], ["total", 6], ["self", 5],
             ["self %", 5], ["per call", -1], ["where the time went", 6, "n"]];
 if (D.has.memory) COLS.push(["allocated", -2]);
-var sortCol = 4, sortDesc = true, LIMIT = 2000, selected = -1;
+var sortCol = 4, sortDesc = true, LIMIT = 500, selected = -1; /* rows drawn: the rest by sorting or search */
 function value(i, col) {
   var k = COLS[col][1];
   if (k === -1) return F[i][6] / Math.max(F[i][4], 1);
