@@ -574,14 +574,19 @@ static int write_data(FILE *out, const struct ulma_walk *w, struct html *h)
 
 	char note[ULMA_WALK_NOTE_MAX];
 	ulma_walk_times_note(w, note, sizeof(note));
+	/* the time window exported (--from, --to): where the timeline opens */
+	uint64_t window_to = w->filter.to_ns < w->duration_ns ? w->filter.to_ns : w->duration_ns;
+	uint64_t window_from = w->filter.from_ns < window_to ? w->filter.from_ns : 0;
 	ulma_sbuf_puts(&b, "{\"title\":");
 	ulma_sbuf_json(&b, w->command && *w->command ? w->command : "ulma trace");
 	ulma_sbuf_puts(&b, ",\"times\":");
 	ulma_sbuf_json(&b, note);
 	ulma_sbuf_printf(&b,
-			 ",\"duration_ns\":%llu,\"events\":%llu,\"lost\":%llu,\"complete\":%s,\"min_span_ns\":%llu,\n"
+			 ",\"duration_ns\":%llu,\"window\":[%llu,%llu],\"events\":%llu,\"lost\":%llu,\"complete\":%s,"
+			 "\"min_span_ns\":%llu,\n"
 			 "\"has\":{\"split\":%s,\"gil\":%s,\"native\":%s,\"memory\":%s},\n",
-			 (unsigned long long)w->duration_ns, (unsigned long long)w->events, (unsigned long long)w->lost,
+			 (unsigned long long)w->duration_ns, (unsigned long long)window_from,
+			 (unsigned long long)window_to, (unsigned long long)w->events, (unsigned long long)w->lost,
 			 w->complete ? "true" : "false", (unsigned long long)h->min_span, has.split ? "true" : "false",
 			 has.gil ? "true" : "false", has.native ? "true" : "false", has.memory ? "true" : "false");
 	if (!err)

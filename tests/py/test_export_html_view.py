@@ -341,3 +341,19 @@ def test_bounded_on_bad_input(browser, run_ulma, tmp_path):
     # the names are text: a control character and an override are in the table as they are
     assert browser.js("document.getElementById('funcnote').textContent").startswith("6002 more functions")
     browser.screenshot(tmp_path / "bad-input.png")
+
+
+def test_window_export_opens_on_the_window(browser, demo, run_ulma, tmp_path):
+    """The command the page suggests for frames under its threshold, `ulma
+    export --format html --from A --to B`, gives a page whose timeline opens
+    on that window."""
+    out = tmp_path / "window.html"
+    proc = run_ulma(["export", demo["trace"], "--format", "html", "--from", "100ms", "--to", "120ms", "-o", str(out)])
+    assert proc.returncode == 0, proc.stderr
+    browser.open(str(out))
+    assert browser.errors() == []
+    v = browser.js("ulmaReport.timeline()")
+    assert (v["v0"], v["v1"]) == (100000000, 120000000)
+    browser.js("document.getElementById('tlout').click(); document.getElementById('tlreset').click()")
+    v = browser.js("ulmaReport.timeline()")
+    assert (v["v0"], v["v1"]) == (100000000, 120000000)

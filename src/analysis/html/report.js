@@ -91,7 +91,8 @@ Array.prototype.forEach.call(document.querySelectorAll(".legend"), function (el)
 var total = 0;
 for (i = 0; i < F.length; i++) total += F[i][5];
 $("title").textContent = D.title;
-$("facts").textContent = F.length + " functions, " + D.events + " events" +
+$("facts").textContent = (D.funcs_left_out ? F.length + D.funcs_left_out + " functions (" + F.length + " in this report), " :
+  F.length + " functions, ") + D.events + " events" +
   (D.lost ? " (" + D.lost + " lost)" : "") + ", " + ns(D.duration_ns) + " traced" +
   (D.complete ? "" : " (trace cut short)") + ", " + D.threads.length +
   (D.threads.length === 1 ? " thread" : " threads") + (D.processes.length > 1 ? " in " + D.processes.length +

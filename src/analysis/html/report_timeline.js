@@ -18,7 +18,9 @@
   });
 })();
 var LROW = 12, AXIS = 22, PHEAD = 18, THEAD = 15, VIEW_H = 620;
-var v0 = 0, v1 = Math.max(D.duration_ns, 1), lanes = [], tlDrawn = null;
+/* the view opens on the window exported (all of the trace unless --from, --to) */
+var HOME0 = D.window[0], HOME1 = Math.max(D.window[1], HOME0 + 10);
+var v0 = HOME0, v1 = HOME1, lanes = [], tlDrawn = null;
 /* processes in the data's order, each with its threads; the busiest lanes open at first */
 var groups = D.processes.map(function (p) { return {pid: p.pid, open: true, threads: []}; });
 TH.forEach(function (t, k) {
@@ -188,7 +190,7 @@ tl.addEventListener("dblclick", function (ev) {
 tl.addEventListener("mouseleave", hideTip);
 $("tlin").addEventListener("click", function () { zoom(0.5); });
 $("tlout").addEventListener("click", function () { zoom(2); });
-$("tlreset").addEventListener("click", function () { v0 = 0; v1 = Math.max(D.duration_ns, 1); drawTimeline(); });
+$("tlreset").addEventListener("click", function () { v0 = HOME0; v1 = HOME1; drawTimeline(); });
 $("tlexpand").addEventListener("click", function () {
   TH.forEach(function (t) { t.open = true; }); groups.forEach(function (g) { g.open = true; }); drawTimeline();
 });
