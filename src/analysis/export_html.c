@@ -50,9 +50,9 @@
 /* The bounds that keep the page under 5 MB whatever the trace (docs/exports.md) */
 #define MAX_FUNCS 4000u  /* function rows: those with the longest total */
 #define MAX_NODES 20000u /* call-tree nodes */
-#define MAX_SPANS 90000u /* timeline frames */
+#define MAX_SPANS 70000u /* timeline frames */
 #define MAX_LANES 2000u  /* timeline threads */
-#define MAX_INSTANTS 10000u
+#define MAX_INSTANTS 5000u
 #define MAX_COUNTERS 64u
 #define MAX_POINTS 256u
 

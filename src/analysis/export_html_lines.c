@@ -31,8 +31,8 @@
 #define MAX_CALLS 16u
 #define MAX_LINE_BYTES 1000u
 #define MAX_SOURCE (1u << 19)
-#define MAX_ROWS 10000u
-#define MAX_CALLS_ALL 200000u
+#define MAX_ROWS 5000u
+#define MAX_CALLS_ALL 10000u
 
 /* What the data may still take. */
 struct room {
