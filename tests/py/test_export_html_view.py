@@ -357,3 +357,27 @@ def test_window_export_opens_on_the_window(browser, demo, run_ulma, tmp_path):
     browser.js("document.getElementById('tlout').click(); document.getElementById('tlreset').click()")
     v = browser.js("ulmaReport.timeline()")
     assert (v["v0"], v["v1"]) == (100000000, 120000000)
+
+
+def test_ten_thousand_threads(browser, run_ulma, tmp_path):
+    """10,000 threads (a hand-made trace): the page keeps 2000 lanes and
+    says how many more there were, stays small, loads without an error, and
+    its timeline canvas stays at most 620 px tall."""
+    from trace_builder import threads_trace
+
+    path, out = tmp_path / "threads.trace", tmp_path / "threads.html"
+    path.write_bytes(threads_trace(10000))
+    proc = run_ulma(["report", str(path), "--html", str(out)])
+    assert proc.returncode == 0, proc.stderr
+    assert out.stat().st_size < 5 * 1024 * 1024
+    browser.open(str(out))
+    assert browser.errors() == []
+    lanes, left_out = browser.js("(function () { var D = JSON.parse(document.getElementById('ulma-data').textContent);"
+                                 " return [D.threads.length, D.threads_left_out]; })()")
+    assert (lanes, left_out) == (2000, 8000)
+    v = browser.js("ulmaReport.timeline()")
+    assert len(v["lanes"]) == 2000 and v["height"] <= 620
+    assert "8000 more threads not drawn" in browser.js("document.getElementById('tlnote').textContent")
+    # the merged flame graph: the 2000 lanes' threads, 5 ns of work each
+    boxes = browser.js("ulmaReport.flame('flame')")
+    assert boxes[0][0] == "all threads, merged (10.0 \u00b5s)" and boxes[1][0].startswith("work")
