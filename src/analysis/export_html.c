@@ -557,7 +557,7 @@ static int write_data(FILE *out, const struct ulma_walk *w, struct html *h)
 			 .nthreads = w->nthreads};
 	struct ulma_ct_totals *fn = malloc(nf * sizeof(*fn)); /* the function table, from the tree */
 	struct ulma_html_split *split = malloc(nf * sizeof(*split));
-	struct ulma_html_has has;
+	struct ulma_html_has has = {0};
 	int err = r.of_key && r.of_thread && fn && split ? ulma_calltree_totals(&h->t, w->nfuncs, fn) : -ENOMEM;
 	if (!err)
 		err = choose_rows(w, fn, &r);
