@@ -237,7 +237,8 @@ def test_search_redraws_everything(page, demo):
 
 def test_timeline_groups_threads_by_process_with_names(page, demo):
     """Lanes: the program's process with its three threads (the main one,
-    worker-0, worker-1), then the child; a click on a lane's name closes it."""
+    worker-0, worker-1), then the child; a click on a lane's name (not on
+    its frames) closes it to one row."""
     lanes = view(page)["lanes"]
     names = [l[0] for l in lanes]
     assert sum(n.startswith("worker-") for n in names) == 2 and sum(n.startswith("main thread") for n in names) == 2
@@ -246,6 +247,18 @@ def test_timeline_groups_threads_by_process_with_names(page, demo):
     deepest = max(l[2] for l in lanes)
     assert deepest > 40  # no depth cap: main recurses 45 deep
     assert view(page)["height"] <= 620
+    # a click on a lane's name closes it to one row; a click on its frames does not
+    worker = next(l for l in lanes if l[0].startswith("worker-"))
+    page.js("document.getElementById('timeline').scrollIntoView({block: 'start'});"
+            " document.getElementById('tlwrap').scrollTop = %d" % (worker[4] - 40))
+    page.js("new Promise(function (r) { setTimeout(r, 100); })")
+    worker = next(l for l in view(page)["lanes"] if l[0] == worker[0])  # its place now
+    x, top, w, _ = page.rect("#timeline")
+    page.click(x + 200, top + worker[4] + 20)  # on its frames
+    assert next(l for l in view(page)["lanes"] if l[0] == worker[0])[1] is True
+    page.click(x + 60, top + worker[4] + 4)  # on its name
+    closed = next(l for l in view(page)["lanes"] if l[0] == worker[0])
+    assert closed[1] is False and closed[2] == 1
 
 
 def test_many_threads_stay_sane(browser, run_ulma, tmp_path):

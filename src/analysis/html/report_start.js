@@ -12,7 +12,7 @@ window.ulmaReport = {
   timeline: function () {
     return {v0: v0, v1: v1, frames: tlDrawn.frames, found: tlDrawn.found, clipped: tlDrawn.clipped,
             height: tl.clientHeight, lanes: lanes.filter(function (l) { return l.t; }).map(function (l) {
-              return [threadName(l.t), l.t.open, l.rows, l.t.pid]; })};
+              return [threadName(l.t), l.t.open, l.rows, l.t.pid, l.y - tlwrap.scrollTop]; })};
   }
 };
 performance.mark("ulma-ready"); /* bench/html.py reads it */

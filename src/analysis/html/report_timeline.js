@@ -142,14 +142,14 @@ tl.addEventListener("wheel", function (ev) {
 tlwrap.addEventListener("scroll", function () { drawTimeline(); });
 tl.addEventListener("mousedown", function (ev) { dragX = ev.clientX; dragged = false; });
 window.addEventListener("mouseup", function () { dragX = null; });
-/* what is under the pointer: [lane, frame index or -1, instant index or -1] */
+/* what is under the pointer: [lane, frame index or -1, instant index or -1, on its name] */
 function under(ev) {
   var r = tl.getBoundingClientRect(), y = ev.clientY - r.top + tlwrap.scrollTop, t = timeAt(ev);
   if (ev.clientY - r.top < AXIS) return null;
   for (var k = 0; k < lanes.length; k++) {
     var l = lanes[k];
     if (y < l.y || y >= l.y + l.h) continue;
-    if (l.group || y < l.y + THEAD - 6) return [l, -1, -1];
+    if (l.group || y < l.y + THEAD - 6) return [l, -1, -1, true]; /* a header: the lane's name */
     var th = l.t, near = 4 / r.width * (v1 - v0);
     if (y < l.y + THEAD)
       for (var q = 0; q < th.i.length; q++) if (Math.abs(th.i[q] - t) <= near) return [l, -1, q];
@@ -178,7 +178,7 @@ tl.addEventListener("click", function (ev) {
   var u = under(ev);
   if (!u) return;
   if (u[0].group) { u[0].group.open = !u[0].group.open; drawTimeline(); return; }
-  if (u[1] < 0 && u[2] < 0) { u[0].t.open = !u[0].t.open; drawTimeline(); }
+  if (u[3]) { u[0].t.open = !u[0].t.open; drawTimeline(); }
 });
 tl.addEventListener("dblclick", function (ev) {
   var u = under(ev);
