@@ -14,6 +14,7 @@
 
 #include "calltree.h"
 #include "profile_lines.h"
+#include "profile_memory.h"
 
 #include <errno.h>
 #include <fnmatch.h>
@@ -318,7 +319,7 @@ static int on_meta(void *ctx, const struct ulma_trace_meta *m)
 	if (m->command && !w->command)
 		return -ENOMEM;
 	ulma_profile_feed_meta(&w->feed, m);
-	return 0;
+	return w->sink->profile && (m->flags & ULMA_META_MEMORY) ? ulma_profile_memory_enable(w->sink->profile) : 0;
 }
 
 /* FNV-1a over kind, line, name and file; never 0 (idmap's empty key). */
@@ -762,6 +763,13 @@ static int on_sched(void *ctx, uint32_t thread, const struct ulma_trace_sched *s
 	return w->threads[thread].pass ? ulma_profile_feed_sched(&w->feed, thread, s) : 0;
 }
 
+/* An allocation or a free (--memory), fed to the profile as `ulma report` does: the lines' bytes. */
+static int on_memory(void *ctx, const struct ulma_trace_memory *m)
+{
+	struct ulma_walk *w = ctx;
+	return m->thread < w->nthreads && w->threads[m->thread].pass ? ulma_profile_feed_memory(&w->feed, m) : 0;
+}
+
 static int on_source(void *ctx, const struct ulma_trace_source *s)
 {
 	struct ulma_walk *w = ctx;
@@ -805,6 +813,7 @@ int ulma_walk_run(struct ulma_walk *w, FILE *f, const struct ulma_walk_sink *sin
 		ulma_profile_feed_init(&w->feed, w->sink->profile);
 		v.on_sched = on_sched;
 		v.on_source = on_source;
+		v.on_memory = on_memory;
 	}
 	int err = ulma_trace_read(f, &v, st);
 	if (err)
