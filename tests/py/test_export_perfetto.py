@@ -146,7 +146,8 @@ def test_perfetto_ui_reads_it(marks, tmp_path):
         assert [r["value"] for r in values] == [0.0, 1.5, 3.0, 4.5, 6.0]
         depth = ui.query("select max(depth) d from slice where name = 'fib'")[0]["d"]
         assert depth >= 9  # fib(10) nests ten deep, under worker
-        ui.evaluate("window.app.trace.workspace.flatTracks.forEach(n => n.expand()); 0")  # open the process
+        ui.wait_for_text("perfetto_marks.py")
+        ui.click_text("perfetto_marks.py")  # open the process's group of tracks
         ui.wait_for_text("worker-1")
         assert os.path.getsize(ui.screenshot("perfetto_marks.png")) > 10000
 
