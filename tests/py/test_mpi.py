@@ -174,6 +174,26 @@ def test_chrome_export_draws_each_message(pingpong_skewed, built, ulma_bin):
         assert ends[i]["pid"] != s["pid"]
 
 
+def test_perfetto_export_draws_each_message(pingpong_skewed, built, ulma_bin):
+    """The Perfetto export: each matched message a flow from an instant on
+    the sender's thread to one on the receiver's, later, in another process."""
+    from perfetto_wire import Trace
+    merged, d, _ = merged_json(ulma_bin, pingpong_skewed, str(built))
+    out = os.path.join(str(built), "pp.pftrace")
+    e = run([ulma_bin, "export", merged, "--format", "perfetto", "-o", out], str(built))
+    assert e.returncode == 0, e.stderr.decode()
+    with open(out, "rb") as f:
+        wire = Trace(f.read())
+    starts = {fl[3]: fl for fl in wire.flows if fl[4]}
+    ends = {fl[3]: fl for fl in wire.flows if not fl[4]}
+    assert len(starts) == len(ends) == len(d["messages"])
+    assert set(starts) == set(ends)
+    for i, s in starts.items():
+        assert ends[i][2] > s[2]
+        assert wire.tracks[ends[i][0]]["pid"] != wire.tracks[s[0]]["pid"]
+        assert s[1].startswith("MPI send tag ") and ends[i][1].startswith("MPI receive tag ")
+
+
 @pytest.mark.skipif(not have_mpi4py, reason="mpi4py is not installed")
 def test_mpi4py_pingpong(tmp_path, ulma_bin):
     out = str(tmp_path / "py")
