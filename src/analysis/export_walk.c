@@ -733,12 +733,19 @@ bool ulma_walk_mpi_message_id(const struct ulma_walk_mpi *m, uint64_t *id)
 	return true;
 }
 
-/* An allocation or a free, at its thread's corrected time (as a mark's). */
+/* An allocation or a free (--memory): fed to the profile as `ulma report`
+ * does (the lines' and functions' bytes), and handed to a sink that asks at
+ * its thread's corrected time (as a mark's). */
 static int on_memory(void *ctx, const struct ulma_trace_memory *m)
 {
 	struct ulma_walk *w = ctx;
 	if (m->thread >= w->nthreads || !w->threads[m->thread].pass)
 		return 0;
+	if (w->sink->profile) {
+		int err = ulma_profile_feed_memory(&w->feed, m);
+		if (err || !w->sink->on_memory)
+			return err;
+	}
 	const struct ulma_walk_thread *t = &w->threads[m->thread];
 	uint64_t ns = to_ns(w, m->ticks), shift = t->shift_fp >> 32;
 	ns = ns > shift ? ns - shift : 0;
@@ -761,13 +768,6 @@ static int on_sched(void *ctx, uint32_t thread, const struct ulma_trace_sched *s
 {
 	struct ulma_walk *w = ctx;
 	return w->threads[thread].pass ? ulma_profile_feed_sched(&w->feed, thread, s) : 0;
-}
-
-/* An allocation or a free (--memory), fed to the profile as `ulma report` does: the lines' bytes. */
-static int on_memory(void *ctx, const struct ulma_trace_memory *m)
-{
-	struct ulma_walk *w = ctx;
-	return m->thread < w->nthreads && w->threads[m->thread].pass ? ulma_profile_feed_memory(&w->feed, m) : 0;
 }
 
 static int on_source(void *ctx, const struct ulma_trace_source *s)
