@@ -93,7 +93,10 @@ int ulma_calltree_enter_slow(struct ulma_calltree *t, uint32_t thread, uint32_t 
 	if (err)
 		return err;
 	struct ulma_ct_thread *th = &t->threads[thread];
-	uint32_t parent = th->depth ? th->frames[th->depth - 1].node : ULMA_CALLTREE_ROOT, node;
+	if (t->per_thread && !th->root &&
+	    (err = child_of(t, ULMA_CALLTREE_ROOT, ULMA_CALLTREE_THREAD_KEY(thread), &th->root)))
+		return err;
+	uint32_t parent = th->depth ? th->frames[th->depth - 1].node : th->root, node;
 	if ((err = child_of(t, parent, key, &node)))
 		return err;
 	t->nodes[node].calls++;

@@ -14,6 +14,7 @@
 
 #include "calltree.h"
 #include "profile_lines.h"
+#include "profile_memory.h"
 
 #include <errno.h>
 #include <fnmatch.h>
@@ -318,7 +319,7 @@ static int on_meta(void *ctx, const struct ulma_trace_meta *m)
 	if (m->command && !w->command)
 		return -ENOMEM;
 	ulma_profile_feed_meta(&w->feed, m);
-	return 0;
+	return w->sink->profile && (m->flags & ULMA_META_MEMORY) ? ulma_profile_memory_enable(w->sink->profile) : 0;
 }
 
 /* FNV-1a over kind, line, name and file; never 0 (idmap's empty key). */
@@ -732,12 +733,19 @@ bool ulma_walk_mpi_message_id(const struct ulma_walk_mpi *m, uint64_t *id)
 	return true;
 }
 
-/* An allocation or a free, at its thread's corrected time (as a mark's). */
+/* An allocation or a free (--memory): fed to the profile as `ulma report`
+ * does (the lines' and functions' bytes), and handed to a sink that asks at
+ * its thread's corrected time (as a mark's). */
 static int on_memory(void *ctx, const struct ulma_trace_memory *m)
 {
 	struct ulma_walk *w = ctx;
 	if (m->thread >= w->nthreads || !w->threads[m->thread].pass)
 		return 0;
+	if (w->sink->profile) {
+		int err = ulma_profile_feed_memory(&w->feed, m);
+		if (err || !w->sink->on_memory)
+			return err;
+	}
 	const struct ulma_walk_thread *t = &w->threads[m->thread];
 	uint64_t ns = to_ns(w, m->ticks), shift = t->shift_fp >> 32;
 	ns = ns > shift ? ns - shift : 0;
@@ -805,6 +813,7 @@ int ulma_walk_run(struct ulma_walk *w, FILE *f, const struct ulma_walk_sink *sin
 		ulma_profile_feed_init(&w->feed, w->sink->profile);
 		v.on_sched = on_sched;
 		v.on_source = on_source;
+		v.on_memory = on_memory;
 	}
 	int err = ulma_trace_read(f, &v, st);
 	if (err)

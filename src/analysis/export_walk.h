@@ -36,7 +36,8 @@
  *
  * A sink may also ask for a profile (profile.h) of the passing threads:
  * the walk then feeds it every event of theirs as recorded, through
- * profile_feed.h as `ulma report` does, with the trace's source copies,
+ * profile_feed.h as `ulma report` does, with the trace's source copies
+ * and, in a trace recorded with --memory, its allocations and frees,
  * and finishes it at the end.  It is the line data's one aggregation
  * (profile_lines.h) for the exports that show lines; the time window,
  * the minimum duration and the patterns do not cut it.

@@ -272,7 +272,8 @@ static void test_html(void)
 	CHECK(has_s(&o, "{\"name\":\"queue\",\"pid\":10,\"values\":2,\"not_finite\":1,\"min\":-1e+300,\"max\":2.5,"
 			"\"last\":-1e+300,\"t\":[131,181],\"v\":[2.5,-1e+300]}"),
 	      "the counter's figures and points");
-	CHECK(has_s(&o, "\"name\":\"./prog: worker-1 10 (pid 10)\""), "the lane has the thread's name");
+	CHECK(has_s(&o, "\"label\":\"./prog: worker-1 10 (pid 10)\",\"name\":\"worker-1\",\"pid\":10,\"tid\":10"),
+	      "the lane has the thread's label and name, its process and id");
 	CHECK(has_s(&o, "class=\\\"legend\\\"") || has_s(&o, "class=\"legend\""), "the page has a legend");
 	free(o.p);
 }
