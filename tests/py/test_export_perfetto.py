@@ -191,7 +191,7 @@ def test_memory_counter(run_ulma, run_export, prog, tmp_path):
     out = tmp_path / "mem.pftrace"
     run_export(trace, "perfetto", out)
     wire = Trace(out.read_bytes())
-    values = [c[1] for c in wire.counters if wire.tracks[c[0]]["name"] == "python memory (live bytes)"]
+    values = [c[1] for c in wire.counters if wire.tracks[c[0]]["name"] == "memory (live bytes)"]
     kept = 200 * 8000 + 200 * 1000
     step = 65536  # the counter moves in steps of 64 KiB (docs/exports.md)
     assert kept <= values[-1] < kept + 2**20, values[-1]
