@@ -94,8 +94,12 @@ def ping_pong_messages(d, tags=(7, 8)):
     return [m for m in d["messages"] if m["comm"] == 0 and m["tag"] in tags]
 
 
-def test_each_rank_writes_its_own_trace(pingpong_skewed):
+def test_each_rank_writes_its_own_trace(pingpong_skewed, built, ulma_bin):
     assert sorted(os.listdir(pingpong_skewed)) == ["rank-0000.trace", "rank-0001.trace"]
+    rep = run([ulma_bin, "report", os.path.join(pingpong_skewed, "rank-0001.trace"), "--format", "json"], built)
+    d = json.loads(rep.stdout)
+    assert d["mpi_rank"]["rank"] == 1 and d["mpi_rank"]["size"] == 2 and d["mpi_rank"]["host"]
+    assert "ranks" not in d and "messages" not in d  # those are a merged trace's
 
 
 def test_pingpong_counts_tags_sizes_and_order(pingpong_skewed, built, ulma_bin):
