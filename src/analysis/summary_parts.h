@@ -25,6 +25,11 @@ double ulma_summary_cost_per_event(const struct ulma_summary *s);
 void ulma_summary_times(const struct ulma_summary *s, const struct ulma_func_row *f, struct ulma_time_split *self,
 			struct ulma_time_split *total);
 
+/* Of f's total as shown (total, from ulma_summary_times), the time in C
+ * functions and native code below it. */
+uint64_t ulma_summary_native_ns(const struct ulma_summary *s, const struct ulma_func_row *f,
+				const struct ulma_time_split *total);
+
 /* path for a table cell: relative to the cwd when inside it, else its
  * tail in buf (of cap bytes) with "..." before it. */
 const char *ulma_summary_short_path(const char *path, char *buf, size_t cap);

@@ -21,7 +21,7 @@ static const char usage[] =
 	"  report TRACE [--format text|json] [--limit N]\n"
 	"                                      summarise a trace file\n"
 	"  export TRACE --format FMT -o OUT    write a trace for another tool: pstats, folded, chrome,\n"
-	"                                      speedscope, callgrind, ctf, html (docs/exports.md)\n"
+	"                                      perfetto, speedscope, callgrind, ctf, html (docs/exports.md)\n"
 	"  merge DIR -o OUT.trace              merge an MPI run's rank traces into one (docs/mpi.md)\n"
 	"  version                             print the version\n"
 	"\n"
