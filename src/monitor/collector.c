@@ -158,6 +158,7 @@ void ulma_collector_free(struct ulma_collector *c)
 	ulma_collector_defs_free(c);
 	ulma_collector_native_free(c);
 	ulma_collector_lines_free(c);
+	ulma_collector_rss_free(c);
 	ulma_offcpu_free(&c->off);
 	ulma_profile_free(&c->profile);
 	memset(c, 0, sizeof(*c));
@@ -757,6 +758,7 @@ long ulma_collector_poll(struct ulma_collector *c, bool final)
 			set_error(c, ulma_trace_overhead(c->writer, c->overhead_ps));
 	}
 	ulma_collector_scan_defs(c, final);
+	uint64_t rss_ticks = ulma_collector_rss_due(c);
 	uint32_t used = slots_in_use(c);
 	for (uint32_t i = 0; i < used; i++)
 		if (snapshot_slot(c, i) < 0)
@@ -775,6 +777,10 @@ long ulma_collector_poll(struct ulma_collector *c, bool final)
 		if (c->slots[i].live && c->switches)
 			note_pending_off(c, &c->slots[i]);
 	}
+	for (uint32_t i = 0; rss_ticks && i < used; i++)
+		if (c->slots[i].live)
+			set_error(c, ulma_collector_rss(c, c->slots[i].thread, c->slots[i].pid, c->slots[i].stream,
+							rss_ticks));
 	c->records += (uint64_t)total;
 	return c->error ? c->error : total;
 }

@@ -43,6 +43,7 @@
 struct ulma_collector_slot;
 struct ulma_collector_lines;
 struct ulma_symbols;
+struct ulma_collector_rss;
 
 struct ulma_collector {
 	struct ulma_session *session;
@@ -76,6 +77,10 @@ struct ulma_collector {
 	uint64_t overhead_ps;  /* the hook's cost per event, once the program has measured it */
 	struct ulma_collector_lines *lines; /* source copies and --lines patterns (collector_lines.c), or NULL */
 	uint32_t mem_counters[2]; /* the memory counters' mark definitions + 1 (collector_memory.c), 0: not yet */
+	struct ulma_collector_rss *rss; /* per process number of the memory profile (collector_memory.c) */
+	uint32_t nrss;
+	uint32_t rss_counter;  /* the RSS counter's mark definition + 1, 0: not yet */
+	uint64_t rss_at_ns;    /* monotonic time of the last RSS round */
 	int error;             /* first -errno from the writer or allocation */
 };
 

@@ -3,9 +3,14 @@
 #include "collector_memory.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "../analysis/profile_memory.h"
+#include "../core/clock.h"
 #include "../core/trace_writer.h"
 #include "collector.h"
 #include "collector_defs.h"
@@ -87,4 +92,100 @@ int ulma_collector_object(struct ulma_collector *c, uint32_t thread, struct ulma
 	if (stream)
 		ulma_trace_object(stream, ticks, created ? ULMA_EXT_OBJ_NEW : ULMA_EXT_OBJ_FREE, idx + 1);
 	return ulma_profile_object(p, thread, idx, created);
+}
+
+/* RSS over time: every RSS_PERIOD_NS, one pread of each traced process's
+ * /proc/PID/statm (its second field: resident pages), written as a counter
+ * mark on one of its threads.  Never per event: a few hundred reads a
+ * second at most, whatever the program does. */
+#define RSS_PERIOD_NS 15000000u
+static const char rss_counter_name[] = "memory: RSS (bytes)";
+
+struct ulma_collector_rss {
+	int fd;          /* /proc/PID/statm + 1; 0: not opened yet */
+	bool gone;       /* could not be opened or read: not tried again */
+	uint64_t ticks;  /* the round it was last sampled in */
+};
+
+uint64_t ulma_collector_rss_due(struct ulma_collector *c)
+{
+	if (!c->profile.memory)
+		return 0;
+	uint64_t now = ulma_clock_monotonic_ns();
+	if (now - c->rss_at_ns < RSS_PERIOD_NS)
+		return 0;
+	c->rss_at_ns = now;
+	uint32_t cpu;
+	uint64_t ticks = ulma_clock_now(c->use_tsc, &cpu);
+	return ticks ? ticks : 1;
+}
+
+static uint64_t read_rss(struct ulma_collector_rss *r, uint32_t pid)
+{
+	if (!r->fd) {
+		char path[40];
+		snprintf(path, sizeof(path), "/proc/%u/statm", pid);
+		int fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0) {
+			r->gone = true;
+			return 0;
+		}
+		r->fd = fd + 1;
+	}
+	char buf[128];
+	ssize_t n = pread(r->fd - 1, buf, sizeof(buf) - 1, 0);
+	if (n <= 0) {
+		r->gone = true; /* reaped: ESRCH */
+		return 0;
+	}
+	buf[n] = 0;
+	unsigned long long size, resident;
+	if (sscanf(buf, "%llu %llu", &size, &resident) != 2)
+		return 0;
+	static long page;
+	if (!page)
+		page = sysconf(_SC_PAGESIZE);
+	return (uint64_t)resident * (uint64_t)page;
+}
+
+int ulma_collector_rss(struct ulma_collector *c, uint32_t thread, uint32_t pid, struct ulma_trace_stream *stream,
+		       uint64_t ticks)
+{
+	const struct ulma_mem_thread *mt = c->profile.threads[thread].mem;
+	if (!stream || !mt || !pid)
+		return 0;
+	if (mt->proc >= c->nrss) {
+		uint32_t n = mt->proc + 8;
+		struct ulma_collector_rss *grown = realloc(c->rss, n * sizeof(*grown));
+		if (!grown)
+			return -ENOMEM;
+		memset(grown + c->nrss, 0, (n - c->nrss) * sizeof(*grown));
+		c->rss = grown;
+		c->nrss = n;
+	}
+	struct ulma_collector_rss *r = &c->rss[mt->proc];
+	if (r->gone || r->ticks == ticks)
+		return 0;
+	r->ticks = ticks;
+	uint64_t bytes = read_rss(r, pid);
+	if (!bytes)
+		return 0; /* a zombie's statm reads 0 */
+	if (!c->rss_counter) {
+		uint32_t idx = ulma_collector_define(c, ULMA_DEF_MARK, rss_counter_name, strlen(rss_counter_name), "~", 1, 0);
+		if (idx == UINT32_MAX)
+			return -ENOMEM;
+		c->rss_counter = idx + 1;
+	}
+	ulma_trace_mark(stream, ticks, ULMA_EXT_COUNTER, c->rss_counter, (double)bytes);
+	return 0;
+}
+
+void ulma_collector_rss_free(struct ulma_collector *c)
+{
+	for (uint32_t i = 0; i < c->nrss; i++)
+		if (c->rss[i].fd)
+			close(c->rss[i].fd - 1);
+	free(c->rss);
+	c->rss = NULL;
+	c->nrss = 0;
 }
