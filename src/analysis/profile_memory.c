@@ -506,3 +506,25 @@ const struct ulma_mem_proc *ulma_profile_memory_peak(const struct ulma_profile *
 	const struct ulma_profile_memory *m = p->memory;
 	return m && m->nprocs ? &m->procs[m->peak_proc] : NULL;
 }
+
+int ulma_profile_mem_rss(struct ulma_profile *p, uint32_t pid, uint64_t bytes)
+{
+	if (!p->memory)
+		return 0;
+	uint32_t proc = proc_of(p->memory, pid);
+	if (proc == UINT32_MAX)
+		return -ENOMEM;
+	struct ulma_mem_proc *pr = &p->memory->procs[proc];
+	if (bytes > pr->peak_rss_bytes)
+		pr->peak_rss_bytes = bytes;
+	return 0;
+}
+
+uint64_t ulma_profile_memory_peak_rss(const struct ulma_profile *p)
+{
+	uint64_t peak = 0;
+	for (uint32_t i = 0; p->memory && i < p->memory->nprocs; i++)
+		if (p->memory->procs[i].peak_rss_bytes > peak)
+			peak = p->memory->procs[i].peak_rss_bytes;
+	return peak;
+}

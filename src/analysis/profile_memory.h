@@ -125,6 +125,7 @@ struct ulma_mem_proc {
 	uint64_t live_blocks;
 	uint64_t peak_bytes;
 	uint64_t peak_ticks;
+	uint64_t peak_rss_bytes; /* the highest of its "memory: RSS (bytes)" counter marks */
 };
 
 struct ulma_profile_memory {
@@ -213,6 +214,15 @@ uint32_t ulma_profile_memory_stack(const struct ulma_profile *p, uint32_t node, 
 
 /* The memory row of function f (zeros if it allocated nothing). */
 struct ulma_mem_func ulma_profile_memory_func(const struct ulma_profile *p, uint32_t f);
+
+/* The counter mark the monitor writes a process's resident bytes as. */
+#define ULMA_MEM_RSS_COUNTER "memory: RSS (bytes)"
+
+/* Process `pid` held `bytes` resident (a sample of its RSS).  0 or -ENOMEM. */
+int ulma_profile_mem_rss(struct ulma_profile *p, uint32_t pid, uint64_t bytes);
+
+/* The highest RSS any one process was seen at (0: never sampled). */
+uint64_t ulma_profile_memory_peak_rss(const struct ulma_profile *p);
 
 /* The process with the highest peak (NULL: nothing allocated). */
 const struct ulma_mem_proc *ulma_profile_memory_peak(const struct ulma_profile *p);

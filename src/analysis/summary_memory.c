@@ -109,12 +109,13 @@ int ulma_summary_memory_json(FILE *out, const struct ulma_summary *s)
 		live += m->procs[i].live_bytes;
 	fprintf(out, "\"memory_sample_bytes\": %llu, ", (unsigned long long)m->sample_bytes);
 	fprintf(out,
-		"\"memory\": true, \"peak_bytes\": %llu, \"peak_time_ns\": %llu, \"peak_pid\": %u, "
+		"\"memory\": true, \"peak_bytes\": %llu, \"peak_time_ns\": %llu, \"peak_pid\": %u, \"peak_rss_bytes\": %llu, "
 		"\"alloc_count\": %llu, \"alloc_bytes\": %llu, \"free_count\": %llu, \"free_bytes\": %llu, "
 		"\"native_alloc_count\": %llu, \"native_alloc_bytes\": %llu, \"live_bytes\": %llu, \"outside_alloc_count\": %llu, \"unknown_frees\": %llu, "
 		"\"unattributed\": %llu, \"untracked\": %llu, \"leak_groups\": %u, \"leaks\": [",
 		(unsigned long long)(peak ? peak->peak_bytes : 0),
 		(unsigned long long)(peak ? since_start(s, peak->peak_ticks) : 0), peak ? peak->pid : 0,
+		(unsigned long long)ulma_profile_memory_peak_rss(p),
 		(unsigned long long)m->alloc_count, (unsigned long long)m->alloc_bytes, (unsigned long long)m->free_count,
 		(unsigned long long)m->free_bytes, (unsigned long long)m->native_alloc_count,
 		(unsigned long long)m->native_alloc_bytes, (unsigned long long)live, (unsigned long long)m->outside_count,
@@ -197,6 +198,8 @@ void ulma_summary_memory_text(FILE *out, const struct ulma_summary *s, uint32_t 
 		peak ? (double)since_start(s, peak->peak_ticks) / 1e9 : 0.0);
 	if (m->nprocs > 1 && peak)
 		fprintf(out, " (pid %u)", peak->pid);
+	if (ulma_profile_memory_peak_rss(p))
+		fprintf(out, "; peak RSS %.3f MiB", mib(ulma_profile_memory_peak_rss(p)));
 	fputc('\n', out);
 	if (m->sample_bytes)
 		fprintf(out, "  sampled: one allocation every %llu bytes on average; bytes are estimates, counts are "

@@ -99,7 +99,7 @@ int ulma_collector_object(struct ulma_collector *c, uint32_t thread, struct ulma
  * mark on one of its threads.  Never per event: a few hundred reads a
  * second at most, whatever the program does. */
 #define RSS_PERIOD_NS 15000000u
-static const char rss_counter_name[] = "memory: RSS (bytes)";
+static const char rss_counter_name[] = ULMA_MEM_RSS_COUNTER;
 
 struct ulma_collector_rss {
 	int fd;          /* /proc/PID/statm + 1; 0: not opened yet */
@@ -177,7 +177,7 @@ int ulma_collector_rss(struct ulma_collector *c, uint32_t thread, uint32_t pid, 
 		c->rss_counter = idx + 1;
 	}
 	ulma_trace_mark(stream, ticks, ULMA_EXT_COUNTER, c->rss_counter, (double)bytes);
-	return 0;
+	return ulma_profile_mem_rss(&c->profile, pid, bytes);
 }
 
 void ulma_collector_rss_free(struct ulma_collector *c)

@@ -170,12 +170,16 @@ static int on_source(void *ctx, const struct ulma_trace_source *src)
 	return ulma_profile_add_source(&r->profile, src->path, src->path_len, src->text, src->text_len, src->flags);
 }
 
-/* A thread's name, as the live summary has it; instants and counters are
- * for the timeline exports. */
+/* A thread's name and a process's RSS, as the live summary has them;
+ * instants and other counters are for the timeline exports. */
 static int on_mark(void *ctx, const struct ulma_trace_mark *m)
 {
 	struct report_ctx *r = ctx;
-	if (m->kind != ULMA_EXT_THREAD_NAME || m->name >= r->profile.nfuncs || m->thread >= r->profile.nthreads)
+	if (m->name >= r->profile.nfuncs || m->thread >= r->profile.nthreads)
+		return 0;
+	if (m->kind == ULMA_EXT_COUNTER && !strcmp(r->profile.funcs[m->name].name, ULMA_MEM_RSS_COUNTER))
+		return ulma_profile_mem_rss(&r->profile, r->profile.threads[m->thread].pid, (uint64_t)m->value);
+	if (m->kind != ULMA_EXT_THREAD_NAME)
 		return 0;
 	return ulma_profile_thread_name(&r->profile, m->thread, r->profile.funcs[m->name].name);
 }
