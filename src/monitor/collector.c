@@ -779,8 +779,7 @@ long ulma_collector_poll(struct ulma_collector *c, bool final)
 	}
 	for (uint32_t i = 0; rss_ticks && i < used; i++)
 		if (c->slots[i].live)
-			set_error(c, ulma_collector_rss(c, c->slots[i].thread, c->slots[i].pid, c->slots[i].stream,
-							rss_ticks));
+			set_error(c, ulma_collector_rss(c, c->slots[i].pid, c->slots[i].stream, rss_ticks));
 	c->records += (uint64_t)total;
 	return c->error ? c->error : total;
 }

@@ -102,6 +102,7 @@ int ulma_collector_object(struct ulma_collector *c, uint32_t thread, struct ulma
 static const char rss_counter_name[] = ULMA_MEM_RSS_COUNTER;
 
 struct ulma_collector_rss {
+	uint32_t pid;
 	int fd;          /* /proc/PID/statm + 1; 0: not opened yet */
 	bool gone;       /* could not be opened or read: not tried again */
 	uint64_t ticks;  /* the round it was last sampled in */
@@ -148,22 +149,21 @@ static uint64_t read_rss(struct ulma_collector_rss *r, uint32_t pid)
 	return (uint64_t)resident * (uint64_t)page;
 }
 
-int ulma_collector_rss(struct ulma_collector *c, uint32_t thread, uint32_t pid, struct ulma_trace_stream *stream,
-		       uint64_t ticks)
+int ulma_collector_rss(struct ulma_collector *c, uint32_t pid, struct ulma_trace_stream *stream, uint64_t ticks)
 {
-	const struct ulma_mem_thread *mt = c->profile.threads[thread].mem;
-	if (!stream || !mt || !pid)
+	if (!stream || !pid)
 		return 0;
-	if (mt->proc >= c->nrss) {
-		uint32_t n = mt->proc + 8;
-		struct ulma_collector_rss *grown = realloc(c->rss, n * sizeof(*grown));
+	uint32_t i = 0;
+	while (i < c->nrss && c->rss[i].pid != pid)
+		i++;
+	if (i == c->nrss) {
+		struct ulma_collector_rss *grown = realloc(c->rss, (i + 1) * sizeof(*grown));
 		if (!grown)
 			return -ENOMEM;
-		memset(grown + c->nrss, 0, (n - c->nrss) * sizeof(*grown));
 		c->rss = grown;
-		c->nrss = n;
+		c->rss[c->nrss++] = (struct ulma_collector_rss){.pid = pid};
 	}
-	struct ulma_collector_rss *r = &c->rss[mt->proc];
+	struct ulma_collector_rss *r = &c->rss[i];
 	if (r->gone || r->ticks == ticks)
 		return 0;
 	r->ticks = ticks;

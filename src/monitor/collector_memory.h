@@ -41,12 +41,11 @@ int ulma_collector_object(struct ulma_collector *c, uint32_t thread, struct ulma
 uint64_t ulma_collector_rss_due(struct ulma_collector *c);
 
 /* The resident bytes of process `pid`, read from /proc/PID/statm through
- * a descriptor kept open, as the counter mark "memory: RSS (bytes)" on the
- * stream of thread `thread` (one of its threads) at ticks, once per process
+ * a descriptor kept open, as the counter mark "memory: RSS (bytes)" on
+ * `stream` (one of its threads') at ticks, once per process
  * per round.  A process gone (or a zombie, RSS 0) is skipped.  Errors:
  * -ENOMEM. */
-int ulma_collector_rss(struct ulma_collector *c, uint32_t thread, uint32_t pid, struct ulma_trace_stream *stream,
-		       uint64_t ticks);
+int ulma_collector_rss(struct ulma_collector *c, uint32_t pid, struct ulma_trace_stream *stream, uint64_t ticks);
 
 /* Close the descriptors and free the per-process state. */
 void ulma_collector_rss_free(struct ulma_collector *c);

@@ -1,0 +1,62 @@
+"""RSS over time (docs/memory.md, "Memory over time"): with --memory the
+monitor samples each traced process's resident bytes (/proc/PID/statm)
+every 15 ms into the counter mark "memory: RSS (bytes)", and the summary
+reports the highest as peak RSS.  Known answer: mem_rss.py touches a 200
+MiB bytearray, holds it, frees it; the counter rises by at least 200 MiB
+over what it was before grow() (the Chrome export's span of it) and falls
+back by at least that after it, read back from the Chrome export; peak_rss_bytes in the JSON (from `ulma run` and from `ulma report`
+of the trace) is at least 200 MiB; without --memory there is no counter."""
+import json
+
+import pytest
+
+GROWN = 200 << 20
+RSS = "memory: RSS (bytes)"
+
+
+@pytest.fixture(scope="module")
+def traced(prog, run_ulma, tmp_path_factory):
+    d = tmp_path_factory.mktemp("rss")
+    path = str(d / "r.trace")
+    proc = run_ulma(["run", "--memory", "--no-live", "--summary", "json", "-o", path, prog("mem_rss.py"), "200", "0.5"])
+    assert proc.returncode == 0, proc.stderr.decode(errors="replace")
+    return path, json.loads(proc.stderr)
+
+
+def chrome_events(run_ulma, path, out):
+    proc = run_ulma(["export", path, "--format", "chrome", "-o", str(out)])
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(out.read_text())
+    return data["traceEvents"] if isinstance(data, dict) else data
+
+
+def rss_samples(events):
+    return [(e["ts"], e["args"][RSS]) for e in events if e.get("ph") == "C" and e["name"] == RSS]
+
+
+def test_chrome_rss_rises_and_falls(traced, run_ulma, tmp_path):
+    events = chrome_events(run_ulma, traced[0], tmp_path / "r.json")
+    samples = rss_samples(events)
+    assert [t for t, _ in samples] == sorted(t for t, _ in samples)
+    (grow,) = [e for e in events if e.get("ph") == "X" and e["name"] == "grow"]
+    start, end = grow["ts"], grow["ts"] + grow["dur"]
+    before = [v for t, v in samples if t < start]
+    during = [v for t, v in samples if start <= t <= end]
+    after = [v for t, v in samples if t > end]
+    assert before and during and after, (len(before), len(during), len(after))
+    assert max(during) >= before[-1] + GROWN, (before[-1], max(during))
+    assert after[-1] <= max(during) - GROWN, (max(during), after[-1])
+
+
+def test_json_peak_rss(traced, report_json):
+    path, live = traced
+    assert live["peak_rss_bytes"] >= GROWN, live["peak_rss_bytes"]
+    report, _ = report_json(path)
+    assert report["peak_rss_bytes"] == live["peak_rss_bytes"]
+
+
+def test_without_memory_no_rss(prog, run_ulma, tmp_path):
+    path = str(tmp_path / "n.trace")
+    proc = run_ulma(["run", "--no-live", "--summary", "none", "-o", path, prog("mem_rss.py"), "1", "0"])
+    assert proc.returncode == 0
+    assert not rss_samples(chrome_events(run_ulma, path, tmp_path / "n.json"))
