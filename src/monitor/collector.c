@@ -758,7 +758,7 @@ long ulma_collector_poll(struct ulma_collector *c, bool final)
 			set_error(c, ulma_trace_overhead(c->writer, c->overhead_ps));
 	}
 	ulma_collector_scan_defs(c, final);
-	uint64_t rss_ticks = ulma_collector_rss_due(c);
+	uint64_t rss_round = ulma_collector_rss_due(c);
 	uint32_t used = slots_in_use(c);
 	for (uint32_t i = 0; i < used; i++)
 		if (snapshot_slot(c, i) < 0)
@@ -777,9 +777,10 @@ long ulma_collector_poll(struct ulma_collector *c, bool final)
 		if (c->slots[i].live && c->switches)
 			note_pending_off(c, &c->slots[i]);
 	}
-	for (uint32_t i = 0; rss_ticks && i < used; i++)
-		if (c->slots[i].live)
-			set_error(c, ulma_collector_rss(c, c->slots[i].pid, c->slots[i].stream, rss_ticks));
+	for (uint32_t i = 0; rss_round && i < used; i++)
+		if (c->slots[i].live && c->slots[i].last_ticks)
+			set_error(c, ulma_collector_rss(c, c->slots[i].pid, c->slots[i].stream, c->slots[i].last_ticks,
+							rss_round));
 	c->records += (uint64_t)total;
 	return c->error ? c->error : total;
 }

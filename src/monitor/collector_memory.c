@@ -105,7 +105,7 @@ struct ulma_collector_rss {
 	uint32_t pid;
 	int fd;          /* /proc/PID/statm + 1; 0: not opened yet */
 	bool gone;       /* could not be opened or read: not tried again */
-	uint64_t ticks;  /* the round it was last sampled in */
+	uint64_t round;  /* the round it was last sampled in */
 };
 
 uint64_t ulma_collector_rss_due(struct ulma_collector *c)
@@ -149,7 +149,8 @@ static uint64_t read_rss(struct ulma_collector_rss *r, uint32_t pid)
 	return (uint64_t)resident * (uint64_t)page;
 }
 
-int ulma_collector_rss(struct ulma_collector *c, uint32_t pid, struct ulma_trace_stream *stream, uint64_t ticks)
+int ulma_collector_rss(struct ulma_collector *c, uint32_t pid, struct ulma_trace_stream *stream, uint64_t ticks,
+		       uint64_t round)
 {
 	if (!stream || !pid)
 		return 0;
@@ -164,9 +165,9 @@ int ulma_collector_rss(struct ulma_collector *c, uint32_t pid, struct ulma_trace
 		c->rss[c->nrss++] = (struct ulma_collector_rss){.pid = pid};
 	}
 	struct ulma_collector_rss *r = &c->rss[i];
-	if (r->gone || r->ticks == ticks)
+	if (r->gone || r->round == round)
 		return 0;
-	r->ticks = ticks;
+	r->round = round;
 	uint64_t bytes = read_rss(r, pid);
 	if (!bytes)
 		return 0; /* a zombie's statm reads 0 */

@@ -34,18 +34,18 @@ int ulma_collector_memory(struct ulma_collector *c, uint32_t thread, struct ulma
 int ulma_collector_object(struct ulma_collector *c, uint32_t thread, struct ulma_trace_stream *stream, bool created,
 			  uint32_t type_id, uint64_t ticks);
 
-/* RSS over time (docs/memory.md): when the last sample is RSS_PERIOD old
- * (and memory is recorded), the trace clock's ticks for this round's
- * samples, else 0.  Taken before a poll drains, so that the marks written
- * after it do not run ahead of the records it drains. */
+/* RSS over time (docs/memory.md): when the last round of samples is
+ * RSS_PERIOD old (and memory is recorded), a new round's nonzero id, else 0. */
 uint64_t ulma_collector_rss_due(struct ulma_collector *c);
 
 /* The resident bytes of process `pid`, read from /proc/PID/statm through
  * a descriptor kept open, as the counter mark "memory: RSS (bytes)" on
- * `stream` (one of its threads') at ticks, once per process
- * per round.  A process gone (or a zombie, RSS 0) is skipped.  Errors:
+ * `stream` (one of its threads') at ticks, that thread's last
+ * event's time (a mark never runs ahead of records still in the ring),
+ * once per process per round.  A process gone (or a zombie, RSS 0) is skipped.  Errors:
  * -ENOMEM. */
-int ulma_collector_rss(struct ulma_collector *c, uint32_t pid, struct ulma_trace_stream *stream, uint64_t ticks);
+int ulma_collector_rss(struct ulma_collector *c, uint32_t pid, struct ulma_trace_stream *stream, uint64_t ticks,
+		       uint64_t round);
 
 /* Close the descriptors and free the per-process state. */
 void ulma_collector_rss_free(struct ulma_collector *c);
