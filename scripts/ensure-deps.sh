@@ -21,6 +21,8 @@ command -v mpicc >/dev/null || need+=(libopenmpi-dev)
 # two MPI "hosts" as network namespaces (tests/py/test_mpi_hosts.py)
 command -v ip >/dev/null || need+=(iproute2)
 command -v unshare >/dev/null || need+=(util-linux)
+# the merge's peak memory (tests/py/test_mpi.py, bench/mpi.py)
+[ -x /usr/bin/time ] || need+=(time)
 if [ ${#need[@]} -gt 0 ]; then
   echo "installing: ${need[*]}"
   SUDO=""; [ "$(id -u)" = 0 ] || SUDO=sudo
