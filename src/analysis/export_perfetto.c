@@ -121,7 +121,7 @@ static const char *const states[] = {NULL, "blocked", "runnable", "GIL", "runnin
 enum { STATE_RUNNING_IID = 4 };
 
 /* The batch compressed into one packet; and the zlib level (bench/exports.py, docs/exports.md). */
-#define OUT_CAP (1u << 17)
+#define OUT_CAP (1u << 15)
 #define DEFLATE_LEVEL 1
 #define OUT_FLUSH (OUT_CAP - 256) /* room for one more event packet */
 
