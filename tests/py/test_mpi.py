@@ -13,6 +13,7 @@ rank that crashes, a missing rank file and traces of two runs.
 import glob
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -292,6 +293,38 @@ def test_c_extension_calling_mpi(tmp_path, ulma_bin):
     assert all(m["recv_ns"] > m["send_ns"] for m in msgs)
     waits = {(w["function"], w["mpi"]) for r in d["ranks"] for w in r["waits"]}
     assert ("mpiext.exchange", "MPI_Send") in waits or ("mpiext.exchange", "MPI_Recv") in waits, waits
+
+
+@pytest.mark.skipif(shutil.which("otf2-print") is None, reason="otf2-print not installed (otf2-tools)")
+def test_otf2_export_has_each_message(pingpong_skewed, built, ulma_bin):
+    """The merged ping-pong as OTF2 (docs/exports.md): otf2-print reads it
+    without a warning; 10 MpiSend of 1024 bytes with tag 7 to rank 1 and
+    10 of 512 bytes with tag 8 to rank 0, as many MpiRecv, on
+    MPI_COMM_WORLD, whose group lists the two ranks; its barrier and
+    allreduce as collectives of both ranks."""
+    merged, d, _ = merged_json(ulma_bin, pingpong_skewed, str(built))
+    out = os.path.join(str(built), "pp.otf2")
+    e = run([ulma_bin, "export", merged, "--format", "otf2", "-o", out], str(built))
+    assert e.returncode == 0, e.stderr.decode()
+    anchor = os.path.join(out, "traces.otf2")
+    text = ""
+    for args in (["-G"], []):
+        p = run(["otf2-print", "-Werror"] + args + [anchor], str(built))
+        assert p.returncode == 0 and p.stderr == b"", p.stderr.decode()
+        text += p.stdout.decode()
+    assert re.search(r'^COMM +0  Name: "MPI_COMM_WORLD"', text, re.M), text[:3000]
+    assert re.search(r"^GROUP +1 .*Type: COMM_GROUP.*2 Members", text, re.M), text[:3000]
+    got = {}
+    for kind, peer, tag, length in re.findall(
+            r"^MPI_(SEND|RECV) .*(?:Receiver|Sender): (\d+).*Tag: (\d+), Length: (\d+)", text, re.M):
+        key = (kind, int(peer), int(tag), int(length))
+        got[key] = got.get(key, 0) + 1
+    want = {("SEND", 1, 7, 1024): 10, ("RECV", 0, 7, 1024): 10, ("SEND", 0, 8, 512): 10, ("RECV", 1, 8, 512): 10}
+    assert {k: v for k, v in got.items() if k[2] in (7, 8)} == want, got
+    # MPI_Barrier, then MPI_Allreduce, on both ranks: each a Begin and an End
+    ends = re.findall(r"^MPI_COLLECTIVE_END +(\d+) .*Operation: (\w+), Communicator: \"MPI_COMM_WORLD\"", text, re.M)
+    assert sorted(ends) == [("0", "ALLREDUCE"), ("0", "BARRIER"), ("1", "ALLREDUCE"), ("1", "BARRIER")], ends
+    assert len(re.findall(r"^MPI_COLLECTIVE_BEGIN ", text, re.M)) == 4
 
 
 def first_events_chunk(data):
