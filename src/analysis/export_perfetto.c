@@ -26,7 +26,7 @@
  *
  * By default the packets are written in batches, each batch deflated
  * (zlib) into one packet's compressed_packets (field 50), which the trace
- * processor inflates and reads as the packets themselves; about 4x
+ * processor inflates and reads as the packets themselves; 6 times
  * smaller.  --no-compress (opts.no_compress), or a build without zlib,
  * writes the packets as they are.
  */
