@@ -181,6 +181,7 @@ static PyObject *start(PyObject *module, PyObject *const *args, Py_ssize_t nargs
 		return NULL;
 	}
 	ulma_rt_report_modules();
+	ulma_thread_names_start();
 	ulma_rt_set_active(true);
 	/* last: the frames already running are entered now, so the recorded
 	 * interval opens as start() returns to its caller */
@@ -206,6 +207,7 @@ static PyObject *stop(PyObject *module, PyObject *unused)
 	int rc = ulma_hook_remove();
 	ulma_rt_report_modules();
 	ulma_rt_stop(stopped_at, cpu);
+	ulma_thread_names_stop();
 	if (rc < 0)
 		return NULL;
 	Py_RETURN_NONE;
