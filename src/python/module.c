@@ -137,6 +137,7 @@ static PyObject *start(PyObject *module, PyObject *const *args, Py_ssize_t nargs
 	t->c_calls = (ulma_rt.session.hdr->flags & ULMA_SHM_NO_C_CALLS) == 0;
 	ulma_intern_reset();
 	t->generation++;
+	t->rename_id = 0; /* found again when the setter is interned in this generation */
 	t->load_ext = NULL;
 	PyObject *imp = PyImport_ImportModule("_imp");
 	PyObject *create = imp ? PyObject_GetAttrString(imp, "create_dynamic") : NULL;

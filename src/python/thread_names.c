@@ -175,7 +175,6 @@ uint32_t ulma_thread_names_of(unsigned long ident, uint32_t tid)
 
 void ulma_thread_names_start(void)
 {
-	ulma_tracer.rename_id = 0;
 	ulma_rt_on_attach = on_attach;
 }
 
