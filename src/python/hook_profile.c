@@ -38,6 +38,8 @@ int ulma_profile_event(PyObject *chained, PyFrameObject *frame, int what, PyObje
 			else
 				ulma_line_return(frame);
 		}
+		if (ULMA_UNLIKELY(id == ulma_tracer.rename_id) && id && what == PyTrace_RETURN)
+			ulma_thread_names_renamed(frame); /* a thread renamed (thread_names.c) */
 		break;
 	}
 	case PyTrace_C_CALL:

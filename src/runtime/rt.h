@@ -112,6 +112,13 @@ ULMA_RT_API int ulma_rt_threads_init(void);
  * its events as lost. */
 ULMA_RT_API struct ulma_thread_writer *ulma_rt_thread_attach(void);
 
+/* Called, when set, by a thread that has just attached to the session with
+ * a writer of its own (not one start() prepared for it), before the event
+ * that attached it is written: it may record marks.  The CPython extension
+ * sets it to record the thread's Python name (src/python/thread_names.c).
+ * Set while no thread traces. */
+ULMA_RT_API extern void (*ulma_rt_on_attach)(void);
+
 /* A writer with a slot claimed for thread `tid` of this process, for the
  * caller to fill before that thread adopts it at its first event.  NULL
  * when no slot or memory is left (the failure bits say which). */

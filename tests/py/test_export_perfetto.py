@@ -60,7 +60,7 @@ def test_categories_mark_c_functions(marks):
 
 def test_processes_threads_and_marks(marks):
     wire = marks["wire"]
-    assert sorted(wire.thread_names.values()) == ["main thread", "worker-0", "worker-1"]
+    assert sorted(wire.thread_names.values()) == ["MainThread", "worker-0", "worker-1"]  # the main thread by its Python name
     assert len(wire.process_names) == 1
     assert list(wire.process_names.values())[0].endswith("perfetto_marks.py")
     assert "(pid" not in list(wire.process_names.values())[0]
@@ -150,7 +150,7 @@ def test_perfetto_ui_reads_it(marks, tmp_path):
         assert {r["name"]: r["n"] for r in rows} == dict(calls_by_name(marks["report"]))
         threads = ui.query("select t.name from thread t join process p using(upid) where p.pid = %d"
                            % list(marks["wire"].process_names)[0])
-        assert sorted(r["name"] for r in threads) == ["main thread", "worker-0", "worker-1"]
+        assert sorted(r["name"] for r in threads) == ["MainThread", "worker-0", "worker-1"]
         procs = ui.query("select name from process where name is not null")
         assert [r["name"] for r in procs] == list(marks["wire"].process_names.values())
         assert ui.query("select name from slice where dur = 0 and category = 'instant'") == [{"name": "go"}]

@@ -96,7 +96,7 @@ def test_processes_are_named_by_their_command(prog, run_ulma, report_json, tmp_p
     ss = tmp_path / "named.speedscope.json"
     assert run_ulma(["export", trace, "--format", "speedscope", "-o", str(ss)]).returncode == 0
     lanes = [p["name"] for p in json.loads(ss.read_text())["profiles"]]
-    assert "follow_children.py: main thread %d (pid %d)" % (program, program) in lanes, lanes
+    assert "follow_children.py: MainThread %d (pid %d)" % (program, program) in lanes, lanes
 
 
 def _without_process_chunks(src, dst):
@@ -132,7 +132,7 @@ def test_a_trace_without_process_names_names_the_program_by_its_command(prog, ru
     assert len(program) == 1 and all(n.startswith("pid ") for n in names if n not in program), names
     program_pid = int(program[0].rsplit(" ", 1)[1].rstrip(")"))
     lanes = [p["name"] for p in json.loads(ss.read_text())["profiles"]]
-    assert "%s: main thread %d (pid %d)" % (path, program_pid, program_pid) in lanes, lanes
+    assert "%s: MainThread %d (pid %d)" % (path, program_pid, program_pid) in lanes, lanes
 
 
 def test_the_session_behind_the_path_is_mode_0600(run_ulma, tmp_path):
