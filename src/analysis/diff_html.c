@@ -130,15 +130,12 @@ static uint32_t prune(const struct merged *m, uint32_t *order, uint32_t *newid)
 	return kept <= MAX_NODES ? kept : 1;
 }
 
-/* Comma-separated decimal list of n values taken by expr (i_ the index). */
-#define PUT_LIST(b, n, expr)                                \
-	do {                                                \
-		for (uint32_t i_ = 0; i_ < (n); i_++) {     \
-			if (i_)                             \
-				ulma_sbuf_put((b), ",", 1); \
-			ulma_sbuf_u64((b), (expr));         \
-		}                                           \
-	} while (0)
+/* Figure k of a node: total, self, calls (k / 2) of run A, B (k % 2). */
+static uint64_t figure(const struct mnode *x, int k)
+{
+	int side = k & 1;
+	return k < 2 ? x->total[side] : k < 4 ? x->self[side] : x->calls[side];
+}
 
 /* funcs[fid[row]] for each row a node or the table names, in first use order. */
 static uint32_t func_id(uint32_t *fid, uint32_t *used, uint32_t *nused, uint32_t row, uint32_t nrows)
@@ -198,13 +195,11 @@ static int write_data(FILE *out, const struct ulma_diff *d, const struct merged 
 	static const char *const names[6] = {"ta", "tb", "sa", "sb", "ca", "cb"};
 	for (int k = 0; k < 6; k++) {
 		ulma_sbuf_printf(&b, "],\n\"%s\":[", names[k]);
-		int side = k & 1;
-		if (k < 2)
-			PUT_LIST(&b, kept, m->n[order[i_]].total[side]);
-		else if (k < 4)
-			PUT_LIST(&b, kept, m->n[order[i_]].self[side]);
-		else
-			PUT_LIST(&b, kept, m->n[order[i_]].calls[side]);
+		for (uint32_t i = 0; i < kept; i++) {
+			if (i)
+				ulma_sbuf_put(&b, ",", 1);
+			ulma_sbuf_u64(&b, figure(&m->n[order[i]], k));
+		}
 	}
 	ulma_sbuf_puts(&b, "]},\n\"rows\":[");
 	for (uint32_t k = 0; k < ntable; k++) {
