@@ -27,7 +27,8 @@ static const char diff_usage[] =
 	"                 [--fail-above PCT%] [--min-time T] [--no-correction]\n"
 	"  --format F        text (default) or json (docs/json.md, \"ulma diff\")\n"
 	"  --limit N         rows of the text table: the functions that changed most (default 30)\n"
-	"  --html OUT        also write a differential flame graph (a self-contained page)\n"
+	"  --html OUT        also write a differential flame graph (a self-contained page);\n"
+	"                    `--html -` writes it to stdout instead of the table\n"
 	"  --fail-above PCT  exit 1 when a function's total time grew by more than PCT percent\n"
 	"  --min-time T      ... and by at least T (default 1ms; ns, or 5us, 1.5ms, 2s)\n"
 	"  --no-correction   times as measured, the hook's own cost included (docs/overhead.md)\n"
@@ -87,10 +88,6 @@ static int read_side(struct ulma_diff_side *s, const char *path, bool no_correct
  * (safe_file.h), removed again if it could not be written whole. */
 static int write_html(const struct ulma_diff *d, const char *path)
 {
-	if (ulma_same_file(path, d->path_a) || ulma_same_file(path, d->path_b)) {
-		ulma_die_msg("the output '%s' is a trace being read: write it elsewhere", path);
-		return -1;
-	}
 	bool to_stdout = strcmp(path, "-") == 0;
 	int fd = to_stdout ? dup(STDOUT_FILENO) : ulma_open_special(path);
 	bool special = fd >= 0;
@@ -184,6 +181,10 @@ int ulma_cmd_diff(int argc, char **argv)
 		return ULMA_EXIT_USAGE;
 	}
 	const char *path_a = argv[optind - 1], *path_b = argv[optind];
+	if (html && strcmp(html, "-") != 0 && (ulma_same_file(html, path_a) || ulma_same_file(html, path_b))) {
+		ulma_die_msg("the output '%s' is a trace being read: write it elsewhere", html);
+		return ULMA_EXIT_USAGE;
+	}
 	struct ulma_diff_side a, b;
 	int ra = read_side(&a, path_a, no_correction, html != NULL);
 	int rb = ra ? 0 : read_side(&b, path_b, no_correction, html != NULL);
@@ -203,8 +204,11 @@ int ulma_cmd_diff(int argc, char **argv)
 		d.path_a = path_a;
 		d.path_b = path_b;
 		errno = 0;
-		err = strcmp(format, "json") == 0 ? ulma_diff_json(stdout, &d, &threshold)
-						  : ulma_diff_text(stdout, &d, (uint32_t)limit, terminal_width());
+		if (html && strcmp(html, "-") == 0)
+			err = 0; /* the page goes to stdout instead */
+		else
+			err = strcmp(format, "json") == 0 ? ulma_diff_json(stdout, &d, &threshold)
+							  : ulma_diff_text(stdout, &d, (uint32_t)limit, terminal_width());
 		if (fflush(stdout) != 0 || err) {
 			ulma_die_msg("cannot write the diff: %s", strerror(err == -ENOMEM ? ENOMEM : errno ? errno : EIO));
 			status = EXIT_UNREADABLE;

@@ -140,6 +140,10 @@ def test_bad_input(runs, run_ulma, tmp_path):
     foreign = run_ulma(["diff", str(other), runs["b"]])
     assert foreign.returncode == EXIT_UNREADABLE and b"version" in foreign.stderr, foreign.stderr
     assert foreign.stdout == b""
+    before = open(runs["a"], "rb").read()
+    onto = run_ulma(["diff", runs["a"], runs["b"], "--html", runs["a"]])
+    assert onto.returncode == EXIT_USAGE and b"trace being read" in onto.stderr and onto.stdout == b""
+    assert open(runs["a"], "rb").read() == before
 
 
 def made(path, f_line, f_ns, calls=1):
