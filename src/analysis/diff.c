@@ -312,15 +312,17 @@ const struct ulma_walk_func *ulma_diff_func(const struct ulma_diff *d, const str
 	return r->b != ULMA_DIFF_ABSENT ? &d->b->walk.funcs[r->b] : &d->a->walk.funcs[r->a];
 }
 
-uint32_t ulma_diff_regressions(const struct ulma_diff *d, double percent, uint64_t min_ns)
+uint32_t ulma_diff_regressions(const struct ulma_diff *d, const struct ulma_diff_threshold *t)
 {
 	uint32_t n = 0;
 	for (uint32_t i = 0; i < d->nrows; i++) {
 		const struct ulma_diff_row *r = &d->rows[i];
 		if (r->a == ULMA_DIFF_ABSENT || r->b == ULMA_DIFF_ABSENT)
 			continue; /* new or gone: their callers' totals carry the change */
-		uint64_t ta = r->fa.total.wall_ns, tb = r->fb.total.wall_ns;
-		if (tb > ta && tb - ta >= min_ns && (double)(tb - ta) > (double)ta * percent / 100.0)
+		bool cpu = t->on_cpu && d->split;
+		uint64_t ta = cpu ? r->fa.total.on_cpu_ns : r->fa.total.wall_ns;
+		uint64_t tb = cpu ? r->fb.total.on_cpu_ns : r->fb.total.wall_ns;
+		if (tb > ta && tb - ta >= t->min_ns && (double)(tb - ta) > (double)ta * t->percent / 100.0)
 			n++;
 	}
 	return n;

@@ -84,20 +84,24 @@ const struct ulma_walk_func *ulma_diff_func(const struct ulma_diff *d, const str
  * 0 or -EIO. */
 int ulma_diff_text(FILE *out, const struct ulma_diff *d, uint32_t limit, unsigned width);
 
-/* Every row, then the totals, as one JSON object (docs/json.md, "ulma
- * diff"); with threshold (percent >= 0) its figures and the rows past it.
- * Returns 0 or -EIO. */
+/* The CI threshold (ulma_diff_regressions). */
 struct ulma_diff_threshold {
 	double percent; /* < 0: none */
 	uint64_t min_ns;
+	bool on_cpu;    /* compare the totals' on-CPU part (both runs split), not their wall time */
 };
+
+/* Every row, then the totals, as one JSON object (docs/json.md, "ulma
+ * diff"); with a threshold (percent >= 0) its figures and the rows past
+ * it.  Returns 0 or -EIO. */
 int ulma_diff_json(FILE *out, const struct ulma_diff *d, const struct ulma_diff_threshold *threshold);
 
-/* The CI threshold: rows of functions in both runs whose total grew by
- * more than `percent` of A's total and by at least `min_ns`.  A function
- * in one run only is not counted: its callers' totals carry the change.
- * Returns how many. */
-uint32_t ulma_diff_regressions(const struct ulma_diff *d, double percent, uint64_t min_ns);
+/* The CI threshold: rows of functions in both runs whose total (or its
+ * on-CPU part, with t->on_cpu and both runs split) grew by more than
+ * t->percent of A's and by at least t->min_ns.  A function in one run
+ * only is not counted: its callers' totals carry the change.  Returns
+ * how many. */
+uint32_t ulma_diff_regressions(const struct ulma_diff *d, const struct ulma_diff_threshold *t);
 
 /* The differential flame graph as a self-contained HTML page (diff_html.c);
  * both sides read with `tree`.  Returns 0, -ENOMEM or -EIO. */

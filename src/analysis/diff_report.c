@@ -223,9 +223,9 @@ int ulma_diff_json(FILE *out, const struct ulma_diff *d, const struct ulma_diff_
 	}
 	fputs("\n],\n\"threshold\": ", out);
 	if (threshold && threshold->percent >= 0)
-		fprintf(out, "{\"percent\": %.6g, \"min_ns\": %llu, \"regressions\": %u}", threshold->percent,
-			(unsigned long long)threshold->min_ns,
-			ulma_diff_regressions(d, threshold->percent, threshold->min_ns));
+		fprintf(out, "{\"percent\": %.6g, \"min_ns\": %llu, \"of\": \"%s\", \"regressions\": %u}",
+			threshold->percent, (unsigned long long)threshold->min_ns, threshold->on_cpu ? "on_cpu" : "wall",
+			ulma_diff_regressions(d, threshold));
 	else
 		fputs("null", out);
 	fputs("}\n", out);

@@ -31,6 +31,8 @@ static const char diff_usage[] =
 	"                    `--html -` writes it to stdout instead of the table\n"
 	"  --fail-above PCT  exit 1 when a function's total time grew by more than PCT percent\n"
 	"  --min-time T      ... and by at least T (default 1ms; ns, or 5us, 1.5ms, 2s)\n"
+	"  --fail-on WHAT    wall (default): the total time; cpu: its part on a CPU, which a busy\n"
+	"                    machine's waits for a CPU do not change (both runs need the time split)\n"
 	"  --no-correction   times as measured, the hook's own cost included (docs/overhead.md)\n"
 	"exit status: 0; 1 a regression past --fail-above; 2 bad usage; 3 a trace could not be read\n"
 	"or the output written (docs/diff.md)\n";
@@ -126,6 +128,7 @@ int ulma_cmd_diff(int argc, char **argv)
 		{"html", required_argument, NULL, 'H'},
 		{"fail-above", required_argument, NULL, 'F'},
 		{"min-time", required_argument, NULL, 'm'},
+		{"fail-on", required_argument, NULL, 'o'},
 		{"no-correction", no_argument, NULL, 'C'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
@@ -133,7 +136,7 @@ int ulma_cmd_diff(int argc, char **argv)
 	const char *format = "text", *html = NULL;
 	long limit = 30;
 	bool no_correction = false;
-	struct ulma_diff_threshold threshold = {-1.0, 1000000};
+	struct ulma_diff_threshold threshold = {-1.0, 1000000, false};
 	int c;
 	optind = 0;
 	while ((c = getopt_long(argc + 1, argv - 1, "f:n:h", opts, NULL)) != -1) {
@@ -159,6 +162,13 @@ int ulma_cmd_diff(int argc, char **argv)
 				ulma_die_msg("--min-time takes a time in ns or with a suffix (us, ms, s), not '%s'", optarg);
 				return ULMA_EXIT_USAGE;
 			}
+			break;
+		case 'o':
+			if (strcmp(optarg, "wall") != 0 && strcmp(optarg, "cpu") != 0) {
+				ulma_die_msg("--fail-on takes wall or cpu, not '%s'", optarg);
+				return ULMA_EXIT_USAGE;
+			}
+			threshold.on_cpu = strcmp(optarg, "cpu") == 0;
 			break;
 		case 'C':
 			no_correction = true;
@@ -197,7 +207,10 @@ int ulma_cmd_diff(int argc, char **argv)
 	struct ulma_diff d;
 	int err = ulma_diff_build(&d, &a, &b);
 	int status = 0;
-	if (err) {
+	if (!err && threshold.on_cpu && !d.split) {
+		ulma_die_msg("--fail-on cpu needs both runs recorded with the on-CPU split (docs/time-split.md)");
+		status = EXIT_UNREADABLE;
+	} else if (err) {
 		ulma_die_msg("cannot compare the traces: %s", strerror(-err));
 		status = EXIT_UNREADABLE;
 	} else {
@@ -216,10 +229,11 @@ int ulma_cmd_diff(int argc, char **argv)
 		if (!status && html && write_html(&d, html))
 			status = EXIT_UNREADABLE;
 		if (!status && threshold.percent >= 0) {
-			uint32_t n = ulma_diff_regressions(&d, threshold.percent, threshold.min_ns);
+			uint32_t n = ulma_diff_regressions(&d, &threshold);
 			if (n) {
-				ulma_die_msg("%u function%s grew by more than %g%% and %.3f ms (--fail-above)", n,
-					     n == 1 ? "" : "s", threshold.percent, (double)threshold.min_ns / 1e6);
+				ulma_die_msg("%u function%s grew by more than %g%% and %.3f ms%s (--fail-above)", n,
+					     n == 1 ? "" : "s", threshold.percent, (double)threshold.min_ns / 1e6,
+					     threshold.on_cpu ? " on a CPU" : "");
 				status = EXIT_REGRESSION;
 			}
 		}

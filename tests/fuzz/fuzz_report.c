@@ -2,7 +2,8 @@
  * the text and JSON summaries and the HTML report, rebuilt from a trace;
  * and for `ulma diff` (src/monitor/diff.c), which reads two traces: the
  * input against itself and against its first half (a trace cut short,
- * so the two differ), as text, JSON with --fail-above and --html.
+ * so the two differ), as text, JSON with --fail-above, --html and
+ * --fail-on cpu.
  *
  * Each input is a trace; every complete chunk's CRC-32C is recomputed first
  * so that mutations reach the decoders.  Each input is reported in every
@@ -121,6 +122,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		{"diff", trace_path, trace_path, NULL},
 		{"diff", trace_path, half_path, "--format", "json", "--fail-above", "0%", NULL},
 		{"diff", half_path, trace_path, "--html", "-", NULL},
+		{"diff", half_path, trace_path, "--fail-above", "5", "--fail-on", "cpu", NULL},
 	};
 	for (size_t form = 0; form < sizeof(diffs) / sizeof(diffs[0]); form++) {
 		char **argv = diffs[form];

@@ -167,12 +167,15 @@ int main(void)
 			h_rows += (d.rows[i].a == ULMA_DIFF_ABSENT) != (d.rows[i].b == ULMA_DIFF_ABSENT);
 	CHECK_EQ_U64(h_rows, 4, "h moved ambiguously: four one-sided rows, none guessed");
 
-	CHECK_EQ_U64(ulma_diff_regressions(&d, 50, 100), 2, "past 50% and 100 ns: main and f");
-	CHECK_EQ_U64(ulma_diff_regressions(&d, 150, 0), 1, "past 150%: f");
-	CHECK_EQ_U64(ulma_diff_regressions(&d, 50, 300), 1, "past 50% and 300 ns: main");
-	CHECK_EQ_U64(ulma_diff_regressions(&d, 1000, 0), 0, "past 1000%: none (new is not counted)");
-
-	struct ulma_diff_threshold th = {50, 100};
+	struct ulma_diff_threshold th = {50, 100, false};
+	CHECK_EQ_U64(ulma_diff_regressions(&d, &th), 2, "past 50% and 100 ns: main and f");
+	CHECK_EQ_U64(ulma_diff_regressions(&d, &(struct ulma_diff_threshold){150, 0, false}), 1, "past 150%: f");
+	CHECK_EQ_U64(ulma_diff_regressions(&d, &(struct ulma_diff_threshold){50, 300, false}), 1,
+		     "past 50% and 300 ns: main");
+	CHECK_EQ_U64(ulma_diff_regressions(&d, &(struct ulma_diff_threshold){1000, 0, false}), 0,
+		     "past 1000%: none (new is not counted)");
+	CHECK_EQ_U64(ulma_diff_regressions(&d, &(struct ulma_diff_threshold){50, 100, true}), 2,
+		     "on-CPU without a split: the wall time, as the CLI refuses it");
 	char *json = render(json_fn, &d, &th);
 	if (CHECK(json != NULL, "JSON written")) {
 		CHECK(strstr(json, "\"name\": \"f\", \"file\": \"/p/a.py\", \"line\": 12, \"kind\": \"python\", \"in\": "
