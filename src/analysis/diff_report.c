@@ -148,7 +148,13 @@ int ulma_diff_text(FILE *out, const struct ulma_diff *d, uint32_t limit, unsigne
 		fputs("cpu, run, blk: the change of the total on a CPU, waiting for one, blocked (docs/time-split.md)\n", out);
 	else if (!d->split)
 		fputs("no on-CPU / blocked split: a run was recorded without it (docs/time-split.md)\n", out);
-	fprintf(out, "times: %s\n", d->b->walk.filter.no_correction ? "as measured (--no-correction)" : "less the hook's cost, as in the summary");
+	const struct ulma_walk *wa = &d->a->walk, *wb = &d->b->walk;
+	if (wb->filter.no_correction)
+		fputs("times: as measured, the hook's cost included (--no-correction)\n", out);
+	else
+		fprintf(out, "times: less the hook's measured cost per event, as in the summary: %.1f ns in A, %.1f ns in B%s\n",
+			(double)wa->cost_ps / 1e3, (double)wb->cost_ps / 1e3,
+			wa->cost_ps && wb->cost_ps ? "" : " (0: the trace does not say, nothing taken out)");
 	free(shown);
 	return ferror(out) ? -EIO : 0;
 }
