@@ -279,6 +279,14 @@ int ulma_diff_build(struct ulma_diff *d, const struct ulma_diff_side *a, const s
 		qsort(e, ne, sizeof(*e), by_identity);
 		err = match(d, e, ne, fig);
 	}
+	free(fig[0]);
+	free(fig[1]);
+	fig[0] = fig[1] = NULL;
+	if (!err && d->nrows) { /* at most one row per entry were reserved: give back the rest */
+		struct ulma_diff_row *rows = realloc(d->rows, (size_t)d->nrows * sizeof(*rows));
+		if (rows)
+			d->rows = rows;
+	}
 	if (!err)
 		err = order_rows(d, e, ne);
 	if (!err) { /* keys merged into another map to its row */
