@@ -44,10 +44,11 @@ tsan:
 fuzz:
 	CC=clang cmake -S . -B $(BUILD)/fuzz -G Ninja -DULMA_FUZZ=ON -DULMA_SANITIZE=address,undefined \
 	  -DCMAKE_BUILD_TYPE=Debug
-	cmake --build $(BUILD)/fuzz -j $(JOBS) --target fuzz_trace_reader fuzz_export fuzz_report
+	cmake --build $(BUILD)/fuzz -j $(JOBS) --target fuzz_trace_reader fuzz_export fuzz_report fuzz_merge
 	bash tests/fuzz/run.sh $(BUILD)/fuzz/fuzz_trace_reader $(FUZZ_SECONDS)
 	bash tests/fuzz/run.sh $(BUILD)/fuzz/fuzz_export $(FUZZ_SECONDS)
 	bash tests/fuzz/run.sh $(BUILD)/fuzz/fuzz_report $(FUZZ_SECONDS)
+	bash tests/fuzz/run.sh $(BUILD)/fuzz/fuzz_merge $(FUZZ_SECONDS)
 
 # one virtual environment per Python version, each with ulma installed from this tree
 pytest:
@@ -57,7 +58,7 @@ pytest:
 	  echo "=== pytest on Python $$v ($$py)"; \
 	  [ -x $$env/bin/python ] || $$py -m venv $$env; \
 	  $$env/bin/python -m pip install --quiet --upgrade pip >/dev/null; \
-	  $$env/bin/python -m pip install --quiet pytest cython setuptools line_profiler . ; \
+	  $$env/bin/python -m pip install --quiet pytest cython setuptools line_profiler mpi4py . ; \
 	  $$env/bin/python -m pytest -q tests/py; \
 	done
 

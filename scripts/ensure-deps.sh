@@ -15,6 +15,12 @@ command -v g++ >/dev/null || need+=(g++)
 command -v callgrind_annotate >/dev/null || need+=(valgrind)
 command -v babeltrace2 >/dev/null || need+=(babeltrace2)
 command -v chromium >/dev/null || need+=(chromium)
+# MPI (docs/mpi.md): Open MPI's mpirun and mpicc, for libulma_mpi.so and the MPI tests
+command -v mpirun >/dev/null || need+=(openmpi-bin)
+command -v mpicc >/dev/null || need+=(libopenmpi-dev)
+# two MPI "hosts" as network namespaces (tests/py/test_mpi_hosts.py)
+command -v ip >/dev/null || need+=(iproute2)
+command -v unshare >/dev/null || need+=(util-linux)
 if [ ${#need[@]} -gt 0 ]; then
   echo "installing: ${need[*]}"
   SUDO=""; [ "$(id -u)" = 0 ] || SUDO=sudo

@@ -19,7 +19,7 @@
 #include <stdint.h>
 
 #define ULMA_SHM_MAGIC UINT64_C(0x314d48534d4c5500) /* "\0ULMSHM1" */
-#define ULMA_SHM_VERSION 5u
+#define ULMA_SHM_VERSION 6u
 #define ULMA_CACHELINE 64
 
 /* Header flags, fixed at session creation. */
@@ -73,8 +73,15 @@ enum ulma_record_kind {
 				 * that follows; a size of 2^46 bytes or more is written as 2^46 - 1 */
 	ULMA_REC_ALLOC = 14,    /* value = the block's address */
 	ULMA_REC_FREE = 15,     /* value = the block's address */
+	/* MPI (libulma_mpi.so, docs/mpi.md): an MPI event is up to
+	 * ULMA_MPI_ARGS_MAX MPI_ARG records, each a 48-bit value as id | cpu << 32
+	 * (no CPU number), then one MPI_EVENT whose id is the operation (enum
+	 * ulma_mpi_op, src/core/mpi_event.h) and cpu the CPU; all carry the
+	 * event's time. */
+	ULMA_REC_MPI_ARG = 20,
+	ULMA_REC_MPI_EVENT = 21,
 };
-#define ULMA_REC_KIND_MAX 15u
+#define ULMA_REC_KIND_MAX 21u
 
 /* Python's allocator domains (PyMemAllocatorDomain's order). */
 enum ulma_mem_domain {

@@ -13,7 +13,8 @@
 #include <stdint.h>
 
 #define ULMA_TRACE_MAGIC "ULMATRC\x01"
-#define ULMA_TRACE_VERSION 5u     /* 5: lines and source copies, memory;
+#define ULMA_TRACE_VERSION 6u     /* 6: MPI events, ranks and merges;
+				   * 5: lines and source copies, memory;
 				   * 4: native functions, zones and marks;
                                    * 3: off-CPU intervals in the event stream, END's monitor figures;
 				   * 2: SCHED chunks say how many values a sample has */
@@ -31,6 +32,10 @@ enum ulma_chunk_type {
 	ULMA_CHUNK_SCHED = 6,  /* one thread's schedstat samples: ticks, cpu ns, wait ns[, gil ns] */
 	ULMA_CHUNK_OVERHEAD = 7, /* the hook's measured cost per event, in ps */
 	ULMA_CHUNK_PROCESS = 8,  /* a process's command line, as shown: pid, length, bytes */
+	ULMA_CHUNK_MPI_RANK = 9, /* (version 6) an MPI rank: pid, rank, size, host length, host bytes,
+				  * then (merged traces) events, ns in MPI, clock offsets at init and finalize */
+	ULMA_CHUNK_MPI_MERGE = 10, /* (version 6) what `ulma merge` did: ranks, events moved, largest
+				    * move (ns), largest clock offset (ns), messages, unmatched */
 };
 
 enum ulma_def_tag {
@@ -69,6 +74,8 @@ enum ulma_ext_kind {
 	 * varint zigzag delta from the previous address of the chunk (0 at its start). */
 	ULMA_EXT_ALLOC = 8, /* varint size << 2 | domain (ulma_mem_domain), varint address delta */
 	ULMA_EXT_FREE = 9,  /* varint address delta */
+	/* MPI (version 6, docs/mpi.md): not counted as events */
+	ULMA_EXT_MPI = 12, /* varint op (enum ulma_mpi_op), varint n <= ULMA_MPI_ARGS_MAX, n varint args */
 };
 
 /* Why a thread was off its CPU (ULMA_EXT_OFF), from the scheduler's switch records. */

@@ -14,7 +14,11 @@
  * Events are written as the walker closes frames, so memory stays bounded
  * whatever the trace's size; complete events need not be sorted (both
  * viewers sort them), and here a callee comes before its caller.  Times
- * count from the trace start.
+ * count from the trace start.  In a merged MPI trace (docs/mpi.md) each
+ * matched message is a flow arrow: {"ph": "s"} at its send, inside the
+ * sending call's slice, and {"ph": "f", "bp": "e"} at its receive, with
+ * one id made of the message's source, destination, tag, communicator and
+ * number.
  */
 #include <errno.h>
 #include <math.h>
@@ -209,6 +213,29 @@ static int on_mark(void *ctx, const struct ulma_walk *w, uint32_t thread, const 
 	return end_event(c, t);
 }
 
+/* A message's end: the start of its flow at the send, its finish at the receive. */
+static int on_mpi(void *ctx, const struct ulma_walk *w, uint32_t thread, const struct ulma_walk_mpi *m)
+{
+	struct chrome *c = ctx;
+	const struct ulma_trace_mpi *e = m->ev;
+	if ((e->op != ULMA_MPI_SEND && e->op != ULMA_MPI_RECV) || e->nargs < 5 || m->rank == UINT32_MAX ||
+	    e->args[4] == ULMA_MPI_SEQ_NONE)
+		return 0;
+	bool send = e->op == ULMA_MPI_SEND;
+	uint64_t parts[5] = {send ? m->rank : e->args[0], send ? e->args[0] : m->rank, e->args[1], e->args[2],
+			     e->args[4]};
+	uint64_t id = UINT64_C(0xcbf29ce484222325);
+	for (int k = 0; k < 5; k++)
+		id = (id ^ parts[k]) * UINT64_C(0x100000001b3) ^ (id >> 31);
+	separator(c);
+	ulma_sbuf_puts(&c->b, send ? "{\"ph\":\"s\"" : "{\"ph\":\"f\",\"bp\":\"e\"");
+	ulma_sbuf_printf(&c->b, ",\"cat\":\"mpi\",\"name\":\"message tag %lld, %llu bytes\",\"id\":%llu,\"ts\":",
+			 (long long)ulma_unzigzag(e->args[1]), (unsigned long long)e->args[3],
+			 (unsigned long long)(id & ((UINT64_C(1) << 53) - 1)));
+	put_us(&c->b, m->at_ns);
+	return end_event(c, &w->threads[thread]);
+}
+
 int ulma_export_chrome(FILE *in, const struct ulma_export_opts *o, FILE *out, const char *dir,
 		       struct ulma_export_result *res)
 {
@@ -216,7 +243,7 @@ int ulma_export_chrome(FILE *in, const struct ulma_export_opts *o, FILE *out, co
 	struct ulma_walk w;
 	(void)dir;
 	ulma_sbuf_puts(&c.b, "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n");
-	struct ulma_walk_sink sink = {&c, on_func, on_thread, NULL, on_close, NULL, NULL, on_mark, NULL};
+	struct ulma_walk_sink sink = {&c, on_func, on_thread, NULL, on_close, NULL, NULL, on_mark, NULL, on_mpi};
 	int err = ulma_export_walk(in, o, &w, &sink, res);
 	if (!err) {
 		thread_names(&c, &w);

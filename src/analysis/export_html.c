@@ -415,7 +415,7 @@ int ulma_export_html(FILE *in, const struct ulma_export_opts *o, FILE *out, cons
 	if (err)
 		return err;
 	ulma_profile_init(&h.lines);
-	struct ulma_walk_sink sink = {&h, NULL, NULL, on_open, on_close, &h.t, &h.min_span, on_mark, &h.lines};
+	struct ulma_walk_sink sink = {&h, NULL, NULL, on_open, on_close, &h.t, &h.min_span, on_mark, &h.lines, NULL};
 	err = ulma_export_walk(in, o, &w, &sink, res);
 	if (!err && fputs(ulma_html_head, out) == EOF)
 		err = -EIO;

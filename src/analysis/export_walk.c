@@ -69,6 +69,7 @@ void ulma_walk_free(struct ulma_walk *w)
 	free(w->command);
 	ulma_pid_names_free(&w->names);
 	ulma_idmap_free(&w->keys);
+	ulma_idmap_free(&w->rank_of_pid);
 	ulma_profile_feed_free(&w->feed);
 	memset(w, 0, sizeof(*w));
 }
@@ -674,6 +675,29 @@ static int on_mark(void *ctx, const struct ulma_trace_mark *m)
 	return 0;
 }
 
+static int on_mpi_rank(void *ctx, const struct ulma_trace_rank *r)
+{
+	struct ulma_walk *w = ctx;
+	return ulma_idmap_put(&w->rank_of_pid, (uint64_t)r->pid + 1, r->rank + 1);
+}
+
+/* An MPI event, at its thread's corrected time as a mark is. */
+static int on_mpi(void *ctx, const struct ulma_trace_mpi *m)
+{
+	struct ulma_walk *w = ctx;
+	if (m->thread >= w->nthreads || !w->threads[m->thread].pass)
+		return 0;
+	struct ulma_walk_thread *t = &w->threads[m->thread];
+	uint64_t ns = to_ns(w, m->ticks), shift = t->shift_fp >> 32;
+	ns = ns > shift ? ns - shift : 0;
+	if (ns < w->filter.from_ns || ns > w->filter.to_ns)
+		return 0;
+	uint32_t rank = 0;
+	ulma_idmap_get(&w->rank_of_pid, (uint64_t)t->pid + 1, &rank);
+	struct ulma_walk_mpi wm = {m, ns, rank ? rank - 1 : UINT32_MAX};
+	return w->sink->on_mpi(w->sink->ctx, w, m->thread, &wm);
+}
+
 static int on_overhead(void *ctx, uint64_t ps)
 {
 	struct ulma_walk *w = ctx;
@@ -723,6 +747,10 @@ int ulma_walk_run(struct ulma_walk *w, FILE *f, const struct ulma_walk_sink *sin
 				       .on_process = on_process,
 				       .on_overhead = on_overhead,
 				       .on_mark = on_mark};
+	if (w->sink->on_mpi) {
+		v.on_mpi = on_mpi;
+		v.on_mpi_rank = on_mpi_rank;
+	}
 	if (w->sink->profile) {
 		ulma_profile_feed_init(&w->feed, w->sink->profile);
 		v.on_sched = on_sched;

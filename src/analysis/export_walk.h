@@ -135,6 +135,14 @@ struct ulma_walk_mark {
 	double value;   /* ULMA_EXT_COUNTER: the counter's value (any double, NaN included) */
 };
 
+/* An MPI event of a merged trace (docs/mpi.md): as the reader gives it,
+ * with its time and the rank of the process that recorded it. */
+struct ulma_walk_mpi {
+	const struct ulma_trace_mpi *ev;
+	uint64_t at_ns; /* since the trace start, on the thread's corrected clock */
+	uint32_t rank;  /* UINT32_MAX: its process is not a rank of the trace */
+};
+
 struct ulma_walk_thread {
 	uint64_t serial;
 	uint32_t pid;
@@ -182,6 +190,8 @@ struct ulma_walk_sink {
 	/* a profile the walk feeds (see above; initialised and freed by the
 	 * sink), or NULL; its function and thread indices are the walk's */
 	struct ulma_profile *profile;
+	/* an MPI event of a passing thread, in the time window */
+	int (*on_mpi)(void *ctx, const struct ulma_walk *w, uint32_t thread, const struct ulma_walk_mpi *m);
 };
 
 struct ulma_walk {
@@ -214,6 +224,7 @@ struct ulma_walk {
 	uint64_t end_ticks, end_ns;
 	const struct ulma_walk_sink *sink;
 	struct ulma_idmap keys; /* hash of name, file, line -> func */
+	struct ulma_idmap rank_of_pid; /* a merged MPI trace's: pid + 1 -> rank + 1 */
 	struct ulma_profile_feed feed; /* into sink->profile */
 	struct ulma_trace_end end;     /* END's facts, for the profile */
 };

@@ -337,6 +337,7 @@ int ulma_summary_text(FILE *out, const struct ulma_summary *s, uint32_t limit)
 	free(order);
 	ulma_summary_lines_text(out, s, limit);
 	ulma_summary_memory_text(out, s, limit);
+	ulma_summary_mpi_text(out, s);
 
 	uint32_t procs = count_processes(p);
 	char ending[64] = "";
@@ -566,6 +567,7 @@ int ulma_summary_json(FILE *out, const struct ulma_summary *s)
 		fputc('}', out);
 	}
 	fputs("\n],\n", out);
+	ulma_summary_mpi_json(out, s);
 	if (ulma_summary_memory_json(out, s) < 0)
 		return -ENOMEM;
 	uint64_t nat, in_frames;

@@ -14,6 +14,8 @@
 #include "../core/clock.h"
 #include "profile.h"
 
+struct ulma_mpi_view;
+
 struct ulma_summary {
 	const struct ulma_profile *profile;
 	struct ulma_clock_calibration cal;
@@ -29,6 +31,7 @@ struct ulma_summary {
 	uint64_t monitor_cpu_ns; /* the monitor's own CPU time, 0 if unknown */
 	uint64_t switches_lost;  /* context-switch records the kernel dropped */
 	uint64_t resynced;       /* frames closed without their exit, exits without an entry */
+	const struct ulma_mpi_view *mpi; /* ranks and messages of a merged MPI trace (mpi_view.h), or NULL */
 };
 
 /* Top `limit` functions by self time, then totals.  Returns 0 or -EIO. */

@@ -37,6 +37,12 @@ size_t ulma_summary_put_printable(FILE *out, const char *s, size_t max);
 /* s as a JSON string; invalid UTF-8 bytes become U+FFFD. */
 void ulma_summary_json_string(FILE *out, const char *s);
 
+/* summary_mpi.c: a merged MPI trace's "ranks", "messages", "unmatched",
+ * "logical_corrections" ... keys, each followed by a comma and a newline
+ * (nothing for other traces); and the text summary's MPI table. */
+void ulma_summary_mpi_json(FILE *out, const struct ulma_summary *s);
+void ulma_summary_mpi_text(FILE *out, const struct ulma_summary *s);
+
 /* summary_lines.c: `, "lines": [...]` for function func if it has lines
  * (and `, "source_changed": true` if its file changed during the run). */
 void ulma_summary_lines_json(FILE *out, const struct ulma_summary *s, uint32_t func);

@@ -390,6 +390,27 @@ static int parse_events(struct reader *r, const uint8_t *p, const uint8_t *end)
 					return err;
 				continue;
 			}
+			if (x == ULMA_EXT_MPI && r->version >= 6) {
+				struct ulma_trace_mpi m = {.ticks = ticks, .thread = tidx};
+				uint64_t op, nargs;
+				what = "MPI event";
+				GET_VARINT(p, end, op, truncated);
+				GET_VARINT(p, end, nargs, truncated);
+				if (nargs > ULMA_MPI_ARGS_MAX)
+					return corrupt(r, "MPI event with %llu arguments", (unsigned long long)nargs);
+				for (unsigned k = 0; k < nargs; k++)
+					GET_VARINT(p, end, m.args[k], truncated);
+				if (!r->v->on_mpi || op == 0 || op > 255)
+					continue;
+				if ((err = deliver(r, tidx, batch, n)))
+					return err;
+				n = 0;
+				m.op = (uint8_t)op;
+				m.nargs = (uint8_t)nargs;
+				if ((err = r->v->on_mpi(r->v->ctx, &m)))
+					return err;
+				continue;
+			}
 			if ((x == ULMA_EXT_LINE || x == ULMA_EXT_LINE_RESUME) && r->version >= 5) {
 				what = "line";
 				GET_VARINT(p, end, ev->count, truncated);
@@ -489,6 +510,52 @@ static int parse_process(struct reader *r, const uint8_t *p, const uint8_t *end)
 	return r->v->on_process ? r->v->on_process(r->v->ctx, &proc) : 0;
 }
 
+static int parse_mpi_rank(struct reader *r, const uint8_t *p, const uint8_t *end)
+{
+	uint64_t pid, rank, size, len;
+	NEED_VARINT(r, p, end, pid, "rank's process id");
+	NEED_VARINT(r, p, end, rank, "rank");
+	NEED_VARINT(r, p, end, size, "ranks in the run");
+	NEED_VARINT(r, p, end, len, "host name length");
+	if (pid > UINT32_MAX || rank >= size || size > UINT32_MAX)
+		return corrupt(r, "rank %llu of %llu (pid %llu) out of range", (unsigned long long)rank,
+			       (unsigned long long)size, (unsigned long long)pid);
+	if (len > ULMA_TRACE_MAX_NAME || len > (uint64_t)(end - p))
+		return corrupt(r, "host name of %llu bytes in a chunk of %td", (unsigned long long)len, end - p);
+	struct ulma_trace_rank rk = {
+		.pid = (uint32_t)pid, .rank = (uint32_t)rank, .size = (uint32_t)size, .host = (const char *)p, .host_len = (size_t)len};
+	p += len;
+	if (p < end) { /* a merged trace's */
+		uint64_t init, fin;
+		rk.merged = true;
+		NEED_VARINT(r, p, end, rk.events, "rank's events");
+		NEED_VARINT(r, p, end, rk.mpi_ns, "rank's time in MPI");
+		NEED_VARINT(r, p, end, init, "clock offset at MPI_Init");
+		NEED_VARINT(r, p, end, fin, "clock offset at MPI_Finalize");
+		NEED_VARINT(r, p, end, rk.unmatched, "rank's unmatched messages");
+		rk.offset_init_ns = ulma_unzigzag(init);
+		rk.offset_final_ns = ulma_unzigzag(fin);
+	}
+	if (p != end)
+		return corrupt(r, "rank chunk has %td bytes too many", end - p);
+	return r->v->on_mpi_rank ? r->v->on_mpi_rank(r->v->ctx, &rk) : 0;
+}
+
+static int parse_mpi_merge(struct reader *r, const uint8_t *p, const uint8_t *end)
+{
+	struct ulma_trace_merge m;
+	NEED_VARINT(r, p, end, m.ranks, "merged ranks");
+	NEED_VARINT(r, p, end, m.moved, "events moved");
+	NEED_VARINT(r, p, end, m.max_move_ns, "largest move");
+	NEED_VARINT(r, p, end, m.max_offset_ns, "largest clock offset");
+	NEED_VARINT(r, p, end, m.messages, "messages");
+	NEED_VARINT(r, p, end, m.unmatched, "unmatched messages");
+	NEED_VARINT(r, p, end, m.moves, "moves");
+	if (p != end)
+		return corrupt(r, "merge chunk has %td bytes too many", end - p);
+	return r->v->on_mpi_merge ? r->v->on_mpi_merge(r->v->ctx, &m) : 0;
+}
+
 static int parse_chunk(struct reader *r, uint32_t type, const uint8_t *p, const uint8_t *end)
 {
 	if (!r->have_meta && type != ULMA_CHUNK_META)
@@ -515,6 +582,10 @@ static int parse_chunk(struct reader *r, uint32_t type, const uint8_t *p, const 
 		return r->v->on_overhead ? r->v->on_overhead(r->v->ctx, r->st->overhead_ps) : 0;
 	case ULMA_CHUNK_PROCESS:
 		return parse_process(r, p, end);
+	case ULMA_CHUNK_MPI_RANK:
+		return r->version >= 6 ? parse_mpi_rank(r, p, end) : 0;
+	case ULMA_CHUNK_MPI_MERGE:
+		return r->version >= 6 ? parse_mpi_merge(r, p, end) : 0;
 	default:
 		return 0; /* a newer writer's chunk: skip it */
 	}

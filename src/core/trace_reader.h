@@ -17,6 +17,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "mpi_event.h"
 #include "trace_writer.h"
 
 enum ulma_event_kind {
@@ -97,6 +98,17 @@ struct ulma_trace_memory {
 	uint8_t domain;  /* ULMA_EXT_ALLOC: enum ulma_mem_domain */
 };
 
+/* An MPI event (version 6, docs/mpi.md), in order with the thread's
+ * events (they are delivered first).  What the arguments mean depends on
+ * the operation: src/core/mpi_event.h. */
+struct ulma_trace_mpi {
+	uint64_t ticks;
+	uint64_t args[ULMA_MPI_ARGS_MAX]; /* the first nargs; the rest are 0 */
+	uint32_t thread; /* dense */
+	uint8_t op;      /* enum ulma_mpi_op; readers skip ones they do not know */
+	uint8_t nargs;
+};
+
 #define ULMA_TRACE_BATCH 1024 /* events per on_events call, at most */
 
 /* Each callback may be NULL.  A non-zero return stops reading; it is
@@ -123,6 +135,13 @@ struct ulma_trace_visitor {
 	int (*on_source)(void *ctx, const struct ulma_trace_source *source);
 	/* an allocation or a free, in order with the thread's events */
 	int (*on_memory)(void *ctx, const struct ulma_trace_memory *mem);
+	/* an MPI event, in order with the thread's events (version 6) */
+	int (*on_mpi)(void *ctx, const struct ulma_trace_mpi *mpi);
+	/* an MPI rank: who wrote this trace, or one rank of a merged trace;
+	 * rank->host is valid during the callback (version 6) */
+	int (*on_mpi_rank)(void *ctx, const struct ulma_trace_rank *rank);
+	/* what `ulma merge` did, in a merged trace (version 6) */
+	int (*on_mpi_merge)(void *ctx, const struct ulma_trace_merge *merge);
 };
 
 

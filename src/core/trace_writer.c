@@ -2,6 +2,8 @@
  * and docs/trace-format.md). */
 #include "trace_writer.h"
 
+#include "mpi_event.h"
+
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -375,6 +377,18 @@ void ulma_trace_free(struct ulma_trace_stream *s, uint64_t ticks, uint64_t addr)
 	put_addr(s, addr);
 }
 
+void ulma_trace_mpi(struct ulma_trace_stream *s, uint64_t ticks, unsigned op, const uint64_t *args, unsigned n)
+{
+	if (n > ULMA_MPI_ARGS_MAX)
+		n = ULMA_MPI_ARGS_MAX;
+	ext_word(s, ticks, false); /* not an event of its own */
+	s->len += ulma_varint_put(s->body + s->len, ULMA_EXT_MPI);
+	s->len += ulma_varint_put(s->body + s->len, op);
+	s->len += ulma_varint_put(s->body + s->len, n);
+	for (unsigned i = 0; i < n; i++) /* 48 bits at most: 7 bytes, so the event fits the stream's slack */
+		s->len += ulma_varint_put(s->body + s->len, args[i] & ((UINT64_C(1) << 48) - 1));
+}
+
 void ulma_trace_mark(struct ulma_trace_stream *s, uint64_t ticks, unsigned ext, uint32_t id, double value)
 {
 	ext_word(s, ticks, false); /* not an event of its own */
@@ -439,6 +453,47 @@ void ulma_trace_writer_abandon(struct ulma_trace_writer *w)
 	if (w->fd >= 0)
 		close(w->fd);
 	free(w);
+}
+
+int ulma_trace_mpi_rank(struct ulma_trace_writer *w, const struct ulma_trace_rank *r)
+{
+	uint8_t p[12 * ULMA_VARINT_MAX];
+	size_t len = r->host_len > ULMA_TRACE_MAX_NAME ? ULMA_TRACE_MAX_NAME : r->host_len;
+	size_t n = ulma_varint_put(p, r->pid);
+	n += ulma_varint_put(p + n, r->rank);
+	n += ulma_varint_put(p + n, r->size);
+	n += ulma_varint_put(p + n, len);
+	uint8_t tail[6 * ULMA_VARINT_MAX];
+	size_t m = 0;
+	if (r->merged) {
+		m += ulma_varint_put(tail + m, r->events);
+		m += ulma_varint_put(tail + m, r->mpi_ns);
+		m += ulma_varint_put(tail + m, ulma_zigzag(r->offset_init_ns));
+		m += ulma_varint_put(tail + m, ulma_zigzag(r->offset_final_ns));
+		m += ulma_varint_put(tail + m, r->unmatched);
+	}
+	uint8_t *body = malloc(n + len + m);
+	if (!body)
+		return -ENOMEM;
+	memcpy(body, p, n);
+	memcpy(body + n, r->host, len);
+	memcpy(body + n + len, tail, m);
+	int rc = write_chunk(w, ULMA_CHUNK_MPI_RANK, body, n + len + m, NULL, 0);
+	free(body);
+	return rc;
+}
+
+int ulma_trace_mpi_merge(struct ulma_trace_writer *w, const struct ulma_trace_merge *m)
+{
+	uint8_t p[8 * ULMA_VARINT_MAX];
+	size_t n = ulma_varint_put(p, m->ranks);
+	n += ulma_varint_put(p + n, m->moved);
+	n += ulma_varint_put(p + n, m->max_move_ns);
+	n += ulma_varint_put(p + n, m->max_offset_ns);
+	n += ulma_varint_put(p + n, m->messages);
+	n += ulma_varint_put(p + n, m->unmatched);
+	n += ulma_varint_put(p + n, m->moves);
+	return write_chunk(w, ULMA_CHUNK_MPI_MERGE, p, n, NULL, 0);
 }
 
 int ulma_trace_process(struct ulma_trace_writer *w, uint32_t pid, const char *name, size_t len)

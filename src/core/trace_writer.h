@@ -226,6 +226,10 @@ void ulma_trace_free(struct ulma_trace_stream *s, uint64_t ticks, uint64_t addr)
 /* A mark (ULMA_EXT_INSTANT, _COUNTER with `value`, _THREAD_NAME) of
  * definition id at `ticks`.  Not an event. */
 void ulma_trace_mark(struct ulma_trace_stream *s, uint64_t ticks, unsigned ext, uint32_t id, double value);
+/* An MPI event (version 6, docs/mpi.md): operation `op` (enum
+ * ulma_mpi_op) with its n arguments (at most ULMA_MPI_ARGS_MAX, each
+ * below 2^48), at `ticks`.  Not an event. */
+void ulma_trace_mpi(struct ulma_trace_stream *s, uint64_t ticks, unsigned op, const uint64_t *args, unsigned n);
 /* A schedstat sample of the stream's thread.  Samples are written before
  * the events they bracket. */
 void ulma_trace_sched(struct ulma_trace_stream *s, const struct ulma_trace_sched *sample);
@@ -243,6 +247,35 @@ uint64_t ulma_trace_writer_bytes(const struct ulma_trace_writer *w);
  * -errno. */
 #define ULMA_TRACE_MAX_NAME 1024u
 int ulma_trace_process(struct ulma_trace_writer *w, uint32_t pid, const char *name, size_t len);
+
+/* An MPI rank (version 6, docs/mpi.md): in a rank's own trace, who it
+ * was; in a merged trace, also what the merge found of it. */
+struct ulma_trace_rank {
+	uint32_t pid;
+	uint32_t rank;
+	uint32_t size;       /* ranks in MPI_COMM_WORLD */
+	const char *host;    /* not NUL-terminated; at most ULMA_TRACE_MAX_NAME bytes are kept */
+	size_t host_len;
+	bool merged;         /* the fields below are present (written by `ulma merge`) */
+	uint64_t events;
+	uint64_t mpi_ns;     /* time inside MPI calls, all threads */
+	int64_t offset_init_ns;  /* its clock minus rank 0's at MPI_Init ... */
+	int64_t offset_final_ns; /* ... and at MPI_Finalize (the init one if there is none) */
+	uint64_t unmatched;  /* its sends and receives that have no partner */
+};
+int ulma_trace_mpi_rank(struct ulma_trace_writer *w, const struct ulma_trace_rank *rank);
+
+/* What `ulma merge` did (version 6): one per merged trace. */
+struct ulma_trace_merge {
+	uint64_t ranks;
+	uint64_t moved;         /* events the logical-clock pass moved later */
+	uint64_t max_move_ns;   /* the largest such move */
+	uint64_t max_offset_ns; /* the largest clock offset to rank 0, in absolute value */
+	uint64_t messages;      /* matched point-to-point messages */
+	uint64_t unmatched;     /* sends and receives without a partner */
+	uint64_t moves; /* receives and collective exits it moved (each moves the rest of its rank) */
+};
+int ulma_trace_mpi_merge(struct ulma_trace_writer *w, const struct ulma_trace_merge *merge);
 
 /* The hook's cost per event (ps), as the program measured it at start-up.
  * Written at once; a reader keeps the last.  Returns 0 or -errno. */

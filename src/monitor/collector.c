@@ -13,6 +13,7 @@
 #include "collector_defs.h"
 #include "collector_lines.h"
 #include "collector_memory.h"
+#include "../core/mpi_event.h"
 #include "../analysis/profile_lines.h"
 #include "../analysis/profile_memory.h"
 #include "collector_native.h"
@@ -41,6 +42,8 @@ struct ulma_collector_slot {
 	unsigned value_parts; /* which halves of it: bit 0 high, bit 1 low */
 	uint32_t twins_open;  /* Cython's reports of native frames, dropped (cython_twin) */
 	struct ulma_collector_mem mem; /* a MEM_SIZE waiting for its ALLOC (collector_memory.h) */
+	uint64_t mpi_args[ULMA_MPI_ARGS_MAX]; /* the MPI_ARG records of the MPI event to come */
+	unsigned mpi_nargs;
 	struct native_seen *native_cache; /* NATIVE_CACHE recent addresses, NULL until the first */
 	struct ulma_offcpu_thread *off; /* switch records of the thread, or NULL */
 	/* schedstat sampling */
@@ -339,7 +342,7 @@ static inline uint64_t native_addr(const struct ulma_record *r)
 static inline bool has_cpu(uint8_t kind)
 {
 	return kind != ULMA_REC_NATIVE_ENTER && kind != ULMA_REC_NATIVE_EXIT && kind != ULMA_REC_VALUE &&
-	       (kind < ULMA_REC_MEM_SIZE || kind > ULMA_REC_FREE);
+	       (kind < ULMA_REC_MEM_SIZE || kind > ULMA_REC_FREE) && kind != ULMA_REC_MPI_ARG;
 }
 
 /* The dense index of the native function at addr, of the thread's cache
@@ -387,6 +390,7 @@ static bool apply_rare(struct ulma_collector *c, struct ulma_collector_slot *cs,
 	switch (r->kind) {
 	case ULMA_REC_LOST:
 		record_lost(c, cs, t, r->id);
+		cs->mpi_nargs = 0; /* arguments before a loss belong to an MPI event that was lost */
 		return true;
 	case ULMA_REC_STOP: /* a thread idle since its last event was inside its frames until now */
 		close_frames(c, cs, t, ULMA_OFFCPU_ENDS);
@@ -404,6 +408,15 @@ static bool apply_rare(struct ulma_collector *c, struct ulma_collector_slot *cs,
 	case ULMA_REC_COUNTER:
 	case ULMA_REC_THREAD_NAME:
 		apply_mark(c, cs, r, t);
+		return true;
+	case ULMA_REC_MPI_ARG: /* the arguments of the MPI_EVENT that follows (shm.h) */
+		if (cs->mpi_nargs < ULMA_MPI_ARGS_MAX)
+			cs->mpi_args[cs->mpi_nargs++] = native_addr(r);
+		return false;
+	case ULMA_REC_MPI_EVENT: /* to the trace as it came, not an event of the profile */
+		if (cs->stream)
+			ulma_trace_mpi(cs->stream, t, r->id, cs->mpi_args, cs->mpi_nargs);
+		cs->mpi_nargs = 0;
 		return true;
 	case ULMA_REC_LINE:
 	case ULMA_REC_LINE_RESUME:

@@ -47,6 +47,7 @@ int ulma_record_option(struct ulma_record_options *o, int c, const char *arg)
 	switch (c) {
 	case 'o':
 		o->output = arg;
+		o->output_set = true;
 		return 1;
 	case 'L': /* the default since writers wait; kept for old command lines */
 		o->may_drop = false;
@@ -79,6 +80,7 @@ int ulma_record_option(struct ulma_record_options *o, int c, const char *arg)
 			return -1;
 		}
 		o->summary = arg;
+		o->summary_set = true;
 		return 1;
 	case 'n':
 		return ulma_parse_limit(arg, &o->limit) < 0 ? -1 : 1;

@@ -26,7 +26,9 @@
 
 struct ulma_record_options {
 	const char *output;  /* -o, --output: the trace file (default ulma.trace) */
+	bool output_set;     /* -o was given (under mpirun it names a directory) */
 	const char *summary; /* --summary: text (default), json or none */
+	bool summary_set;    /* --summary was given (under mpirun the default is none, docs/mpi.md) */
 	long limit;          /* --limit: rows of the text summary (default 25) */
 	bool may_drop;       /* --may-drop: writers drop events when a ring is full (default: they wait) */
 	bool no_c_calls;     /* --no-c-calls */

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "../analysis/lane.h"
+#include "../analysis/mpi_view.h"
 #include "../analysis/profile.h"
 #include "../analysis/profile_feed.h"
 #include "../analysis/profile_lines.h"
@@ -25,6 +26,7 @@ struct report_ctx {
 	double ns_per_tick;
 	struct ulma_trace_meta meta;
 	struct ulma_trace_end end;
+	struct ulma_mpi_view mpi; /* a merged MPI trace's ranks and messages */
 	int error;
 };
 
@@ -47,9 +49,29 @@ static int on_meta(void *ctx, const struct ulma_trace_meta *m)
 	return (m->flags & ULMA_META_MEMORY) ? ulma_profile_memory_enable(&r->profile) : 0;
 }
 
+static int on_mpi(void *ctx, const struct ulma_trace_mpi *m)
+{
+	struct report_ctx *r = ctx;
+	return ulma_mpi_view_mpi(&r->mpi, m);
+}
+
+static int on_mpi_rank(void *ctx, const struct ulma_trace_rank *rank)
+{
+	struct report_ctx *r = ctx;
+	return ulma_mpi_view_rank(&r->mpi, rank);
+}
+
+static int on_mpi_merge(void *ctx, const struct ulma_trace_merge *m)
+{
+	struct report_ctx *r = ctx;
+	return ulma_mpi_view_merge(&r->mpi, m);
+}
+
 static int on_func(void *ctx, const struct ulma_trace_func *f)
 {
 	struct report_ctx *r = ctx;
+	if (ulma_mpi_view_func(&r->mpi, f) < 0)
+		return -ENOMEM;
 	return ulma_profile_add_func(&r->profile, f->index, f->kind, f->name, f->name_len, f->file,
 				     f->file_len, f->line);
 }
@@ -78,6 +100,8 @@ static int on_thread(void *ctx, const struct ulma_trace_thread *t)
 			ulma_lane_init(&lv[i], r->meta.start_ticks, ulma_u64_from_double(1e6 / r->ns_per_tick));
 		r->nsched = n;
 	}
+	if (ulma_mpi_view_thread(&r->mpi, t) < 0)
+		return -ENOMEM;
 	return ulma_profile_feed_thread(&r->events, t);
 }
 
@@ -110,6 +134,8 @@ static int on_events(void *ctx, uint32_t thread, const struct ulma_trace_event *
 	struct ulma_schedline *line = ulma_profile_feed_schedline(&r->events, thread);
 	struct lane_feed *feed = &r->feed[thread];
 	bool sampled = !ulma_schedline_empty(line);
+	if (r->mpi.merged && ulma_mpi_view_events(&r->mpi, thread, ev, n) < 0)
+		return -ENOMEM;
 	for (size_t i = 0; i < n; i++) {
 		const struct ulma_trace_event *e = &ev[i];
 		if (sampled) {
@@ -231,6 +257,7 @@ int ulma_cmd_report(int argc, char **argv)
 	r.end.exit_status = -1;
 	ulma_profile_init(&r.profile);
 	ulma_profile_feed_init(&r.events, &r.profile);
+	ulma_mpi_view_init(&r.mpi);
 	struct ulma_trace_visitor v = {.ctx = &r,
 				       .on_meta = on_meta,
 				       .on_func = on_func,
@@ -241,7 +268,10 @@ int ulma_cmd_report(int argc, char **argv)
 				       .on_memory = on_memory,
 				       .on_end = on_end,
 				       .on_sched = on_sched,
-				       .on_process = on_process};
+				       .on_process = on_process,
+				       .on_mpi = on_mpi,
+				       .on_mpi_rank = on_mpi_rank,
+				       .on_mpi_merge = on_mpi_merge};
 	struct ulma_trace_status st;
 	FILE *f;
 	const char *why;
@@ -262,6 +292,7 @@ int ulma_cmd_report(int argc, char **argv)
 			ulma_die_msg("%s: %s", path, strerror(-err));
 		ulma_profile_feed_free(&r.events);
 		ulma_profile_free(&r.profile);
+		ulma_mpi_view_free(&r.mpi);
 		free(r.lanes);
 		free(r.feed);
 		return 1;
@@ -276,7 +307,9 @@ int ulma_cmd_report(int argc, char **argv)
 				 .complete = st.complete,
 				 .exit_status = st.complete ? r.end.exit_status : -1,
 				 .overhead_ps = st.overhead_ps,
-				 .no_correction = no_correction};
+				 .no_correction = no_correction,
+				 .mpi = &r.mpi};
+	ulma_mpi_view_finish(&r.mpi);
 	ulma_clock_calibrate(tsc, &start, st.complete ? &endp : NULL, r.meta.tick_hz, &s.cal);
 	s.monitor_cpu_ns = r.end.monitor_cpu_ns;
 	s.switches_lost = r.end.switches_lost;
@@ -312,6 +345,7 @@ int ulma_cmd_report(int argc, char **argv)
 	}
 	ulma_profile_feed_free(&r.events);
 	ulma_profile_free(&r.profile);
+	ulma_mpi_view_free(&r.mpi);
 	free(r.lanes);
 	free(r.feed);
 	free(lane_text);

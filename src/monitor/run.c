@@ -32,6 +32,7 @@
 #include "collector_lines.h"
 #include "commands.h"
 #include "live_view.h"
+#include "mpi_rank.h"
 #include "native_target.h"
 #include "record_options.h"
 #include "ulma/trace_format.h"
@@ -66,13 +67,20 @@ struct run_options {
 	bool native;               /* the target is a native executable (native_target.h) */
 	char native_path[PATH_MAX]; /* ... found here */
 	char runtime[PATH_MAX];     /* libulma_rt.so to preload, "" if none was found */
+	bool mpi;                   /* an MPI rank (mpi_rank.h) */
+	struct ulma_mpi_env mpi_env;
+	char mpi_lib[PATH_MAX];     /* libulma_mpi.so to preload, "" if ulma was built without MPI */
+	char mpi_output[PATH_MAX];  /* DIR/rank-NNNN.trace */
+	const char *mpi_dir;        /* DIR */
 };
 
 static const char run_usage[] =
 	"usage: ulma run [options] script.py [args...]\n"
 	"       ulma run [options] -m module [args...]\n"
 	"       ulma run [options] ./program [args...]   (native code: docs/native.md)\n"
-	"  -o, --output FILE      trace file to write (default ulma.trace)\n"
+	"  -o, --output FILE      trace file to write (default ulma.trace); under mpirun, the directory\n"
+	"                         of one trace per rank, DIR/rank-NNNN.trace (default ulma-traces, docs/mpi.md),\n"
+	"                         and no summary unless --summary asks for one\n"
 ULMA_RECORD_USAGE_SPLIT
 	"  --no-c-calls           record Python functions only, not builtins (less overhead, see docs/hooks.md)\n"
 ULMA_RECORD_USAGE_LINES
@@ -363,6 +371,9 @@ static pid_t spawn(const struct run_options *o, const char *python, int session_
 		 * but ULMA_SESSION_PATH (docs/native.md) */
 		if (o->native)
 			ulma_runtime_preload(o->runtime);
+		/* an MPI rank's calls go through ulma's PMPI wrappers (docs/mpi.md) */
+		if (o->mpi && o->mpi_lib[0])
+			ulma_runtime_preload(o->mpi_lib);
 		if (fd >= 0 && o->native)
 			execv(o->native_path, o->args);
 		else if (fd >= 0)
@@ -511,6 +522,24 @@ int ulma_cmd_run(int argc, char **argv)
 	const char *python = find_python(o.python, pybuf, sizeof(pybuf));
 	if (o.attachable)
 		return run_attachable(&o, python);
+	if ((o.mpi = ulma_mpi_env_detect(&o.mpi_env))) {
+		const char *dir = o.mpi_dir = o.rec.output_set ? o.rec.output : "ulma-traces";
+		err = ulma_mpi_trace_path(dir, o.mpi_env.rank, o.mpi_output, sizeof(o.mpi_output));
+		if (err) {
+			ulma_die_msg("cannot make the directory '%s' for rank %u's trace: %s", dir,
+				     (unsigned)o.mpi_env.rank, strerror(-err));
+			return ULMA_EXIT_USAGE;
+		}
+		o.rec.output = o.mpi_output;
+		if (!o.rec.summary_set) /* one summary per rank would bury the program's output: merge, then report */
+			o.rec.summary = "none";
+		if (!o.runtime[0] || ulma_mpi_lib_find(o.runtime, o.mpi_lib, sizeof(o.mpi_lib)) < 0) {
+			o.mpi_lib[0] = '\0';
+			if (o.mpi_env.rank == 0)
+				ulma_die_msg("libulma_mpi.so was not found beside libulma_rt.so (ulma was built "
+					     "without MPI): MPI calls are not recorded");
+		}
+	}
 	if (!o.module && ulma_same_file(o.rec.output, o.args[0])) {
 		ulma_die_msg("the trace '%s' would replace the script '%s': choose another -o", o.rec.output,
 			     o.args[0]);
@@ -534,10 +563,11 @@ int ulma_cmd_run(int argc, char **argv)
 	uint64_t hz = ulma_clock_measure_hz(cfg.use_tsc);
 	ulma_clock_sample(cfg.use_tsc, &start);
 	char *cmd = command_line(&o);
+	int64_t skew = o.mpi ? ulma_mpi_test_skew_ns() : 0; /* the tests' other host (docs/mpi.md) */
 	struct ulma_trace_meta meta = {
 		.flags = ulma_record_meta_flags(&o.rec, cfg.use_tsc),
 		.start_ticks = start.ticks,
-		.start_ns = start.ns,
+		.start_ns = start.ns + (uint64_t)skew,
 		.tick_hz = hz,
 		.command = cmd,
 	};
@@ -570,6 +600,8 @@ int ulma_cmd_run(int argc, char **argv)
 		/* its context switches are followed from its first instruction */
 		int split = ulma_record_open_switches(&o.rec, pid, true, &switches);
 		ulma_collector_split(&col, split, switches, &start, hz);
+		if (o.mpi)
+			ulma_mpi_write_rank(writer, &o.mpi_env, (uint32_t)pid);
 		if (spawn_go(pid, go_fd, exec_fd, python, &o) < 0)
 			pid = -1;
 	}
@@ -629,11 +661,16 @@ int ulma_cmd_run(int argc, char **argv)
 		return code;
 	}
 	uint64_t monitor_cpu = ulma_record_self_cpu_ns();
-	ulma_record_close_trace(&o.rec, &col, writer, &endp, status, monitor_cpu);
+	struct ulma_clock_pair trace_end = endp;
+	trace_end.ns += (uint64_t)skew;
+	ulma_record_close_trace(&o.rec, &col, writer, &trace_end, status, monitor_cpu);
 	struct ulma_summary s;
 	ulma_record_summary(&s, &col, o.rec.output, cfg.use_tsc, hz, &start, &endp, status, monitor_cpu,
 			    o.rec.no_correction);
 	ulma_record_print_summary(stderr, &o.rec, &s);
+	if (o.mpi && o.mpi_env.rank == 0 && !o.rec.summary_set)
+		ulma_die_msg("rank 0's trace is %s; when every rank is done: ulma merge %s -o all.trace", o.rec.output,
+			     o.mpi_dir);
 	ulma_collector_lines_warn(&col, stderr);
 	ulma_switches_close(switches);
 	ulma_collector_free(&col);

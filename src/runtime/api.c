@@ -164,3 +164,18 @@ ULMA_RT_API void ulma_thread_name(const char *name)
 		return;
 	ulma_rt_mark(ULMA_REC_THREAD_NAME, mark_id(name), 0);
 }
+
+ULMA_RT_API void ulma_rt_mpi_event(uint32_t op, const uint64_t *args, unsigned n)
+{
+	if (!tracing())
+		return;
+	struct ulma_thread_writer *w = ulma_rt_writer();
+	if (!w)
+		return;
+	uint32_t cpu;
+	uint64_t t = ulma_clock_now(ulma_rt.use_tsc, &cpu);
+	for (unsigned i = 0; i < n; i++) /* 48 bits each, as id | cpu << 32 (shm.h) */
+		ulma_ring_write(&w->ring, t, (uint32_t)args[i], (uint16_t)(args[i] >> 32), ULMA_REC_MPI_ARG);
+	ulma_ring_write(&w->ring, t, op, cpu, ULMA_REC_MPI_EVENT);
+	ulma_rt_done(w);
+}

@@ -142,6 +142,13 @@ ULMA_RT_API uint32_t ulma_rt_mark_define(const char *name, size_t name_len);
  * written for id 0 or when tracing is off.  Thread-safe. */
 ULMA_RT_API void ulma_rt_mark(uint8_t kind, uint32_t id, double value);
 
+/* Record an MPI event on the calling thread now: operation `op` (enum
+ * ulma_mpi_op, src/core/mpi_event.h) with its n arguments (at most
+ * ULMA_MPI_ARGS_MAX, each below 2^48), as n MPI_ARG records and one
+ * MPI_EVENT.  Starts tracing in an armed process, as the C API does.
+ * Nothing is written when tracing is off.  Thread-safe (libulma_mpi.so). */
+ULMA_RT_API void ulma_rt_mpi_event(uint32_t op, const uint64_t *args, unsigned n);
+
 static inline struct ulma_thread_writer *ulma_rt_writer(void)
 {
 	struct ulma_thread_writer *w = ulma_tls_writer;

@@ -15,7 +15,7 @@
  * command exits with anything but 0 or 1, or with 1 and no message.
  *
  * The program's ulma_die_msg and ulma_parse_limit live in main.c beside
- * main(); the harness has its own: messages are counted, not printed.
+ * main(); the harness has its own (cli_stubs.h): messages are counted, not printed.
  *
  * Run: build with -DULMA_FUZZ=ON (target fuzz_report), then
  *     bash tests/fuzz/run.sh build/fuzz/fuzz_report SECONDS
@@ -30,28 +30,10 @@
 #include <unistd.h>
 
 #include "fix_checksums.h"
-#include "monitor/commands.h"
+#include "cli_stubs.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static unsigned messages;
-
-void ulma_die_msg(const char *fmt, ...)
-{
-	char line[1024];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(line, sizeof(line), fmt, ap); /* formatted all the same: the sanitizers see the arguments */
-	va_end(ap);
-	messages++;
-}
-
-int ulma_parse_limit(const char *arg, long *out)
-{
-	char *end;
-	*out = strtol(arg, &end, 10);
-	return *end || *out <= 0 ? -1 : 0;
-}
 
 /* The trace's file: one memfd, rewritten for each input; its first half in another. */
 static int trace_fd = -1, half_fd = -1;
@@ -106,14 +88,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		int argc = 0;
 		while (argv[argc + 1])
 			argc++;
-		messages = 0;
+		fuzz_messages = 0;
 		int status = ulma_cmd_report(argc, argv + 1);
 		fflush(stdout);
 		if (status != 0 && status != 1) {
 			fprintf(stderr, "fuzz_report: report %s exited %d\n", argv[2] ? argv[2] : "", status);
 			abort();
 		}
-		if (status == 1 && messages == 0) {
+		if (status == 1 && fuzz_messages == 0) {
 			fprintf(stderr, "fuzz_report: report %s: exit status 1 without a message\n", argv[2] ? argv[2] : "");
 			abort();
 		}

@@ -188,12 +188,34 @@ static int on_memory(void *c, const struct ulma_trace_memory *m)
 	return ulma_profile_mem_free(&x->prof, m->thread, m->addr, m->ticks) ? -ENOMEM : 0;
 }
 
+/* An MPI event: in order, of a known thread, with what the reader checks. */
+static int on_mpi(void *ctx, const struct ulma_trace_mpi *m)
+{
+	struct fuzz_ctx *x = ctx;
+	REQUIRE(x->metas == 1 && x->ends == 0);
+	REQUIRE(m->thread < x->nthreads);
+	REQUIRE(m->op != 0 && m->nargs <= ULMA_MPI_ARGS_MAX);
+	for (unsigned k = m->nargs; k < ULMA_MPI_ARGS_MAX; k++)
+		REQUIRE(m->args[k] == 0);
+	return 0;
+}
+
+static int on_mpi_rank(void *ctx, const struct ulma_trace_rank *r)
+{
+	struct fuzz_ctx *x = ctx;
+	REQUIRE(x->metas == 1);
+	REQUIRE(r->rank < r->size && r->host_len <= ULMA_TRACE_MAX_NAME);
+	volatile char sink = r->host_len ? r->host[r->host_len - 1] : 0; /* the bytes are there */
+	(void)sink;
+	return 0;
+}
+
 static void read_once(const uint8_t *data, size_t size)
 {
 	struct fuzz_ctx x;
 	struct ulma_trace_status st;
 	struct ulma_trace_visitor v = {&x, on_meta, on_func, on_thread, on_event, on_end, on_sched, on_process, NULL, NULL,
-				       on_mark, on_source, on_memory};
+				       on_mark, on_source, on_memory, on_mpi, on_mpi_rank, NULL};
 	memset(&x, 0, sizeof(x));
 	ulma_profile_init(&x.prof);
 	/* fmemopen refuses a zero size: an empty input reads from /dev/null */

@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "core/trace_reader.h"
+#include "core/mpi_event.h"
 #include "core/trace_writer.h"
 #include "ulma/shm.h"
 #include "ulma/trace_format.h"
@@ -329,6 +330,54 @@ static int write_memory(const char *path)
 	return ulma_trace_writer_close(w, &end);
 }
 
+/* Version 6, an MPI rank's trace (docs/mpi.md): rank 0 of 1, its clock
+ * offsets, a message to itself (Isend, Recv) and a barrier, each call a
+ * frame of libulma_mpi.so's; `ulma merge` takes it alone. */
+static int write_mpi(const char *path)
+{
+	struct ulma_trace_meta meta = {ULMA_META_TSC, 91, 9000, 1000000, 2000000000u, "./ring"};
+	struct ulma_trace_writer *w;
+	struct ulma_trace_stream *s;
+	int err = ulma_trace_writer_open(path, &meta, &w);
+	if (err)
+		return err;
+	ulma_trace_define_file(w, 0, "<MPI>", 5);
+	ulma_trace_define_file(w, 1, "/t/ring.c", 9);
+	ulma_trace_define_func(w, 1, ULMA_DEF_NATIVE, 1, 9, "main", 4);
+	ulma_trace_define_func(w, 2, ULMA_DEF_ZONE, 0, 0, "MPI_Init", 8);
+	ulma_trace_define_func(w, 3, ULMA_DEF_ZONE, 0, 0, "MPI_Isend", 9);
+	ulma_trace_define_func(w, 4, ULMA_DEF_ZONE, 0, 0, "MPI_Recv", 8);
+	ulma_trace_define_func(w, 5, ULMA_DEF_ZONE, 0, 0, "MPI_Barrier", 11);
+	struct ulma_trace_rank rank = {.pid = 91, .rank = 0, .size = 1, .host = "node-a", .host_len = 6};
+	if ((err = ulma_trace_mpi_rank(w, &rank)) || (err = ulma_trace_stream_open(w, 0, 91, 91, &s))) {
+		ulma_trace_writer_abandon(w);
+		return err;
+	}
+	uint64_t t = 9100;
+	uint64_t init[4] = {0, 1, 0x1234, 0x5678}, clock[3] = {ulma_zigzag(-40) & 0xffffffffu, 0, 900};
+	uint64_t msg[4] = {0, ulma_zigzag(3), 0, 108}, coll[5] = {ULMA_MPI_BARRIER, 0, 0, 0, 1};
+	ulma_trace_enter(s, t, 0, 1, false);
+	ulma_trace_enter(s, t += 2, 0, 2, false);
+	ulma_trace_mpi(s, t += 50, ULMA_MPI_INIT, init, 4);
+	ulma_trace_mpi(s, t, ULMA_MPI_CLOCK, clock, 3);
+	ulma_trace_exit(s, t += 1, 0);
+	ulma_trace_enter(s, t += 5, 0, 3, false);
+	ulma_trace_mpi(s, t += 1, ULMA_MPI_SEND, msg, 4);
+	ulma_trace_exit(s, t += 3, 0);
+	ulma_trace_enter(s, t += 5, 0, 4, false);
+	ulma_trace_mpi(s, t += 9, ULMA_MPI_RECV, msg, 4);
+	ulma_trace_exit(s, t += 1, 0);
+	ulma_trace_enter(s, t += 5, 0, 5, false);
+	ulma_trace_mpi(s, t += 1, ULMA_MPI_COLL_BEGIN, coll, 5);
+	ulma_trace_mpi(s, t += 4, ULMA_MPI_COLL_END, coll, 2);
+	ulma_trace_exit(s, t += 1, 0);
+	clock[0] = ulma_zigzag(-44) & 0xffffffffu;
+	ulma_trace_mpi(s, t += 1, ULMA_MPI_CLOCK, clock, 3);
+	ulma_trace_exit(s, t += 2, 0);
+	struct ulma_trace_end end = {t + 100, 1000300, 10, 0, 0, 0, ULMA_SPLIT_NONE, 0, 0, 0, 0, 0};
+	return ulma_trace_writer_close(w, &end);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct {
@@ -342,7 +391,8 @@ int main(int argc, char **argv)
 		     {"far.ulma", write_far, 1},
 		     {"native.ulma", write_native, 1},
 		     {"lines.ulma", write_lines, 1},
-		     {"memory.ulma", write_memory, 1}};
+		     {"memory.ulma", write_memory, 1},
+		     {"mpi-rank.ulma", write_mpi, 1}};
 	char path[4096];
 	if (argc != 2) {
 		fprintf(stderr, "usage: %s DIR\n", argv[0]);

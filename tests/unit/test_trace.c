@@ -327,7 +327,7 @@ static struct ulma_trace_visitor recorder(struct record *r)
 {
 	memset(r, 0, sizeof(*r));
 	return (struct ulma_trace_visitor){r,	    rec_meta, rec_func, rec_thread, rec_event, rec_end,
-					   NULL,    rec_process, NULL,  NULL,	    rec_mark, rec_source, NULL};
+					   NULL,    rec_process, NULL,  NULL,	    rec_mark, rec_source, NULL, NULL, NULL, NULL};
 }
 
 /* ---------- the round trip ---------- */

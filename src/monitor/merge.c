@@ -1,0 +1,391 @@
+/* merge.c - `ulma merge`: find the ranks' traces, read each once for its
+ * MPI events and totals, check that they are one run's, align the clocks
+ * and order the events (merge.h). */
+#include "merge.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../core/array.h"
+#include "../core/safe_file.h"
+#include "../core/trace_reader.h"
+#include "commands.h"
+#include "../mpi/mpi_names.h"
+#include "ulma/shm.h"
+
+static const char merge_usage[] = "usage: ulma merge DIR -o OUT.trace\n"
+				  "  merge the traces of an MPI run's ranks (DIR/rank-NNNN.trace, written by\n"
+				  "  `mpirun ... ulma run -o DIR ...`) into one trace: every rank a process, the\n"
+				  "  clocks aligned to rank 0's, messages ordered (docs/mpi.md)\n";
+
+/* What the first pass keeps while it reads one trace. */
+struct pass1 {
+	struct merge_rank *r;
+	bool has_rank;
+	uint8_t *is_mpi;  /* per function: a frame of libulma_mpi.so's */
+	uint32_t nfuncs;
+	struct thread1 {
+		uint32_t depth;      /* MPI frames open */
+		uint64_t since;      /* ticks the outermost opened at */
+	} *threads;
+	uint32_t nthreads;
+	size_t cap;              /* of r->mpi.ev */
+	struct { uint64_t ticks; int64_t offset; } clock[2]; /* at init, at finalize */
+	unsigned nclock;
+	int error;
+};
+
+static int p1_meta(void *ctx, const struct ulma_trace_meta *m)
+{
+	struct pass1 *p = ctx;
+	p->r->start_ticks = m->start_ticks;
+	p->r->start_ns = m->start_ns;
+	p->r->meta_flags = m->flags;
+	p->r->ns_per_tick = (m->flags & ULMA_META_TSC) && m->tick_hz ? 1e9 / (double)m->tick_hz : 1.0;
+	return 0;
+}
+
+static int p1_func(void *ctx, const struct ulma_trace_func *f)
+{
+	struct pass1 *p = ctx;
+	if (ulma_array_grow((void **)&p->is_mpi, &p->nfuncs, f->index, 1) < 0)
+		return -ENOMEM;
+	p->is_mpi[f->index] = f->kind == ULMA_DEF_ZONE && f->file_len == strlen(ULMA_MPI_FILE) &&
+			      memcmp(f->file, ULMA_MPI_FILE, f->file_len) == 0;
+	return 0;
+}
+
+static int p1_thread(void *ctx, const struct ulma_trace_thread *t)
+{
+	struct pass1 *p = ctx;
+	return ulma_array_grow((void **)&p->threads, &p->nthreads, t->index, sizeof(*p->threads));
+}
+
+static int p1_events(void *ctx, uint32_t thread, const struct ulma_trace_event *ev, size_t n)
+{
+	struct pass1 *p = ctx;
+	struct thread1 *t = &p->threads[thread];
+	const uint8_t *is_mpi = p->is_mpi;
+	for (size_t i = 0; i < n; i++) {
+		const struct ulma_trace_event *e = &ev[i];
+		if (e->kind == ULMA_EV_OFF)
+			continue;
+		p->r->events++;
+		if (e->kind == ULMA_EV_ENTER && is_mpi[e->func]) {
+			if (t->depth++ == 0)
+				t->since = e->ticks;
+		} else if (e->kind == ULMA_EV_EXIT && is_mpi[e->func] && t->depth && --t->depth == 0) {
+			p->r->mpi_ns += (uint64_t)((double)(e->ticks - t->since) * p->r->ns_per_tick);
+		}
+	}
+	return 0;
+}
+
+static int p1_mpi(void *ctx, const struct ulma_trace_mpi *m)
+{
+	struct pass1 *p = ctx;
+	struct merge_rank *r = p->r;
+	if (m->op == ULMA_MPI_INIT && m->nargs >= 4) {
+		r->run_id = m->args[2] | m->args[3] << 32;
+		r->has_init = true;
+	} else if (m->op == ULMA_MPI_CLOCK && m->nargs >= 2) {
+		unsigned k = p->nclock < 2 ? p->nclock++ : 1; /* the first and the last */
+		p->clock[k].ticks = m->ticks;
+		int64_t off = ulma_unzigzag(m->args[0] | m->args[1] << 32);
+		const int64_t lim = 1000000000000000000; /* as merge_rank_ns bounds times (a corrupt trace's) */
+		p->clock[k].offset = off > lim ? lim : off < -lim ? -lim : off;
+	}
+	if (r->mpi.n == p->cap) {
+		size_t nc = p->cap ? p->cap * 2 : 256;
+		struct ulma_merge_mpi *a = realloc(r->mpi.ev, nc * sizeof(*a));
+		if (!a)
+			return -ENOMEM;
+		r->mpi.ev = a;
+		p->cap = nc;
+	}
+	struct ulma_merge_mpi *e = &r->mpi.ev[r->mpi.n++];
+	memset(e, 0, sizeof(*e));
+	e->ns = (int64_t)m->ticks; /* ticks until the clock is known (after the pass) */
+	memcpy(e->args, m->args, sizeof(e->args));
+	e->op = m->op;
+	e->nargs = m->nargs;
+	e->seq = ULMA_MERGE_NO_SEQ;
+	return 0;
+}
+
+static int p1_rank(void *ctx, const struct ulma_trace_rank *rk)
+{
+	struct pass1 *p = ctx;
+	if (rk->merged) {
+		p->error = 1;
+		return -EINVAL; /* a merged trace among the ranks' */
+	}
+	free(p->r->host);
+	if (!(p->r->host = ulma_strndup(rk->host, rk->host_len)))
+		return -ENOMEM;
+	p->r->rank = rk->rank;
+	p->r->size = rk->size;
+	p->r->pid = rk->pid;
+	p->r->mpi.rank = rk->rank;
+	p->has_rank = true;
+	return 0;
+}
+
+static int p1_end(void *ctx, const struct ulma_trace_end *e)
+{
+	struct pass1 *p = ctx;
+	p->r->end = *e;
+	return 0;
+}
+
+static int by_time(const void *a, const void *b)
+{
+	const struct ulma_merge_mpi *x = a, *y = b;
+	if (x->ns != y->ns)
+		return x->ns < y->ns ? -1 : 1;
+	return x->seq < y->seq ? -1 : x->seq > y->seq; /* seq holds the read order here: stable */
+}
+
+/* The rank's clock, then its MPI events on rank 0's clock, in time order. */
+static int place_events(struct merge_rank *r, struct pass1 *p)
+{
+	if (p->r->complete && r->end.end_ticks > r->start_ticks && r->end.end_ns > r->start_ns)
+		r->ns_per_tick = (double)(r->end.end_ns - r->start_ns) / (double)(r->end.end_ticks - r->start_ticks);
+	r->off0 = r->off1 = 0;
+	r->at0 = merge_rank_local_ns(r, r->start_ticks);
+	r->slope = 0;
+	if (p->nclock) {
+		r->has_offset = true;
+		r->off0 = r->off1 = p->clock[0].offset;
+		r->at0 = merge_rank_local_ns(r, p->clock[0].ticks);
+		if (p->nclock == 2 && p->clock[1].ticks > p->clock[0].ticks) {
+			int64_t at1 = merge_rank_local_ns(r, p->clock[1].ticks);
+			r->off1 = p->clock[1].offset;
+			if (at1 > r->at0)
+				r->slope = (double)(r->off1 - r->off0) / (double)(at1 - r->at0);
+		}
+	}
+	for (size_t i = 0; i < r->mpi.n; i++) {
+		r->mpi.ev[i].ns = merge_rank_ns(r, (uint64_t)r->mpi.ev[i].ns);
+		r->mpi.ev[i].seq = i;
+	}
+	if (r->mpi.n && !(r->by_read = malloc(r->mpi.n * sizeof(*r->by_read))))
+		return -ENOMEM;
+	if (r->mpi.n > 1)
+		qsort(r->mpi.ev, r->mpi.n, sizeof(*r->mpi.ev), by_time);
+	for (size_t i = 0; i < r->mpi.n; i++) {
+		r->by_read[r->mpi.ev[i].seq] = (uint32_t)i;
+		r->mpi.ev[i].seq = ULMA_MERGE_NO_SEQ;
+	}
+	return 0;
+}
+
+/* First pass over one rank's trace.  Returns 0 or -1 after saying why. */
+static int read_rank(struct merge_rank *r)
+{
+	struct pass1 p = {.r = r};
+	struct ulma_trace_visitor v = {.ctx = &p,
+				       .on_meta = p1_meta,
+				       .on_func = p1_func,
+				       .on_thread = p1_thread,
+				       .on_events = p1_events,
+				       .on_mpi = p1_mpi,
+				       .on_mpi_rank = p1_rank,
+				       .on_end = p1_end};
+	struct ulma_trace_status st;
+	int err = ulma_trace_read_path(r->path, &v, &st);
+	r->complete = st.complete;
+	int rc = 0;
+	if (err == -EINVAL && p.error) {
+		ulma_die_msg("%s is a merged trace, not a rank's", r->path);
+		rc = -1;
+	} else if (err == -EPROTO) {
+		ulma_die_msg("%s: %s", r->path, st.error);
+		rc = -1;
+	} else if (err) {
+		ulma_die_msg("cannot read %s: %s", r->path, strerror(-err));
+		rc = -1;
+	} else if (!p.has_rank) {
+		ulma_die_msg("%s is not an MPI rank's trace (it names no rank: record with `mpirun ... ulma run`)",
+			     r->path);
+		rc = -1;
+	} else if (place_events(r, &p) < 0) {
+		ulma_die_msg("out of memory");
+		rc = -1;
+	}
+	free(p.is_mpi);
+	free(p.threads);
+	return rc;
+}
+
+/* DIR's rank-*.trace files.  Returns their count, or -1 after saying why. */
+static int find_traces(const char *dir, struct merge_rank **out)
+{
+	DIR *d = opendir(dir);
+	if (!d) {
+		ulma_die_msg("cannot read the directory '%s': %s", dir, strerror(errno));
+		return -1;
+	}
+	struct merge_rank *ranks = NULL;
+	uint32_t n = 0, cap = 0;
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		size_t len = strlen(de->d_name);
+		if (strncmp(de->d_name, "rank-", 5) != 0 || len < 11 || strcmp(de->d_name + len - 6, ".trace") != 0)
+			continue;
+		if (ulma_array_grow((void **)&ranks, &cap, n, sizeof(*ranks)) < 0)
+			goto nomem;
+		size_t plen = strlen(dir) + len + 2;
+		if (!(ranks[n].path = malloc(plen)))
+			goto nomem;
+		snprintf(ranks[n].path, plen, "%s/%s", dir, de->d_name);
+		n++;
+	}
+	closedir(d);
+	if (n == 0) {
+		ulma_die_msg("no rank traces (rank-NNNN.trace) in '%s'", dir);
+		free(ranks);
+		return -1;
+	}
+	*out = ranks;
+	return (int)n;
+nomem:
+	closedir(d);
+	ulma_die_msg("out of memory");
+	*out = ranks;
+	return -(int)n - 2;
+}
+
+static int by_rank(const void *a, const void *b)
+{
+	const struct merge_rank *x = a, *y = b;
+	return x->rank < y->rank ? -1 : x->rank > y->rank;
+}
+
+/* The traces are one run's, every rank once.  Returns 0 or -1 after saying why. */
+static int check_ranks(struct merge_rank *ranks, uint32_t n, const char *dir)
+{
+	qsort(ranks, n, sizeof(*ranks), by_rank);
+	uint32_t size = ranks[0].size;
+	const struct merge_rank *with_id = NULL;
+	for (uint32_t i = 0; i < n; i++) {
+		const struct merge_rank *r = &ranks[i];
+		if (r->size != size) {
+			ulma_die_msg("%s is from a run of %u ranks, %s from one of %u: traces of different runs",
+				     r->path, r->size, ranks[0].path, size);
+			return -1;
+		}
+		if (i && r->rank == ranks[i - 1].rank) {
+			ulma_die_msg("%s and %s are both rank %u: traces of different runs", ranks[i - 1].path,
+				     r->path, r->rank);
+			return -1;
+		}
+		if (r->has_init) {
+			if (with_id && with_id->run_id != r->run_id) {
+				ulma_die_msg("%s and %s are traces of different runs (their MPI_Init run ids "
+					     "differ): merge one run's traces at a time",
+					     with_id->path, r->path);
+				return -1;
+			}
+			with_id = r;
+		}
+	}
+	for (uint32_t k = 0, i = 0; k < size; k++) {
+		if (i < n && ranks[i].rank == k) {
+			i++;
+			continue;
+		}
+		ulma_die_msg("rank %u of the run's %u has no trace: %s/rank-%04u.trace is missing", k, size, dir, k);
+		return -1;
+	}
+	/* pids must tell the ranks apart: on several hosts they may repeat */
+	for (uint32_t i = 0; i < n; i++)
+		for (uint32_t j = 0; j < i; j++)
+			if (ranks[j].pid == ranks[i].pid)
+				ranks[i].merged_pid_base = (ranks[i].rank + 1) << 22;
+	return 0;
+}
+
+static void free_ranks(struct merge_rank *ranks, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++) {
+		free(ranks[i].path);
+		free(ranks[i].host);
+		free(ranks[i].by_read);
+		ulma_merge_rank_mpi_free(&ranks[i].mpi);
+	}
+	free(ranks);
+}
+
+int ulma_cmd_merge(int argc, char **argv)
+{
+	static const struct option opts[] = {{"output", required_argument, NULL, 'o'},
+					     {"help", no_argument, NULL, 'h'},
+					     {NULL, 0, NULL, 0}};
+	const char *out = NULL;
+	int c;
+	optind = 1;
+	while ((c = getopt_long(argc + 1, argv - 1, "o:h", opts, NULL)) != -1) {
+		if (c == 'o') {
+			out = optarg;
+		} else if (c == 'h') {
+			fputs(merge_usage, stdout);
+			return 0;
+		} else {
+			fputs(merge_usage, stderr);
+			return ULMA_EXIT_USAGE;
+		}
+	}
+	if (optind != argc || !out) {
+		ulma_die_msg(out ? "merge takes one directory" : "merge needs -o OUT.trace");
+		fputs(merge_usage, stderr);
+		return ULMA_EXIT_USAGE;
+	}
+	const char *dir = argv[optind - 1];
+	struct merge_rank *ranks;
+	int found = find_traces(dir, &ranks);
+	if (found < 0) {
+		if (found < -1)
+			free_ranks(ranks, (uint32_t)(-found - 2));
+		return 1;
+	}
+	uint32_t n = (uint32_t)found;
+	int rc = 1;
+	for (uint32_t i = 0; i < n; i++) {
+		if (ulma_same_file(out, ranks[i].path)) {
+			ulma_die_msg("the merged trace '%s' would replace the input '%s': choose another -o", out,
+				     ranks[i].path);
+			rc = ULMA_EXIT_USAGE;
+			goto done;
+		}
+	}
+	for (uint32_t i = 0; i < n; i++)
+		if (read_rank(&ranks[i]) < 0)
+			goto done;
+	if (check_ranks(ranks, n, dir) < 0)
+		goto done;
+	struct ulma_merge_rank_mpi *mpi = calloc(n, sizeof(*mpi));
+	if (!mpi) {
+		ulma_die_msg("out of memory");
+		goto done;
+	}
+	for (uint32_t i = 0; i < n; i++)
+		mpi[i] = ranks[i].mpi;
+	struct ulma_merge_order_stats order;
+	int err = ulma_merge_order(mpi, n, &order);
+	for (uint32_t i = 0; i < n; i++)
+		ranks[i].mpi = mpi[i];
+	free(mpi);
+	if (err) {
+		ulma_die_msg("out of memory");
+		goto done;
+	}
+	rc = ulma_merge_write(ranks, n, dir, out, &order) < 0 ? 1 : 0;
+done:
+	free_ranks(ranks, n);
+	return rc;
+}
