@@ -34,7 +34,6 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-
 /* The trace's file: one memfd, rewritten for each input; its first half in another. */
 static int trace_fd = -1, half_fd = -1;
 static char trace_path[64], half_path[64];
@@ -111,12 +110,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		int argc = 0;
 		while (argv[argc + 1])
 			argc++;
-		messages = 0;
+		fuzz_messages = 0;
 		int status = ulma_cmd_diff(argc, argv + 1);
 		fflush(stdout);
 		/* 0; 1 a regression; 3 unreadable: both said */
-		if ((status != 0 && status != 1 && status != 3) || (status != 0 && messages == 0)) {
-			fprintf(stderr, "fuzz_report: diff form %zu exited %d after %u messages\n", form, status, messages);
+		if ((status != 0 && status != 1 && status != 3) || (status != 0 && fuzz_messages == 0)) {
+			fprintf(stderr, "fuzz_report: diff form %zu exited %d after %u messages\n", form, status, fuzz_messages);
 			abort();
 		}
 	}
