@@ -5,9 +5,10 @@ Usage: python bench/exports.py [--trace FILE] [--rounds 3]
 Without --trace, records a call-heavy trace first (fib(31), about 8.7 M
 events).  Then times `ulma report` (decode + aggregate; the goal is 20 M
 events/s) and `ulma export` in every format, each the median of --rounds
-runs, writing to a file in a temporary directory, and prints events/s;
-and `ulma diff` of the trace with itself (it reads the trace twice: its
-events/s count the trace's events once), as JSON and with --html.
+runs, writing to a file in a temporary directory, and prints events/s and
+the output's bytes per event; and `ulma diff` of the trace with itself (it
+reads the trace twice: its events/s count the trace's events once), as
+JSON and with --html.
 (Peak memory is in docs/exports.md, measured with /usr/bin/time: a forked
 child's ru_maxrss counts its parent's pages from before exec.)
 """
@@ -23,7 +24,7 @@ import time
 from benchlib import ulma_binary
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-FORMATS = ["pstats", "folded", "callgrind", "chrome", "speedscope", "ctf", "html"]
+FORMATS = ["pstats", "folded", "callgrind", "chrome", "perfetto", "speedscope", "ctf", "html"]
 
 
 def run(cmd):
@@ -32,6 +33,12 @@ def run(cmd):
     if proc.returncode != 0:
         raise RuntimeError("%s failed: %s" % (" ".join(cmd), proc.stderr.decode(errors="replace").strip()))
     return time.perf_counter() - t
+
+
+def output_size(path):
+    if os.path.isdir(path):
+        return sum(os.path.getsize(os.path.join(path, n)) for n in os.listdir(path))
+    return os.path.getsize(path)
 
 
 def main():
@@ -53,7 +60,7 @@ def main():
                                         capture_output=True, text=True).stdout)
     events = summary["events"]
     print("trace: %s, %d events, %.1f MiB" % (trace, events, os.path.getsize(trace) / 2**20))
-    print("%-12s %10s %14s" % ("", "seconds", "events/s"))
+    print("%-12s %10s %14s %12s" % ("", "seconds", "events/s", "bytes/event"))
     jobs = [("report", [ulma, "report", trace, "--format", "json"])]
     for fmt in FORMATS:
         dest = os.path.join(out, "out." + fmt)
@@ -67,7 +74,8 @@ def main():
                 subprocess.run(["rm", "-rf", cmd[-1]])
             times.append(run(cmd))
         t = statistics.median(times)
-        print("%-12s %10.2f %13.1fM" % (name, t, events / t / 1e6))
+        size = output_size(cmd[-1]) if name not in ("report", "diff") else 0
+        print("%-12s %10.2f %13.1fM %12.1f" % (name, t, events / t / 1e6, size / events))
         sys.stdout.flush()
 
 

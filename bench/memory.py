@@ -1,12 +1,15 @@
 """What recording memory costs: `ulma run --memory` against memray and tracemalloc.
 
-Usage: python bench/memory.py [--rounds N] [--workloads bootstrap,mergesort,...] [--hook-only]
+Usage: python bench/memory.py [--rounds N] [--workloads bootstrap,mergesort,...] [--hook-only] [--cpu] [--no-tracemalloc]
 
 For each workload in bench/workloads/, runs side by side, interleaved
 (untraced, ulma, ulma --memory, memray, tracemalloc, untraced, ...), N
 times each, and prints the median wall time ratio to untraced:
 - ulma: `ulma run` without memory, for reference;
-- ulma --memory: every allocation and free of the three domains;
+- ulma --memory: every allocation and free of the three domains and of
+  native code (malloc .. munmap);
+- ulma sampled: `--memory=sample` (one allocation every 256 KiB on
+  average, bytes estimated), and its ratio to plain `ulma run`;
 - memray: `python -m memray run -o FILE` (Python allocators, as ulma; skipped
   with a message when memray is not installed beside this Python), and
   `--native` (it also unwinds native stacks);
@@ -60,6 +63,16 @@ print(loop(int(sys.argv[1])))
 """
 
 
+def cpu_time(cmd, env):
+    """CPU seconds (user + system) of cmd and every process it waited for."""
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode != 0:
+        raise SystemExit("%s failed with %d" % (cmd, proc.returncode))
+    return usage.ru_utime + usage.ru_stime
+
+
 def hook_cost(ulma, env, out, rounds, n=2000000):
     """ns per allocation event the hook adds, timed inside the program."""
     script = os.path.join(out, "hook_loop.py")
@@ -70,6 +83,8 @@ def hook_cost(ulma, env, out, rounds, n=2000000):
         "ulma": [ulma, "run", "--no-live", "--summary", "none", "-o", os.path.join(out, "h.trace"), script, str(n)],
         "ulma-memory": [ulma, "run", "--no-live", "--memory", "--summary", "none", "-o",
                         os.path.join(out, "hm.trace"), script, str(n)],
+        "ulma-sampled": [ulma, "run", "--no-live", "--memory=sample", "--summary", "none", "-o",
+                         os.path.join(out, "hs.trace"), script, str(n)],
     }
     times = {k: [] for k in variants}
     for _ in range(rounds):
@@ -80,8 +95,9 @@ def hook_cost(ulma, env, out, rounds, n=2000000):
     per = lambda k: (med[k] - med["untraced"]) * 1e9 / (2 * n)  # noqa: E731
     print("hook: a loop of %d allocations and frees, timed inside the program: untraced %.1f ns per event, "
           "+%.1f ns under ulma (its call hook, no allocation events), +%.1f ns under ulma --memory: "
-          "%.1f ns per allocation event" % (n, med["untraced"] * 1e9 / (2 * n), per("ulma"), per("ulma-memory"),
-                                            per("ulma-memory") - per("ulma")))
+          "%.1f ns per allocation event; sampled (--memory=sample): %+.1f ns" % (
+              n, med["untraced"] * 1e9 / (2 * n), per("ulma"), per("ulma-memory"),
+              per("ulma-memory") - per("ulma"), per("ulma-sampled") - per("ulma")))
 
 
 def main():
@@ -89,6 +105,10 @@ def main():
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--workloads", default="bootstrap,mergesort,numeric,threads,fib")
     ap.add_argument("--hook-only", action="store_true", help="only the hook's cost per allocation event")
+    ap.add_argument("--cpu", action="store_true",
+                    help="ratios of CPU time (the command and its children, user + system) instead of wall time: "
+                         "steadier on a loaded machine, and it counts the monitor's CPU too")
+    ap.add_argument("--no-tracemalloc", action="store_true", help="leave tracemalloc out (the slowest)")
     args = ap.parse_args()
     ulma = ulma_binary()
     env = dict(os.environ, ULMA_PYTHON=sys.executable)
@@ -99,10 +119,11 @@ def main():
     memray = have_memray()
     if not memray:
         print("memray is not installed beside %s: its columns are skipped (pip install memray)" % sys.executable)
-    print("Python %s, %d rounds, median wall-time ratio to untraced" % (sys.version.split()[0], args.rounds))
-    head = ["workload", "untraced", "ulma", "ulma --memory", "memray", "memray --native", "tracemalloc",
-            "alloc events", "ns/alloc", "monitor ns/ev", "B/alloc"]
-    print("%-10s %9s %7s %14s %8s %16s %12s %13s %9s %14s %8s" % tuple(head))
+    print("Python %s, %d rounds, median %s ratio to untraced" % (sys.version.split()[0], args.rounds,
+                                                               "CPU-time" if args.cpu else "wall-time"))
+    head = ["workload", "untraced", "ulma", "ulma --memory", "sampled", "sampled/ulma", "memray", "memray --native",
+            "tracemalloc", "alloc events", "ns/alloc", "monitor ns/ev", "B/alloc"]
+    print("%-10s %9s %7s %14s %8s %13s %8s %16s %12s %13s %9s %14s %8s" % tuple(head))
     for name in args.workloads.split(","):
         script = os.path.join(WORKLOADS, name + ".py")
         trace = os.path.join(out, name + ".trace")
@@ -111,8 +132,11 @@ def main():
             "untraced": [sys.executable, script],
             "ulma": [ulma, "run", "--no-live", "--summary", "none", "-o", trace, script],
             "ulma-memory": [ulma, "run", "--no-live", "--memory", "--summary", "none", "-o", mtrace, script],
-            "tracemalloc": [sys.executable, "-X", "tracemalloc=1", script],
+            "ulma-sampled": [ulma, "run", "--no-live", "--memory=sample", "--summary", "none", "-o",
+                             os.path.join(out, name + ".sampled.trace"), script],
         }
+        if not args.no_tracemalloc:
+            variants["tracemalloc"] = [sys.executable, "-X", "tracemalloc=1", script]
         if memray:
             bin_ = os.path.join(out, name + ".bin")
             variants["memray"] = [sys.executable, "-m", "memray", "run", "-f", "-q", "-o", bin_, script]
@@ -121,7 +145,7 @@ def main():
         times = {k: [] for k in variants}
         for _ in range(args.rounds):
             for k, cmd in variants.items():
-                times[k].append(timed(cmd, env))
+                times[k].append(cpu_time(cmd, env) if args.cpu else timed(cmd, env))
         med = {k: statistics.median(v) for k, v in times.items()}
         base = med["untraced"]
         plain, mem = summary(ulma, trace, env), summary(ulma, mtrace, env)
@@ -133,8 +157,9 @@ def main():
         def ratio(k):
             return "%.2fx" % (med[k] / base) if k in med else "-"
 
-        print("%-10s %8.2fs %7s %14s %8s %16s %12s %13d %9.1f %14.1f %8.2f" % (
-            name, base, ratio("ulma"), ratio("ulma-memory"), ratio("memray"), ratio("memray-native"),
+        print("%-10s %8.2fs %7s %14s %8s %13s %8s %16s %12s %13d %9.1f %14.1f %8.2f" % (
+            name, base, ratio("ulma"), ratio("ulma-memory"), ratio("ulma-sampled"),
+            "%.2fx" % (med["ulma-sampled"] / med["ulma"]), ratio("memray"), ratio("memray-native"),
             ratio("tracemalloc"), events, per_event, monitor, per_byte))
         sys.stdout.flush()
     hook_cost(ulma, env, out, args.rounds)

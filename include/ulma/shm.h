@@ -28,7 +28,7 @@ enum ulma_shm_flag {
 	ULMA_SHM_CLOCK_TSC = 1u << 1, /* record times are TSC ticks, else CLOCK_MONOTONIC ns */
 	ULMA_SHM_NO_C_CALLS = 1u << 2, /* record Python functions only, not builtins */
 	ULMA_SHM_MEMORY = 1u << 3,     /* record every allocation and free of Python's allocators
-					* (--memory, docs/memory.md) */
+					* and native code's (--memory, docs/memory.md) */
 };
 
 /* Sticky failure bits set by writers, reported by the monitor at the end. */
@@ -73,6 +73,11 @@ enum ulma_record_kind {
 				 * that follows; a size of 2^46 bytes or more is written as 2^46 - 1 */
 	ULMA_REC_ALLOC = 14,    /* value = the block's address */
 	ULMA_REC_FREE = 15,     /* value = the block's address */
+	/* Objects (--memory on Python 3.13+, docs/memory.md): a Python object
+	 * of type `id` (a ULMA_DEF_TYPE definition) created or destroyed; no
+	 * CPU number. */
+	ULMA_REC_OBJ_NEW = 16,
+	ULMA_REC_OBJ_FREE = 17,
 	/* MPI (libulma_mpi.so, docs/mpi.md): an MPI event is up to
 	 * ULMA_MPI_ARGS_MAX MPI_ARG records, each a 48-bit value as id | cpu << 32
 	 * (no CPU number), then one MPI_EVENT whose id is the operation (enum
@@ -88,6 +93,8 @@ enum ulma_mem_domain {
 	ULMA_MEM_RAW = 0, /* PyMem_RawMalloc: called without the GIL too */
 	ULMA_MEM_MEM = 1, /* PyMem_Malloc */
 	ULMA_MEM_OBJ = 2, /* PyObject_Malloc: objects */
+	ULMA_MEM_NATIVE = 3, /* (version 6) malloc, mmap and the rest, called by native code
+			      * directly (src/runtime/alloc.c) */
 };
 #define ULMA_MEM_SIZE_MAX ((UINT64_C(1) << 46) - 1)
 
@@ -167,6 +174,8 @@ struct ulma_shm_header {
 	_Atomic uint64_t overhead_ps;   /* the hook's cost per event in ps, measured by the
 					 * first process to start (0: not yet) */
 	_Atomic uint32_t slots_used;    /* one past the highest slot ever claimed */
+	uint64_t mem_sample_bytes;         /* --memory=sample:BYTES (fixed at creation): allocations are
+					    * sampled, one every BYTES bytes on average; 0: every one */
 	_Atomic uint64_t mem_unattributed; /* --memory: allocations and frees no thread could
 					    * record (no slot, or tracing stopping meanwhile) */
 };
@@ -195,6 +204,8 @@ enum ulma_def_kind {
 	ULMA_DEF_LINES_MATCHED = 11, /* session only, written by a traced process as it stops
 				      * tracing: name = a pattern it was given, line = how many
 				      * code objects it chose for it (0: none) */
+	ULMA_DEF_TYPE = 12,         /* a Python type whose objects are counted (ULMA_REC_OBJ_*):
+				     * name = its tp_name */
 };
 
 static inline bool ulma_def_is_c(unsigned kind)

@@ -13,7 +13,7 @@
 #include <stdint.h>
 
 #define ULMA_TRACE_MAGIC "ULMATRC\x01"
-#define ULMA_TRACE_VERSION 6u     /* 6: MPI events, ranks and merges;
+#define ULMA_TRACE_VERSION 6u     /* 6: native allocations (domain 3), objects per type, MPI events, ranks and merges;
 				   * 5: lines and source copies, memory;
 				   * 4: native functions, zones and marks;
                                    * 3: off-CPU intervals in the event stream, END's monitor figures;
@@ -72,8 +72,12 @@ enum ulma_ext_kind {
 	ULMA_EXT_LINE_RESUME = 7, /* varint line: the frame resumed inside this line (no hit) */
 	/* memory (version 5, --memory): not counted as events.  An address is a
 	 * varint zigzag delta from the previous address of the chunk (0 at its start). */
-	ULMA_EXT_ALLOC = 8, /* varint size << 2 | domain (ulma_mem_domain), varint address delta */
+	ULMA_EXT_ALLOC = 8, /* varint size << 2 | domain (ulma_mem_domain; 3, native, from version 6),
+			     * varint address delta */
 	ULMA_EXT_FREE = 9,  /* varint address delta */
+	/* objects (version 6, --memory on Python 3.13+): not counted as events */
+	ULMA_EXT_OBJ_NEW = 10,  /* varint id: an object of the type defined as id (ULMA_DEF_TYPE) created */
+	ULMA_EXT_OBJ_FREE = 11, /* varint id: one destroyed */
 	/* MPI (version 6, docs/mpi.md): not counted as events */
 	ULMA_EXT_MPI = 12, /* varint op (enum ulma_mpi_op), varint n <= ULMA_MPI_ARGS_MAX, n varint args */
 };

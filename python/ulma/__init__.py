@@ -170,8 +170,10 @@ class profile:
     events; c_calls: record builtins too; follow:
     let started processes join; correction: subtract the hook's own cost
     from the summary's times; limit: rows of the text summary; memory:
-    record every allocation and free of Python's allocators (bytes per
-    function, leaks, the peak: docs/memory.md); lines: the code to time
+    True to record every allocation and free, Python's and native code's
+    (bytes per function, leaks, the peak, objects per type:
+    docs/memory.md), or "sample" / "sample:BYTES" to sample one allocation
+    every BYTES bytes on average (`ulma run --memory=sample:BYTES`); lines: the code to time
     line by line, a list of functions and of patterns as `ulma run
     --lines` takes them ("pkg.mod", "Class.method", "prog.py", "all";
     docs/lines.md).
@@ -185,7 +187,10 @@ class profile:
         self.summary = summary
         self.lossless = lossless
         self.c_calls = c_calls
-        self.memory = bool(memory)
+        if isinstance(memory, str) and not (memory == "sample" or memory.startswith("sample:")):
+            raise ValueError("ulma.profile: memory must be True, False, 'sample' or 'sample:BYTES', not %r"
+                             % (memory,))
+        self.memory = memory if isinstance(memory, str) else bool(memory)
         self.follow = follow
         self.correction = correction
         self.limit = int(limit)
@@ -211,7 +216,8 @@ class profile:
         argv += [] if self.lossless else ["--may-drop"]
         argv += [] if self.c_calls else ["--no-c-calls"]
         argv += [] if self.correction else ["--no-correction"]
-        argv += ["--memory"] if self.memory else []
+        if self.memory:
+            argv.append("--memory=" + self.memory if isinstance(self.memory, str) else "--memory")
         argv += ["--lines=" + pattern for pattern in self._line_patterns]
         monitor = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, start_new_session=True)
         path = monitor.stdout.readline().decode(errors="replace").strip()

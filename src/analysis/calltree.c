@@ -93,7 +93,10 @@ int ulma_calltree_enter_slow(struct ulma_calltree *t, uint32_t thread, uint32_t 
 	if (err)
 		return err;
 	struct ulma_ct_thread *th = &t->threads[thread];
-	uint32_t parent = th->depth ? th->frames[th->depth - 1].node : ULMA_CALLTREE_ROOT, node;
+	if (t->per_thread && !th->root &&
+	    (err = child_of(t, ULMA_CALLTREE_ROOT, ULMA_CALLTREE_THREAD_KEY(thread), &th->root)))
+		return err;
+	uint32_t parent = th->depth ? th->frames[th->depth - 1].node : th->root, node;
 	if ((err = child_of(t, parent, key, &node)))
 		return err;
 	t->nodes[node].calls++;
@@ -130,7 +133,7 @@ static int sink_close(void *ctx, const struct ulma_walk *w, uint32_t thread, con
 	return ulma_calltree_close(ctx, w, thread, f);
 }
 
-const struct ulma_walk_sink ulma_calltree_sink_template = {NULL, NULL, NULL, sink_open, sink_close, NULL, NULL, NULL, NULL, NULL};
+const struct ulma_walk_sink ulma_calltree_sink_template = {NULL, NULL, NULL, sink_open, sink_close, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
 
 int ulma_calltree_totals(const struct ulma_calltree *t, uint32_t nkeys, struct ulma_ct_totals *out)
 {

@@ -2,7 +2,10 @@
  * distinct stack (outermost first), with its calls, self and total time.
  *
  * Fed by the frames of export_walk.h (functions merged on their key), all
- * threads into one tree.  This is what a flame graph draws; the folded
+ * threads into one tree; or, with per_thread set before the first frame,
+ * one subtree per thread: the root's children are then thread nodes (key
+ * ULMA_CALLTREE_THREAD_KEY(thread), no times of their own) and a thread's
+ * outermost frames hang from its node.  This is what a flame graph draws; the folded
  * exporter writes one line per node.  Memory is one node per distinct
  * stack, not per call.  Single-threaded.  Functions returning int give 0,
  * -ENOMEM, or -EINVAL for a close without its open.
@@ -10,12 +13,16 @@
 #ifndef ULMA_CALLTREE_H
 #define ULMA_CALLTREE_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "../core/idmap.h"
 #include "export_walk.h"
 
 #define ULMA_CALLTREE_ROOT 0u /* the virtual root: key ULMA_WALK_NONE, no times */
+/* A thread node's key (per_thread trees): above every function key. */
+#define ULMA_CALLTREE_THREAD_KEY(thread) (UINT32_MAX - 1u - (uint32_t)(thread))
+#define ULMA_CALLTREE_THREAD_OF(key) (UINT32_MAX - 1u - (uint32_t)(key))
 
 struct ulma_ct_node {
 	uint32_t key;         /* function key */
@@ -39,6 +46,7 @@ struct ulma_ct_thread {
 	struct ulma_ct_frame *frames; /* open frames */
 	uint32_t depth;
 	uint32_t cap;
+	uint32_t root; /* the node its outermost frames hang from (0 until its first frame) */
 };
 
 struct ulma_calltree {
@@ -48,6 +56,7 @@ struct ulma_calltree {
 	struct ulma_idmap children; /* (parent << 32 | key) + 1 -> node */
 	struct ulma_ct_thread *threads;
 	uint32_t nthreads;
+	bool per_thread; /* a subtree per thread (set before the first frame) */
 };
 
 int ulma_calltree_init(struct ulma_calltree *t);
@@ -82,8 +91,8 @@ static inline int ulma_calltree_enter(struct ulma_calltree *t, uint32_t thread, 
 {
 	if (__builtin_expect(thread < t->nthreads, 1)) {
 		struct ulma_ct_thread *th = &t->threads[thread];
-		if (__builtin_expect(th->depth < th->cap, 1)) {
-			uint32_t parent = th->depth ? th->frames[th->depth - 1].node : ULMA_CALLTREE_ROOT;
+		if (__builtin_expect(th->depth < th->cap && (th->depth || th->root || !t->per_thread), 1)) {
+			uint32_t parent = th->depth ? th->frames[th->depth - 1].node : th->root;
 			uint32_t guess = t->nodes[parent].recent;
 			if (__builtin_expect(guess && t->nodes[guess].key == key, 1)) {
 				t->nodes[guess].calls++;

@@ -8,6 +8,7 @@ const struct ulma_export_format ulma_export_formats[] = {
 	{"pstats", "Python's pstats / cProfile marshal file (pstats.Stats, snakeviz)", ulma_export_pstats, false},
 	{"folded", "folded stacks for flamegraph.pl, inferno, speedscope (self us)", ulma_export_folded, false},
 	{"chrome", "Chrome trace-event JSON for Perfetto and chrome://tracing", ulma_export_chrome, false},
+	{"perfetto", "Perfetto's protobuf trace (TrackEvent): the Perfetto UI and trace processor", ulma_export_perfetto, false},
 	{"speedscope", "speedscope JSON, one evented profile per thread", ulma_export_speedscope, false},
 	{"callgrind", "callgrind profile for KCachegrind and callgrind_annotate", ulma_export_callgrind, false},
 	{"html", "self-contained HTML report: flame graph, function table, timeline", ulma_export_html, false},

@@ -54,6 +54,8 @@ int ulma_export_folded(FILE *in, const struct ulma_export_opts *o, FILE *out, co
 		       struct ulma_export_result *res);
 int ulma_export_chrome(FILE *in, const struct ulma_export_opts *o, FILE *out, const char *dir,
 		       struct ulma_export_result *res);
+int ulma_export_perfetto(FILE *in, const struct ulma_export_opts *o, FILE *out, const char *dir,
+			 struct ulma_export_result *res);
 int ulma_export_speedscope(FILE *in, const struct ulma_export_opts *o, FILE *out, const char *dir,
 			   struct ulma_export_result *res);
 int ulma_export_callgrind(FILE *in, const struct ulma_export_opts *o, FILE *out, const char *dir,

@@ -30,12 +30,17 @@
 #include "ulma/shm.h"
 
 #define FLUSH_AT 65536
+#define COPY_CHUNK 32 /* on_close copies in fixed chunks: a few moves each, no call */
 
 struct chrome {
 	FILE *out;
 	struct ulma_sbuf b;
 	char **fields; /* per function: "name":...,"cat":...,"args":{...} */
+	size_t *field_len;
 	uint32_t nfields;
+	char (*tails)[48]; /* per thread: ,"pid":P,"tid":T} */
+	uint8_t *tail_len;
+	uint32_t ntails;
 	uint32_t *pids_seen;
 	uint32_t npids;
 	uint64_t not_finite; /* counter values JSON cannot hold (NaN, infinities), left out */
@@ -69,17 +74,21 @@ static int on_func(void *ctx, const struct ulma_walk *w, uint32_t func)
 			return -ENOMEM;
 		memset(p + c->nfields, 0, (size_t)(n - c->nfields) * sizeof(*p));
 		c->fields = p;
+		size_t *l = realloc(c->field_len, (size_t)n * sizeof(*l));
+		if (!l)
+			return -ENOMEM;
+		c->field_len = l;
 		c->nfields = n;
 	}
 	struct ulma_sbuf s = {0};
 	ulma_sbuf_puts(&s, "\"name\":");
-	ulma_sbuf_json(&s, f->name);
+	ulma_sbuf_json_text(&s, f->name);
 	ulma_sbuf_printf(&s, ",\"cat\":\"%s\"", ulma_walk_kind_name(f->kind));
 	if (ulma_walk_func_located(f)) {
 		struct ulma_sbuf loc = {0};
 		ulma_sbuf_printf(&loc, "%s:%u", f->file, f->line);
 		ulma_sbuf_puts(&s, ",\"args\":{\"loc\":");
-		ulma_sbuf_json(&s, loc.p ? loc.p : "");
+		ulma_sbuf_json_text(&s, loc.p ? loc.p : "");
 		ulma_sbuf_puts(&s, "}");
 		if (loc.nomem)
 			s.nomem = true;
@@ -89,8 +98,14 @@ static int on_func(void *ctx, const struct ulma_walk *w, uint32_t func)
 		ulma_sbuf_free(&s);
 		return -ENOMEM;
 	}
+	char *padded = realloc(s.p, s.len + COPY_CHUNK); /* on_close copies whole chunks */
+	if (!padded) {
+		ulma_sbuf_free(&s);
+		return -ENOMEM;
+	}
 	free(c->fields[func]);
-	c->fields[func] = s.p;
+	c->fields[func] = padded;
+	c->field_len[func] = s.len;
 	return 0;
 }
 
@@ -98,6 +113,20 @@ static int on_thread(void *ctx, const struct ulma_walk *w, uint32_t thread)
 {
 	struct chrome *c = ctx;
 	const struct ulma_walk_thread *t = &w->threads[thread];
+	if (thread >= c->ntails) {
+		uint32_t n = thread + 1 > c->ntails * 2 ? thread + 1 : c->ntails * 2;
+		char(*p)[48] = realloc(c->tails, (size_t)n * sizeof(*p));
+		if (!p)
+			return -ENOMEM;
+		c->tails = p;
+		uint8_t *l = realloc(c->tail_len, n);
+		if (!l)
+			return -ENOMEM;
+		c->tail_len = l;
+		c->ntails = n;
+	}
+	c->tail_len[thread] = (uint8_t)snprintf(c->tails[thread], sizeof(c->tails[thread]), ",\"pid\":%u,\"tid\":%u}",
+						t->pid, t->tid);
 	bool known = false;
 	for (uint32_t i = 0; i < c->npids && !known; i++)
 		known = c->pids_seen[i] == t->pid;
@@ -107,20 +136,15 @@ static int on_thread(void *ctx, const struct ulma_walk *w, uint32_t thread)
 			return -ENOMEM;
 		c->pids_seen = p;
 		p[c->npids++] = t->pid;
-		struct ulma_sbuf name = {0};
 		const char *label = ulma_walk_process_name(w, t->pid);
-		if (label)
-			ulma_sbuf_printf(&name, "%s (pid %u)", label, t->pid);
-		else
-			ulma_sbuf_printf(&name, "pid %u", t->pid);
-		separator(c);
-		ulma_sbuf_printf(&c->b, "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%u,\"tid\":0,\"args\":{\"name\":",
-				 t->pid);
-		ulma_sbuf_json(&c->b, name.p ? name.p : "");
-		ulma_sbuf_puts(&c->b, "}}");
-		if (name.nomem)
-			c->b.nomem = true;
-		ulma_sbuf_free(&name);
+		if (label) { /* the viewers add the pid themselves; without a name they show it alone */
+			separator(c);
+			ulma_sbuf_printf(&c->b,
+					 "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%u,\"tid\":0,\"args\":{\"name\":",
+					 t->pid);
+			ulma_sbuf_json_text(&c->b, label);
+			ulma_sbuf_puts(&c->b, "}}");
+		}
 	}
 	separator(c);
 	ulma_sbuf_printf(&c->b,
@@ -140,19 +164,23 @@ static void thread_names(struct chrome *c, const struct ulma_walk *w)
 		ulma_sbuf_printf(&c->b, "{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%u,\"tid\":%u,\"args\":{\"name\":",
 				 t->pid, t->tid);
 		if (t->name < w->nfuncs)
-			ulma_sbuf_json(&c->b, w->funcs[t->name].name);
+			ulma_sbuf_json_text(&c->b, w->funcs[t->name].name);
 		else
 			ulma_sbuf_printf(&c->b, "\"%s %u\"", t->tid == t->pid ? "main thread" : "thread", t->tid);
 		ulma_sbuf_puts(&c->b, "}}");
 	}
 }
 
-/* ns as microseconds with three decimals */
+/* ns as microseconds, with the decimals it needs (none to three) */
 static void put_us(struct ulma_sbuf *b, uint64_t ns)
 {
 	char frac[4] = {'.', (char)('0' + ns / 100 % 10), (char)('0' + ns / 10 % 10), (char)('0' + ns % 10)};
+	size_t n = 4;
+	while (n > 1 && frac[n - 1] == '0')
+		n--;
 	ulma_sbuf_u64(b, ns / 1000);
-	ulma_sbuf_put(b, frac, 4);
+	if (n > 1)
+		ulma_sbuf_put(b, frac, n);
 }
 
 /* An event's closing fields: ,"pid":P,"tid":T} and the flush that may follow. */
@@ -166,18 +194,57 @@ static int end_event(struct chrome *c, const struct ulma_walk_thread *t)
 	return maybe_flush(c);
 }
 
+/* put_us, at p. */
+static inline char *put_us_at(char *p, uint64_t ns)
+{
+	p = ulma_put_decimal(p, ns / 1000);
+	unsigned frac = (unsigned)(ns % 1000);
+	if (frac) {
+		*p++ = '.';
+		*p++ = (char)('0' + frac / 100);
+		frac %= 100;
+		if (frac) {
+			*p++ = (char)('0' + frac / 10);
+			if (frac % 10)
+				*p++ = (char)('0' + frac % 10);
+		}
+	}
+	return p;
+}
+
+/* A complete event, written straight into the buffer (one per frame: the
+ * hot path). */
 static int on_close(void *ctx, const struct ulma_walk *w, uint32_t thread, const struct ulma_walk_frame *f)
 {
 	struct chrome *c = ctx;
-	const struct ulma_walk_thread *t = &w->threads[thread];
-	separator(c);
-	ulma_sbuf_puts(&c->b, "{\"ph\":\"X\",");
-	ulma_sbuf_puts(&c->b, f->func < c->nfields && c->fields[f->func] ? c->fields[f->func] : "\"name\":\"?\"");
-	ulma_sbuf_puts(&c->b, ",\"ts\":");
-	put_us(&c->b, f->start_ns);
-	ulma_sbuf_puts(&c->b, ",\"dur\":");
-	put_us(&c->b, f->end_ns - f->start_ns);
-	return end_event(c, t);
+	(void)w;
+	static const char unknown[COPY_CHUNK] = "\"name\":\"?\"";
+	bool known = f->func < c->nfields && c->fields[f->func];
+	const char *fields = known ? c->fields[f->func] : unknown;
+	size_t flen = known ? c->field_len[f->func] : strlen(unknown);
+	char *p = ulma_sbuf_room(&c->b, flen + COPY_CHUNK + 128);
+	if (!p)
+		return -ENOMEM;
+	char *start = p;
+	if (!c->first) {
+		*p++ = ',';
+		*p++ = '\n';
+	}
+	c->first = false;
+	memcpy(p, "{\"ph\":\"X\",", 10);
+	p += 10;
+	for (size_t i = 0; i < flen; i += COPY_CHUNK)
+		memcpy(p + i, fields + i, COPY_CHUNK);
+	p += flen;
+	memcpy(p, ",\"ts\":", 6);
+	p = put_us_at(p + 6, f->start_ns);
+	memcpy(p, ",\"dur\":", 7);
+	p = put_us_at(p + 7, f->end_ns - f->start_ns);
+	memcpy(p, c->tails[thread], sizeof(c->tails[thread]));
+	p += c->tail_len[thread];
+	c->b.len += (size_t)(p - start);
+	c->b.p[c->b.len] = 0;
+	return c->b.len < FLUSH_AT ? 0 : ulma_sbuf_flush(&c->b, c->out);
 }
 
 /* An instant on its thread, a counter's value on its process; a thread's
@@ -200,10 +267,10 @@ static int on_mark(void *ctx, const struct ulma_walk *w, uint32_t thread, const 
 	} else {
 		return 0;
 	}
-	ulma_sbuf_json(&c->b, name);
+	ulma_sbuf_json_text(&c->b, name);
 	if (m->kind == ULMA_EXT_COUNTER) {
 		ulma_sbuf_puts(&c->b, ",\"args\":{");
-		ulma_sbuf_json(&c->b, name);
+		ulma_sbuf_json_text(&c->b, name);
 		ulma_sbuf_put(&c->b, ":", 1);
 		ulma_sbuf_double(&c->b, m->value);
 		ulma_sbuf_put(&c->b, "}", 1);
@@ -218,20 +285,15 @@ static int on_mpi(void *ctx, const struct ulma_walk *w, uint32_t thread, const s
 {
 	struct chrome *c = ctx;
 	const struct ulma_trace_mpi *e = m->ev;
-	if ((e->op != ULMA_MPI_SEND && e->op != ULMA_MPI_RECV) || e->nargs < 5 || m->rank == UINT32_MAX ||
-	    e->args[4] == ULMA_MPI_SEQ_NONE)
+	uint64_t id;
+	if (!ulma_walk_mpi_message_id(m, &id))
 		return 0;
 	bool send = e->op == ULMA_MPI_SEND;
-	uint64_t parts[5] = {send ? m->rank : e->args[0], send ? e->args[0] : m->rank, e->args[1], e->args[2],
-			     e->args[4]};
-	uint64_t id = UINT64_C(0xcbf29ce484222325);
-	for (int k = 0; k < 5; k++)
-		id = (id ^ parts[k]) * UINT64_C(0x100000001b3) ^ (id >> 31);
 	separator(c);
 	ulma_sbuf_puts(&c->b, send ? "{\"ph\":\"s\"" : "{\"ph\":\"f\",\"bp\":\"e\"");
 	ulma_sbuf_printf(&c->b, ",\"cat\":\"mpi\",\"name\":\"message tag %lld, %llu bytes\",\"id\":%llu,\"ts\":",
 			 (long long)ulma_unzigzag(e->args[1]), (unsigned long long)e->args[3],
-			 (unsigned long long)(id & ((UINT64_C(1) << 53) - 1)));
+			 (unsigned long long)id);
 	put_us(&c->b, m->at_ns);
 	return end_event(c, &w->threads[thread]);
 }
@@ -243,16 +305,16 @@ int ulma_export_chrome(FILE *in, const struct ulma_export_opts *o, FILE *out, co
 	struct ulma_walk w;
 	(void)dir;
 	ulma_sbuf_puts(&c.b, "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n");
-	struct ulma_walk_sink sink = {&c, on_func, on_thread, NULL, on_close, NULL, NULL, on_mark, NULL, on_mpi};
+	struct ulma_walk_sink sink = {&c, on_func, on_thread, NULL, on_close, NULL, NULL, on_mark, NULL, on_mpi, NULL, NULL};
 	int err = ulma_export_walk(in, o, &w, &sink, res);
 	if (!err) {
 		thread_names(&c, &w);
 		ulma_sbuf_puts(&c.b, "\n],\"otherData\":{\"producer\":\"ulma export\",\"command\":");
-		ulma_sbuf_json(&c.b, w.command ? w.command : "");
+		ulma_sbuf_json_text(&c.b, w.command ? w.command : "");
 		char note[ULMA_WALK_NOTE_MAX];
 		ulma_walk_times_note(&w, note, sizeof(note));
 		ulma_sbuf_puts(&c.b, ",\"times\":");
-		ulma_sbuf_json(&c.b, note);
+		ulma_sbuf_json_text(&c.b, note);
 		ulma_sbuf_printf(&c.b, ",\"complete\":%s,\"duration_ns\":%llu,\"lost_events\":%llu",
 				 w.complete ? "true" : "false", (unsigned long long)w.duration_ns,
 				 (unsigned long long)w.lost);
@@ -264,6 +326,9 @@ int ulma_export_chrome(FILE *in, const struct ulma_export_opts *o, FILE *out, co
 	for (uint32_t i = 0; i < c.nfields; i++)
 		free(c.fields[i]);
 	free(c.fields);
+	free(c.field_len);
+	free(c.tails);
+	free(c.tail_len);
 	free(c.pids_seen);
 	ulma_sbuf_free(&c.b);
 	ulma_walk_free(&w);

@@ -54,6 +54,10 @@ struct ctf {
 	uint32_t nthreads;
 	char **names; /* per function: cleaned name, NUL included in length */
 	char **files;
+	char **entries; /* per function: an entry's fields (name, file, line, kind), COPY_CHUNK bytes of slack */
+	size_t *entry_len;
+	char **exits;   /* per function: an exit's first field (the name), with the same slack */
+	size_t *exit_len;
 	uint32_t nnames;
 	uint64_t events;
 };
@@ -64,6 +68,14 @@ static void put_le(struct ulma_sbuf *b, uint64_t v, unsigned bytes)
 	for (unsigned i = 0; i < bytes; i++)
 		le[i] = (char)(v >> (8 * i) & 0xff);
 	ulma_sbuf_put(b, le, bytes);
+}
+
+/* v's low `bytes` bytes at p, little-endian; returns the end. */
+static inline char *le_at(char *p, uint64_t v, unsigned bytes)
+{
+	for (unsigned i = 0; i < bytes; i++)
+		p[i] = (char)(v >> (8 * i) & 0xff);
+	return p + bytes;
 }
 
 static void put_cstr(struct ulma_sbuf *b, const char *s)
@@ -85,28 +97,69 @@ static char *clean(const char *s)
 	return b.p;
 }
 
+/* The kind as the metadata's enumeration has it: the trace's own value,
+ * or 0 ("other") for one it does not list. */
+static unsigned kind_value(uint8_t kind)
+{
+	return kind >= ULMA_DEF_PY && kind <= ULMA_DEF_ZONE ? kind : 0;
+}
+
+#define COPY_CHUNK 32 /* event() copies fields in fixed chunks: a few moves each, no call */
+
+static int grow_funcs(struct ctf *c, uint32_t func)
+{
+	uint32_t n = func + 1 > c->nnames * 2 ? func + 1 : c->nnames * 2;
+	char ***arrays[] = {&c->names, &c->files, &c->entries, &c->exits};
+	for (size_t i = 0; i < sizeof(arrays) / sizeof(arrays[0]); i++) {
+		char **a = realloc(*arrays[i], (size_t)n * sizeof(*a));
+		if (!a)
+			return -ENOMEM;
+		memset(a + c->nnames, 0, (size_t)(n - c->nnames) * sizeof(*a));
+		*arrays[i] = a;
+	}
+	size_t **lens[] = {&c->entry_len, &c->exit_len};
+	for (size_t i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
+		size_t *l = realloc(*lens[i], (size_t)n * sizeof(*l));
+		if (!l)
+			return -ENOMEM;
+		*lens[i] = l;
+	}
+	c->nnames = n;
+	return 0;
+}
+
 static int on_func(void *ctx, const struct ulma_walk *w, uint32_t func)
 {
 	struct ctf *c = ctx;
-	if (func >= c->nnames) {
-		uint32_t n = func + 1 > c->nnames * 2 ? func + 1 : c->nnames * 2;
-		char **a = realloc(c->names, (size_t)n * sizeof(*a));
-		if (!a)
-			return -ENOMEM;
-		c->names = a;
-		char **f = realloc(c->files, (size_t)n * sizeof(*f));
-		if (!f)
-			return -ENOMEM;
-		c->files = f;
-		memset(c->names + c->nnames, 0, (size_t)(n - c->nnames) * sizeof(*a));
-		memset(c->files + c->nnames, 0, (size_t)(n - c->nnames) * sizeof(*f));
-		c->nnames = n;
-	}
+	if (func >= c->nnames && grow_funcs(c, func))
+		return -ENOMEM;
 	free(c->names[func]);
 	free(c->files[func]);
+	free(c->entries[func]);
+	free(c->exits[func]);
+	c->entries[func] = c->exits[func] = NULL;
 	c->names[func] = clean(*w->funcs[func].name ? w->funcs[func].name : "?");
 	c->files[func] = clean(w->funcs[func].file);
-	return c->names[func] && c->files[func] ? 0 : -ENOMEM;
+	if (!c->names[func] || !c->files[func])
+		return -ENOMEM;
+	struct ulma_sbuf e = {0}, x = {0};
+	put_cstr(&e, c->names[func]);
+	put_cstr(&e, c->files[func]);
+	put_le(&e, w->funcs[func].line, 4);
+	put_le(&e, kind_value(w->funcs[func].kind), 1);
+	put_cstr(&x, c->names[func]);
+	char *ep = e.nomem ? NULL : realloc(e.p, e.len + COPY_CHUNK);
+	char *xp = x.nomem ? NULL : realloc(x.p, x.len + COPY_CHUNK);
+	if (!ep || !xp) {
+		free(ep ? ep : e.p);
+		free(xp ? xp : x.p);
+		return -ENOMEM;
+	}
+	c->entries[func] = ep;
+	c->entry_len[func] = e.len;
+	c->exits[func] = xp;
+	c->exit_len[func] = x.len;
+	return 0;
 }
 
 static int write_packet(struct ctf *c, const struct ulma_walk *w, uint32_t thread)
@@ -163,36 +216,40 @@ static struct ulma_sbuf *begin_event(struct ctf *c, uint32_t thread, unsigned id
 	t->end = at;
 	t->events++;
 	c->events++;
-	put_le(&t->ev, id, 4);
-	put_le(&t->ev, at, 8);
-	put_le(&t->ev, cpu, 4);
+	char *p = ulma_sbuf_room(&t->ev, 16);
+	if (!p)
+		return NULL;
+	p = le_at(le_at(le_at(p, id, 4), at, 8), cpu, 4);
+	t->ev.len += 16;
+	t->ev.p[t->ev.len] = 0;
 	return &t->ev;
 }
 
-/* The kind as the metadata's enumeration has it: the trace's own value,
- * or 0 ("other") for one it does not list. */
-static unsigned kind_value(uint8_t kind)
-{
-	return kind >= ULMA_DEF_PY && kind <= ULMA_DEF_ZONE ? kind : 0;
-}
-
+/* A frame's entry or exit, written straight into its thread's packet
+ * buffer (one per frame's open and close: the hot path). */
 static int event(struct ctf *c, const struct ulma_walk *w, uint32_t thread, const struct ulma_walk_frame *f,
 		 bool entry)
 {
+	if (f->func >= c->nnames || !c->entries[f->func])
+		return -EPROTO; /* the walker defines every function before its frames */
 	struct ulma_sbuf *b = begin_event(c, thread, entry ? EV_ENTRY : EV_EXIT, entry ? f->start_ns : f->end_ns, f->cpu);
 	if (!b)
 		return -ENOMEM;
-	const char *name = f->func < c->nnames && c->names[f->func] ? c->names[f->func] : "?";
-	put_cstr(b, name);
-	if (entry) {
-		put_cstr(b, f->func < c->nnames && c->files[f->func] ? c->files[f->func] : "?");
-		put_le(b, w->funcs[f->func].line, 4);
-		put_le(b, kind_value(w->funcs[f->func].kind), 1);
-	} else {
-		put_le(b, f->end_ns - f->start_ns, 8);
-		put_le(b, f->self_ns, 8);
+	const char *fields = entry ? c->entries[f->func] : c->exits[f->func];
+	size_t len = entry ? c->entry_len[f->func] : c->exit_len[f->func];
+	char *p = ulma_sbuf_room(b, len + COPY_CHUNK + 16), *start = p;
+	if (!p)
+		return -ENOMEM;
+	for (size_t i = 0; i < len; i += COPY_CHUNK)
+		memcpy(p + i, fields + i, COPY_CHUNK);
+	p += len;
+	if (!entry) {
+		p = le_at(p, f->end_ns - f->start_ns, 8);
+		p = le_at(p, f->self_ns, 8);
 	}
-	return b->len >= PACKET_AT ? write_packet(c, w, thread) : b->nomem ? -ENOMEM : 0;
+	b->len += (size_t)(p - start);
+	b->p[b->len] = 0;
+	return b->len >= PACKET_AT ? write_packet(c, w, thread) : 0;
 }
 
 static int on_open(void *ctx, const struct ulma_walk *w, uint32_t thread, const struct ulma_walk_frame *f)
@@ -372,7 +429,7 @@ int ulma_export_ctf(FILE *in, const struct ulma_export_opts *o, FILE *out, const
 	struct ctf c = {.dir = dir};
 	struct ulma_walk w;
 	(void)out;
-	struct ulma_walk_sink sink = {&c, on_func, NULL, on_open, on_close, NULL, NULL, on_mark, NULL, NULL};
+	struct ulma_walk_sink sink = {&c, on_func, NULL, on_open, on_close, NULL, NULL, on_mark, NULL, NULL, NULL, NULL};
 	int err = ulma_export_walk(in, o, &w, &sink, res);
 	for (uint32_t i = 0; i < c.nthreads && !err; i++)
 		err = write_packet(&c, &w, i);
@@ -383,9 +440,15 @@ int ulma_export_ctf(FILE *in, const struct ulma_export_opts *o, FILE *out, const
 	for (uint32_t i = 0; i < c.nnames; i++) {
 		free(c.names[i]);
 		free(c.files[i]);
+		free(c.entries[i]);
+		free(c.exits[i]);
 	}
 	free(c.names);
 	free(c.files);
+	free(c.entries);
+	free(c.exits);
+	free(c.entry_len);
+	free(c.exit_len);
 	free(c.threads);
 	ulma_walk_free(&w);
 	return err;

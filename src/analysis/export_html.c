@@ -1,18 +1,26 @@
-/* export_html.c - a self-contained HTML report of a trace: flame graph
- * (icicle), sortable and searchable function table, per-thread timeline.
+/* export_html.c - the data of the self-contained HTML report (docs/html.md):
+ * the function table with each function's time split, the calling-context
+ * tree with a subtree per thread (the page merges them per process or all
+ * together, inverts them and cuts the sandwich of a function), and the
+ * per-thread timeline.
  *
- * The page (export_html_page.c) is static HTML, CSS and JavaScript with no
- * external resource; a Content-Security-Policy forbids any network access.
- * The data goes in one <script type="application/json"> element, written
- * with ulma_sbuf_json, which escapes '<', '>' and '&', so no name can end
- * the element; the page reads it with JSON.parse and puts names on screen
- * only through textContent and canvas text, never as markup.
+ * The page (src/analysis/html/, embedded by cmake/embed_page.cmake) is
+ * static HTML, CSS and JavaScript with no external resource; a
+ * Content-Security-Policy forbids any network access.  The data goes in
+ * one <script type="application/json"> element, written with
+ * ulma_sbuf_json, which escapes '<', '>' and '&', so no name can end the
+ * element; the page reads it with JSON.parse and puts names on screen only
+ * through textContent and canvas text, never as markup.
  *
- * The data is aggregated, not every event: per-function totals (the call
- * graph), the calling-context tree without the nodes under 1/20000 of the
- * total time (at most MAX_NODES), and for the timeline only the frames
- * longer than a threshold that doubles whenever more than MAX_SPANS are
- * kept, so the page stays small whatever the trace's size.
+ * The data is a summary, never every event, so the page stays under 5 MB
+ * whatever the trace's size: the MAX_FUNCS functions with the longest
+ * totals; the tree's MAX_NODES heaviest nodes, each with its parent, none
+ * under 1/20000 of the total time (a deep recursion keeps its outer
+ * levels); for the timeline only the frames longer than a
+ * threshold that doubles whenever more than MAX_SPANS are kept, in at most
+ * MAX_LANES threads, each lane's frames in start order as start deltas and
+ * durations.  The time split per function (export_html_funcs.c) is the
+ * profile's that the walk feeds, `ulma report`'s figures.
  *
  * Functions carry their kind (py, c, native, zone), which the page colours
  * apart.  Marks: the first MAX_INSTANTS instants are ticks on their
@@ -20,7 +28,7 @@
  * minimum, maximum and last value and at most MAX_POINTS of its values for
  * a sparkline, every value while they fit, then every second, fourth...
  * (the stride doubles when the points are full).  A thread named by a mark
- * has its last name in its lane's label.
+ * has its last name in its lane ("name"; "label" names its process too).
  *
  * Lines recorded with `ulma run --lines` get a view of their own: the walk
  * feeds a profile (export_walk.h) whose line rows export_html_lines.c
@@ -33,16 +41,20 @@
 
 #include "calltree.h"
 #include "export.h"
+#include "export_html_funcs.h"
 #include "export_html_lines.h"
 #include "export_html_page.h"
 #include "export_text.h"
 #include "ulma/shm.h"
 
-#define MAX_NODES 30000u
-#define MAX_SPANS 150000u
-#define MAX_INSTANTS 20000u
-#define MAX_COUNTERS 256u
-#define MAX_POINTS 512u
+/* The bounds that keep the page under 5 MB whatever the trace (docs/exports.md) */
+#define MAX_FUNCS 4000u  /* function rows: those with the longest total */
+#define MAX_NODES 20000u /* call-tree nodes */
+#define MAX_SPANS 70000u /* timeline frames */
+#define MAX_LANES 2000u  /* timeline threads */
+#define MAX_INSTANTS 5000u
+#define MAX_COUNTERS 64u
+#define MAX_POINTS 256u
 
 struct span {
 	uint32_t key;
@@ -256,7 +268,7 @@ static void write_counters(struct ulma_sbuf *b, const struct ulma_walk *w, const
 	ulma_sbuf_puts(b, "]");
 }
 
-/* Comma-separated decimal list of n values taken by get(i). */
+/* Comma-separated decimal list of n values taken by expr (i_ is the index). */
 #define PUT_LIST(b, n, expr)                                \
 	do {                                                \
 		for (uint32_t i_ = 0; i_ < (n); i_++) {     \
@@ -266,142 +278,334 @@ static void write_counters(struct ulma_sbuf *b, const struct ulma_walk *w, const
 		}                                           \
 	} while (0)
 
+/* What write_data builds before it writes. */
+struct rows {
+	uint32_t *of_key;     /* key -> row in "funcs", UINT32_MAX: left out */
+	uint32_t nrows;
+	uint32_t left_out;    /* functions with calls past MAX_FUNCS */
+	uint32_t *of_thread;  /* walk thread -> row in "threads", UINT32_MAX: none */
+	uint32_t nthreads;
+	uint32_t threads_left_out;
+};
+
+static int by_total_desc(const void *a, const void *b, void *totals)
+{
+	const struct ulma_ct_totals *t = totals;
+	uint64_t x = t[*(const uint32_t *)a].total_ns, y = t[*(const uint32_t *)b].total_ns;
+	uint32_t ka = *(const uint32_t *)a, kb = *(const uint32_t *)b;
+	return x < y ? 1 : x > y ? -1 : (ka > kb) - (ka < kb);
+}
+
+/* Rows for the MAX_FUNCS functions with calls of the longest total, in key order. */
+static int choose_rows(const struct ulma_walk *w, const struct ulma_ct_totals *fn, struct rows *r)
+{
+	uint32_t n = 0, *cand = malloc((w->nfuncs ? w->nfuncs : 1) * sizeof(*cand));
+	if (!cand)
+		return -ENOMEM;
+	for (uint32_t k = 0; k < w->nfuncs; k++) {
+		r->of_key[k] = UINT32_MAX;
+		if (w->funcs[k].key == k && fn[k].calls)
+			cand[n++] = k;
+	}
+	if (n > MAX_FUNCS) {
+		qsort_r(cand, n, sizeof(*cand), by_total_desc, (void *)fn);
+		r->left_out = n - MAX_FUNCS;
+		n = MAX_FUNCS;
+	}
+	for (uint32_t i = 0; i < n; i++)
+		r->of_key[cand[i]] = 0;
+	for (uint32_t k = 0; k < w->nfuncs; k++)
+		if (r->of_key[k] == 0)
+			r->of_key[k] = r->nrows++;
+	free(cand);
+	return 0;
+}
+
+/* "funcs":[[name, file, line, kind, calls, self, total]...], "fx":[split...] */
+static int write_funcs(struct ulma_sbuf *b, FILE *out, const struct ulma_walk *w, const struct ulma_ct_totals *fn,
+		       const struct rows *r, const struct ulma_html_split *split)
+{
+	int err = 0;
+	ulma_sbuf_puts(b, "\"funcs\":[");
+	for (uint32_t k = 0, n = 0; k < w->nfuncs && !err; k++) {
+		if (r->of_key[k] == UINT32_MAX)
+			continue;
+		const struct ulma_walk_func *f = &w->funcs[k];
+		ulma_sbuf_puts(b, n++ ? ",\n[" : "\n[");
+		ulma_sbuf_json(b, f->name);
+		ulma_sbuf_put(b, ",", 1);
+		ulma_sbuf_json(b, f->file);
+		const char *kind = ulma_walk_kind_name(f->kind);
+		ulma_sbuf_printf(b, ",%u,\"%s\",%llu,%llu,%llu]", f->line, strcmp(kind, "python") == 0 ? "py" : kind,
+				 (unsigned long long)fn[k].calls, (unsigned long long)fn[k].self_ns,
+				 (unsigned long long)fn[k].total_ns);
+		if (b->len > 65536)
+			err = ulma_sbuf_flush(b, out);
+	}
+	ulma_sbuf_printf(b, "],\n\"funcs_left_out\":%u,\n\"fx\":[", r->left_out);
+	for (uint32_t k = 0, n = 0; k < w->nfuncs && !err; k++) {
+		if (r->of_key[k] == UINT32_MAX)
+			continue;
+		ulma_sbuf_puts(b, n++ ? ",\n" : "\n");
+		ulma_html_split_json(b, &split[k]);
+		if (b->len > 65536)
+			err = ulma_sbuf_flush(b, out);
+	}
+	ulma_sbuf_puts(b, "],\n");
+	return err;
+}
+
+/* The row of tree node n in the page: a function's row, or -2 - the
+ * thread's row for a thread node; -1 if the page has neither. */
+static int64_t node_row(const struct ulma_calltree *t, uint32_t n, const struct rows *r)
+{
+	uint32_t key = t->nodes[n].key;
+	if (t->nodes[n].parent == ULMA_CALLTREE_ROOT && n != ULMA_CALLTREE_ROOT) {
+		uint32_t th = ULMA_CALLTREE_THREAD_OF(key);
+		return th < r->nthreads && r->of_thread[th] != UINT32_MAX ? -2 - (int64_t)r->of_thread[th] : -1;
+	}
+	return r->of_key[key] == UINT32_MAX ? -1 : (int64_t)r->of_key[key];
+}
+
+/* A max-heap of node ids by total time. */
+static void heap_push(uint32_t *heap, uint32_t *n, const struct ulma_ct_node *nd, uint32_t id)
+{
+	uint32_t i = (*n)++;
+	for (; i && nd[heap[(i - 1) / 2]].total_ns < nd[id].total_ns; i = (i - 1) / 2)
+		heap[i] = heap[(i - 1) / 2];
+	heap[i] = id;
+}
+
+static uint32_t heap_pop(uint32_t *heap, uint32_t *n, const struct ulma_ct_node *nd)
+{
+	uint32_t top = heap[0], last = heap[--*n], i = 0;
+	for (;;) {
+		uint32_t c = 2 * i + 1;
+		if (c >= *n)
+			break;
+		if (c + 1 < *n && nd[heap[c + 1]].total_ns > nd[heap[c]].total_ns)
+			c++;
+		if (nd[heap[c]].total_ns <= nd[last].total_ns)
+			break;
+		heap[i] = heap[c];
+		i = c;
+	}
+	heap[i] = last;
+	return top;
+}
+
+/* "tree":{f, p, t, s, c}: the tree, pruned, breadth first (a parent before
+ * its children); node 0 is the root, its children the threads. */
+static int write_tree(struct ulma_sbuf *b, FILE *out, struct html *h, const struct rows *r)
+{
+	struct ulma_ct_node *nd = h->t.nodes;
+	uint32_t *order = malloc((size_t)h->t.nnodes * sizeof(*order));
+	uint32_t *newid = malloc((size_t)h->t.nnodes * sizeof(*newid));
+	uint32_t nkept = 0;
+	if (!order || !newid) {
+		free(order);
+		free(newid);
+		return -ENOMEM;
+	}
+	/* a thread node's time is its outermost frames' */
+	uint64_t all = 0;
+	for (uint32_t th = nd[0].first_child; th; th = nd[th].next_sibling) {
+		nd[th].total_ns = 0;
+		for (uint32_t c = nd[th].first_child; c; c = nd[c].next_sibling)
+			nd[th].total_ns += nd[c].total_ns;
+		all += nd[th].total_ns;
+	}
+	/* the heaviest nodes first, each after its parent (a child is never
+	 * heavier than its parent), until MAX_NODES or the bar: a binary heap
+	 * of the candidates, the children of the nodes kept so far */
+	uint64_t bar = all / 20000, smallest = 0;
+	uint32_t nheap = 0;
+	uint32_t *cand = malloc((size_t)h->t.nnodes * sizeof(*cand));
+	if (!cand) {
+		free(order);
+		free(newid);
+		return -ENOMEM;
+	}
+	nkept = 0;
+	order[nkept++] = 0;
+	newid[0] = 0;
+	for (uint32_t c = nd[0].first_child; c; c = nd[c].next_sibling)
+		heap_push(cand, &nheap, nd, c);
+	while (nheap && nkept <= MAX_NODES) {
+		uint32_t n = heap_pop(cand, &nheap, nd);
+		if (nd[n].total_ns < bar || nd[n].total_ns == 0)
+			break; /* the heaviest left is under the bar: so are the rest */
+		if (node_row(&h->t, n, r) == -1)
+			continue;
+		newid[n] = nkept;
+		order[nkept++] = n;
+		smallest = nd[n].total_ns;
+		for (uint32_t c = nd[n].first_child; c; c = nd[c].next_sibling)
+			heap_push(cand, &nheap, nd, c);
+	}
+	free(cand);
+	if (nheap && smallest > bar)
+		bar = smallest; /* what the page may say was left out under */
+	ulma_sbuf_puts(b, "\"tree\":{\"f\":[-1");
+	for (uint32_t i = 1; i < nkept; i++) {
+		int64_t row = node_row(&h->t, order[i], r);
+		ulma_sbuf_printf(b, ",%lld", (long long)row);
+	}
+	ulma_sbuf_puts(b, "],\n\"p\":[-1");
+	for (uint32_t i = 1; i < nkept; i++)
+		ulma_sbuf_printf(b, ",%u", newid[nd[order[i]].parent]);
+	ulma_sbuf_puts(b, "],\n\"t\":[");
+	ulma_sbuf_u64(b, all);
+	for (uint32_t i = 1; i < nkept; i++) {
+		ulma_sbuf_put(b, ",", 1);
+		ulma_sbuf_u64(b, nd[order[i]].total_ns);
+	}
+	ulma_sbuf_puts(b, "],\n\"s\":[0");
+	for (uint32_t i = 1; i < nkept; i++) {
+		ulma_sbuf_put(b, ",", 1);
+		ulma_sbuf_u64(b, nd[order[i]].self_ns);
+	}
+	ulma_sbuf_puts(b, "],\n\"c\":[0");
+	for (uint32_t i = 1; i < nkept; i++) {
+		ulma_sbuf_put(b, ",", 1);
+		ulma_sbuf_u64(b, nd[order[i]].calls);
+	}
+	ulma_sbuf_printf(b, "],\"min_ns\":%llu},\n", (unsigned long long)bar);
+	free(order);
+	free(newid);
+	return ulma_sbuf_flush(b, out);
+}
+
+static int by_start(const void *a, const void *b)
+{
+	const struct span *x = a, *y = b;
+	if (x->start != y->start)
+		return x->start < y->start ? -1 : 1;
+	return (x->depth > y->depth) - (x->depth < y->depth);
+}
+
+/* "threads":[...], each with its spans in start order: s is the start
+ * less the previous span's start, e the duration; i the instants, each
+ * less the one before. */
+static int write_threads(struct ulma_sbuf *b, FILE *out, const struct ulma_walk *w, struct html *h,
+			 const struct rows *r)
+{
+	int err = 0;
+	ulma_sbuf_puts(b, "\"threads\":[");
+	for (uint32_t i = 0; i < w->nthreads && !err; i++) {
+		const struct ulma_walk_thread *t = &w->threads[i];
+		if (r->of_thread[i] == UINT32_MAX)
+			continue;
+		struct lane *l = i < h->nlanes ? &h->lanes[i] : &(struct lane){0};
+		uint32_t k = 0;
+		for (uint32_t j = 0; j < l->n; j++) /* functions the page has */
+			if (r->of_key[l->s[j].key] != UINT32_MAX)
+				l->s[k++] = l->s[j];
+		l->n = k;
+		qsort(l->s, l->n, sizeof(*l->s), by_start);
+		char label[ULMA_WALK_LABEL_MAX];
+		ulma_walk_thread_label(w, t, label, sizeof(label));
+		ulma_sbuf_puts(b, r->of_thread[i] ? ",\n{\"label\":" : "\n{\"label\":");
+		ulma_sbuf_json(b, label);
+		ulma_sbuf_puts(b, ",\"name\":");
+		ulma_sbuf_json(b, t->name != ULMA_WALK_NONE ? w->funcs[t->name].name : "");
+		ulma_sbuf_printf(b, ",\"pid\":%u,\"tid\":%u,\"main\":%s,\"first\":%llu,\"last\":%llu,\"f\":[", t->pid,
+				 t->tid, t->pid == t->tid ? "true" : "false", (unsigned long long)t->first_ns,
+				 (unsigned long long)t->last_ns);
+		PUT_LIST(b, l->n, r->of_key[l->s[i_].key]);
+		ulma_sbuf_puts(b, "],\"d\":[");
+		PUT_LIST(b, l->n, l->s[i_].depth);
+		ulma_sbuf_puts(b, "],\"s\":[");
+		PUT_LIST(b, l->n, l->s[i_].start - (i_ ? l->s[i_ - 1].start : 0));
+		ulma_sbuf_puts(b, "],\"e\":[");
+		PUT_LIST(b, l->n, l->s[i_].end - l->s[i_].start);
+		ulma_sbuf_puts(b, "],\"i\":[");
+		PUT_LIST(b, l->nin, l->in[i_].at - (i_ ? l->in[i_ - 1].at : 0));
+		ulma_sbuf_puts(b, "],\"in\":[");
+		for (uint32_t q = 0; q < l->nin; q++) {
+			if (q)
+				ulma_sbuf_put(b, ",", 1);
+			ulma_sbuf_json(b, w->funcs[l->in[q].name].name);
+		}
+		ulma_sbuf_puts(b, "]}");
+		err = ulma_sbuf_flush(b, out);
+	}
+	ulma_sbuf_printf(b, "],\n\"threads_left_out\":%u,\n\"processes\":[", r->threads_left_out);
+	/* each process once, with its name where the trace has one */
+	for (uint32_t i = 0, n = 0; i < w->nthreads; i++) {
+		if (r->of_thread[i] == UINT32_MAX)
+			continue;
+		uint32_t j = 0;
+		while (j < i && (r->of_thread[j] == UINT32_MAX || w->threads[j].pid != w->threads[i].pid))
+			j++;
+		if (j < i)
+			continue;
+		const char *name = ulma_walk_process_name(w, w->threads[i].pid);
+		ulma_sbuf_printf(b, "%s{\"pid\":%u,\"name\":", n++ ? "," : "", w->threads[i].pid);
+		ulma_sbuf_json(b, name ? name : "");
+		ulma_sbuf_puts(b, "}");
+	}
+	ulma_sbuf_puts(b, "]");
+	return err;
+}
+
 static int write_data(FILE *out, const struct ulma_walk *w, struct html *h)
 {
 	struct ulma_sbuf b = {0};
-	uint32_t nf = w->nfuncs ? w->nfuncs : 1;
-	uint32_t *index = malloc(nf * sizeof(*index)); /* key -> row in "funcs" */
-	uint32_t *order = malloc((size_t)h->t.nnodes * sizeof(*order));
-	uint32_t *newid = malloc((size_t)h->t.nnodes * sizeof(*newid));
+	uint32_t nf = w->nfuncs ? w->nfuncs : 1, nt = w->nthreads ? w->nthreads : 1;
+	struct rows r = {.of_key = malloc(nf * sizeof(uint32_t)), .of_thread = malloc(nt * sizeof(uint32_t)),
+			 .nthreads = w->nthreads};
 	struct ulma_ct_totals *fn = malloc(nf * sizeof(*fn)); /* the function table, from the tree */
-	int err = index && order && newid && fn ? ulma_calltree_totals(&h->t, w->nfuncs, fn) : -ENOMEM;
-	uint32_t nrows = 0, nkept = 0;
+	struct ulma_html_split *split = malloc(nf * sizeof(*split));
+	struct ulma_html_has has = {0};
+	int err = r.of_key && r.of_thread && fn && split ? ulma_calltree_totals(&h->t, w->nfuncs, fn) : -ENOMEM;
+	if (!err)
+		err = choose_rows(w, fn, &r);
+	for (uint32_t i = 0, n = 0; i < w->nthreads && !err; i++) {
+		const struct ulma_walk_thread *t = &w->threads[i];
+		r.of_thread[i] = UINT32_MAX;
+		if (t->pass && t->kept && n < MAX_LANES)
+			r.of_thread[i] = n++;
+		else if (t->pass && t->kept)
+			r.threads_left_out++;
+	}
+	if (!err)
+		ulma_html_funcs_split(w, &h->lines, split, &has);
 
 	char note[ULMA_WALK_NOTE_MAX];
 	ulma_walk_times_note(w, note, sizeof(note));
+	/* the time window exported (--from, --to): where the timeline opens */
+	uint64_t window_to = w->filter.to_ns < w->duration_ns ? w->filter.to_ns : w->duration_ns;
+	uint64_t window_from = w->filter.from_ns < window_to ? w->filter.from_ns : 0;
 	ulma_sbuf_puts(&b, "{\"title\":");
 	ulma_sbuf_json(&b, w->command && *w->command ? w->command : "ulma trace");
 	ulma_sbuf_puts(&b, ",\"times\":");
 	ulma_sbuf_json(&b, note);
 	ulma_sbuf_printf(&b,
-			 ",\"duration_ns\":%llu,\"events\":%llu,\"lost\":%llu,\"complete\":%s,\"min_span_ns\":%llu,\n"
-			 "\"funcs\":[",
-			 (unsigned long long)w->duration_ns, (unsigned long long)w->events, (unsigned long long)w->lost,
-			 w->complete ? "true" : "false", (unsigned long long)h->min_span);
-	for (uint32_t k = 0; k < w->nfuncs && !err; k++) {
-		index[k] = UINT32_MAX;
-		const struct ulma_walk_func *f = &w->funcs[k];
-		if (f->key != k || fn[k].calls == 0)
-			continue;
-		const struct ulma_ct_totals *cf = &fn[k];
-		index[k] = nrows++;
-		ulma_sbuf_puts(&b, nrows > 1 ? ",\n[" : "\n[");
-		ulma_sbuf_json(&b, f->name);
-		ulma_sbuf_put(&b, ",", 1);
-		ulma_sbuf_json(&b, f->file);
-		const char *kind = ulma_walk_kind_name(f->kind);
-		ulma_sbuf_printf(&b, ",%u,\"%s\",%llu,%llu,%llu]", f->line, strcmp(kind, "python") == 0 ? "py" : kind,
-				 (unsigned long long)cf->calls, (unsigned long long)cf->self_ns,
-				 (unsigned long long)cf->total_ns);
-		if (b.len > 65536)
-			err = ulma_sbuf_flush(&b, out);
-	}
-	ulma_sbuf_puts(&b, "],\n");
-
-	/* the tree, pruned, breadth first (a parent before its children); node 0 is the root */
-	uint64_t all = 0;
-	for (uint32_t c = h->t.nodes[0].first_child; c; c = h->t.nodes[c].next_sibling)
-		all += h->t.nodes[c].total_ns;
-	uint64_t bar = all / 20000;
-	for (int pass = 0; !err; pass++) {
-		nkept = 0;
-		order[nkept++] = 0;
-		newid[0] = 0;
-		for (uint32_t i = 0; i < nkept && nkept <= MAX_NODES; i++)
-			for (uint32_t c = h->t.nodes[order[i]].first_child; c; c = h->t.nodes[c].next_sibling)
-				if (h->t.nodes[c].total_ns >= bar && h->t.nodes[c].total_ns > 0 && nkept <= MAX_NODES) {
-					newid[c] = nkept;
-					order[nkept++] = c;
-				}
-		if (nkept <= MAX_NODES || pass > 60)
-			break;
-		bar = bar ? bar * 2 : 1;
-	}
-	if (!err) {
-		const struct ulma_ct_node *nd = h->t.nodes;
-		ulma_sbuf_puts(&b, "\"tree\":{\"f\":[-1");
-		for (uint32_t i = 1; i < nkept; i++) {
-			ulma_sbuf_put(&b, ",", 1);
-			ulma_sbuf_u64(&b, index[nd[order[i]].key]);
-		}
-		ulma_sbuf_puts(&b, "],\n\"p\":[-1");
-		for (uint32_t i = 1; i < nkept; i++) {
-			ulma_sbuf_put(&b, ",", 1);
-			ulma_sbuf_u64(&b, newid[nd[order[i]].parent]);
-		}
-		ulma_sbuf_puts(&b, "],\n\"t\":[");
-		ulma_sbuf_u64(&b, all);
-		for (uint32_t i = 1; i < nkept; i++) {
-			ulma_sbuf_put(&b, ",", 1);
-			ulma_sbuf_u64(&b, nd[order[i]].total_ns);
-		}
-		ulma_sbuf_puts(&b, "],\n\"s\":[0");
-		for (uint32_t i = 1; i < nkept; i++) {
-			ulma_sbuf_put(&b, ",", 1);
-			ulma_sbuf_u64(&b, nd[order[i]].self_ns);
-		}
-		ulma_sbuf_puts(&b, "],\n\"c\":[0");
-		for (uint32_t i = 1; i < nkept; i++) {
-			ulma_sbuf_put(&b, ",", 1);
-			ulma_sbuf_u64(&b, nd[order[i]].calls);
-		}
-		ulma_sbuf_puts(&b, "]},\n\"threads\":[");
-		err = ulma_sbuf_flush(&b, out);
-	}
-
-	bool first = true;
-	for (uint32_t i = 0; i < w->nthreads && !err; i++) {
-		const struct ulma_walk_thread *t = &w->threads[i];
-		if (!t->pass || !t->kept)
-			continue;
-		const struct lane *l = i < h->nlanes ? &h->lanes[i] : &(const struct lane){0};
-		ulma_sbuf_printf(&b, "%s\n{\"name\":", first ? "" : ",");
-		char label[ULMA_WALK_LABEL_MAX];
-		ulma_walk_thread_label(w, t, label, sizeof(label));
-		ulma_sbuf_json(&b, label);
-		ulma_sbuf_printf(&b, ",\"first\":%llu,\"last\":%llu,\"f\":[", (unsigned long long)t->first_ns,
-				 (unsigned long long)t->last_ns);
-		first = false;
-		PUT_LIST(&b, l->n, index[l->s[i_].key]);
-		ulma_sbuf_puts(&b, "],\"d\":[");
-		PUT_LIST(&b, l->n, l->s[i_].depth);
-		ulma_sbuf_puts(&b, "],\"s\":[");
-		PUT_LIST(&b, l->n, l->s[i_].start);
-		ulma_sbuf_puts(&b, "],\"e\":[");
-		PUT_LIST(&b, l->n, l->s[i_].end);
-		ulma_sbuf_puts(&b, "],\"i\":[");
-		PUT_LIST(&b, l->nin, l->in[i_].at);
-		ulma_sbuf_puts(&b, "],\"in\":[");
-		for (uint32_t k = 0; k < l->nin; k++) {
-			if (k)
-				ulma_sbuf_put(&b, ",", 1);
-			ulma_sbuf_json(&b, w->funcs[l->in[k].name].name);
-		}
-		ulma_sbuf_puts(&b, "]}");
-		err = ulma_sbuf_flush(&b, out);
-	}
-	ulma_sbuf_puts(&b, "]");
+			 ",\"duration_ns\":%llu,\"window\":[%llu,%llu],\"events\":%llu,\"lost\":%llu,\"complete\":%s,"
+			 "\"min_span_ns\":%llu,\n"
+			 "\"has\":{\"split\":%s,\"gil\":%s,\"native\":%s,\"memory\":%s},\n",
+			 (unsigned long long)w->duration_ns, (unsigned long long)window_from,
+			 (unsigned long long)window_to, (unsigned long long)w->events, (unsigned long long)w->lost,
+			 w->complete ? "true" : "false", (unsigned long long)h->min_span, has.split ? "true" : "false",
+			 has.gil ? "true" : "false", has.native ? "true" : "false", has.memory ? "true" : "false");
+	if (!err)
+		err = write_funcs(&b, out, w, fn, &r, split);
+	if (!err)
+		err = write_tree(&b, out, h, &r);
+	if (!err)
+		err = write_threads(&b, out, w, h, &r);
 	write_counters(&b, w, h);
 	if (!err)
-		err = ulma_html_lines(&b, w, &h->lines, index);
+		err = ulma_html_lines(&b, w, &h->lines, r.of_key);
 	ulma_sbuf_puts(&b, "}");
 	if (!err)
 		err = ulma_sbuf_flush(&b, out);
 	ulma_sbuf_free(&b);
-	free(index);
-	free(order);
-	free(newid);
+	free(r.of_key);
+	free(r.of_thread);
 	free(fn);
+	free(split);
 	return err;
 }
 
@@ -414,8 +618,9 @@ int ulma_export_html(FILE *in, const struct ulma_export_opts *o, FILE *out, cons
 	int err = ulma_calltree_init(&h.t);
 	if (err)
 		return err;
+	h.t.per_thread = true; /* the page merges the threads as the user chooses */
 	ulma_profile_init(&h.lines);
-	struct ulma_walk_sink sink = {&h, NULL, NULL, on_open, on_close, &h.t, &h.min_span, on_mark, &h.lines, NULL};
+	struct ulma_walk_sink sink = {&h, NULL, NULL, on_open, on_close, &h.t, &h.min_span, on_mark, &h.lines, NULL, NULL, NULL};
 	err = ulma_export_walk(in, o, &w, &sink, res);
 	if (!err && fputs(ulma_html_head, out) == EOF)
 		err = -EIO;

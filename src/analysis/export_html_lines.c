@@ -30,9 +30,9 @@
 #define MAX_FUNCS 2000u
 #define MAX_CALLS 16u
 #define MAX_LINE_BYTES 1000u
-#define MAX_SOURCE (2u << 20)
-#define MAX_ROWS 100000u
-#define MAX_CALLS_ALL 200000u
+#define MAX_SOURCE (1u << 19)
+#define MAX_ROWS 5000u
+#define MAX_CALLS_ALL 10000u
 
 /* What the data may still take. */
 struct room {
@@ -82,10 +82,11 @@ static void put_calls(struct ulma_sbuf *b, const struct ulma_summary *s, const s
 		ulma_sbuf_printf(b, ",%llu,%llu]", (unsigned long long)c->calls,
 				 (unsigned long long)ulma_summary_call_ns(s, c));
 	}
-	ulma_sbuf_printf(b, "],%u]", more);
+	ulma_sbuf_printf(b, "],%u", more);
 }
 
-/* [line, hits, total, on_cpu, runnable, blocked, gil, % of the function, calls, more calls] */
+/* [line, hits, total, on_cpu, runnable, blocked, gil, % of the function, calls, more calls,
+ *  bytes allocated, allocations (both 0 without --memory)] */
 static void put_row(struct ulma_sbuf *b, const struct ulma_summary *s, const struct ulma_walk *w, uint64_t lines_ns,
 		    uint32_t row, const uint32_t *row_of, struct room *room)
 {
@@ -98,6 +99,7 @@ static void put_row(struct ulma_sbuf *b, const struct ulma_summary *s, const str
 			 (unsigned long long)t.gil_ns,
 			 lines_ns ? 100.0 * (double)t.wall_ns / (double)lines_ns : 0.0);
 	put_calls(b, s, w, row, row_of, room);
+	ulma_sbuf_printf(b, ",%llu,%llu]", (unsigned long long)r->alloc_bytes, (unsigned long long)r->alloc_count);
 }
 
 /* The source the view shows of function func (rows sorted by line): the
@@ -221,8 +223,9 @@ int ulma_html_lines(struct ulma_sbuf *b, const struct ulma_walk *w, const struct
 	struct room room = {MAX_SOURCE, MAX_ROWS, MAX_CALLS_ALL, false};
 	int err = 0;
 	uint32_t shown = 0;
-	ulma_sbuf_printf(b, ",\n\"lines\":{\"split\":%s,\"gil\":%s,\"funcs\":[",
-			 p->split != ULMA_PROFILE_SPLIT_NONE ? "true" : "false", p->has_gil ? "true" : "false");
+	ulma_sbuf_printf(b, ",\n\"lines\":{\"split\":%s,\"gil\":%s,\"memory\":%s,\"funcs\":[",
+			 p->split != ULMA_PROFILE_SPLIT_NONE ? "true" : "false", p->has_gil ? "true" : "false",
+			 p->memory ? "true" : "false");
 	for (uint32_t k = 0; k < p->nfuncs && shown < MAX_FUNCS && !err; k++) {
 		uint32_t i = order[k];
 		if (i >= w->nfuncs || !w->funcs[i].pass || !ulma_profile_has_lines(p, i) ||

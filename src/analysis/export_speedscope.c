@@ -6,10 +6,15 @@
  * non-decreasing time order, as the walker delivers them.
  *
  * Profiles must be written one after another, but the trace interleaves
- * threads.  So each thread's events collect in a 64 KiB buffer that is
- * spilled, when full, as a block to one unlinked temporary file (in
- * $TMPDIR); at the end each profile is assembled by copying its blocks in
- * order.  Memory stays bounded by threads x 64 KiB plus the block list.
+ * threads.  So the first thread with an event (the lead) is written
+ * straight out, as its events come, as the first profile, with the keys
+ * known only at the end (its name, start and end) after its events; each
+ * other thread's events collect in a 64 KiB buffer that is spilled, when
+ * full, as a block to one unlinked temporary file (in $TMPDIR), and at the
+ * end its profile is assembled by copying its blocks in order.  The shared
+ * frames, known at the end, come after the profiles (JSON's keys have no
+ * order).  Memory stays bounded by threads x 64 KiB plus the block list,
+ * and a single-threaded trace never touches the temporary file.
  * Frames are numbered in order of first use, so only functions that appear
  * are listed.
  *
@@ -45,7 +50,11 @@ struct ss_thread {
 	uint64_t events;
 };
 
+#define NO_LEAD UINT32_MAX
+
 struct speedscope {
+	FILE *out;
+	uint32_t lead; /* the thread written straight out, or NO_LEAD before the first event */
 	FILE *spill;
 	struct ss_thread *threads;
 	uint32_t nthreads;
@@ -77,6 +86,11 @@ static int spill(struct speedscope *s, struct ss_thread *t)
 		return -ENOMEM;
 	if (t->buf.len == 0)
 		return 0;
+	if (t == &s->threads[s->lead]) {
+		int err = ulma_sbuf_flush(&t->buf, s->out);
+		t->buf.len = 0;
+		return err;
+	}
 	if (t->nblocks == t->cap) {
 		uint32_t ncap = t->cap ? t->cap * 2 : 16;
 		struct block *b = realloc(t->blocks, (size_t)ncap * sizeof(*b));
@@ -148,14 +162,25 @@ static int event(struct speedscope *s, const struct ulma_walk *w, uint32_t threa
 		return err;
 	if (t->events == 0)
 		t->first_at = at;
+	if (__builtin_expect(s->lead == NO_LEAD, 0)) {
+		s->lead = thread;
+		ulma_sbuf_puts(&t->buf, "{\"$schema\":\"https://www.speedscope.app/file-format-schema.json\",\n"
+					"\"profiles\":[\n{\"type\":\"evented\",\"unit\":\"nanoseconds\",\"events\":[");
+	}
 	t->last_at = at;
+	/* written straight into the buffer: one per frame's open and close */
+	char *p = ulma_sbuf_room(&t->buf, 64), *start = p;
+	if (!p)
+		return -ENOMEM;
 	if (t->events)
-		ulma_sbuf_put(&t->buf, ",", 1);
-	ulma_sbuf_puts(&t->buf, type == 'O' ? "{\"type\":\"O\",\"frame\":" : "{\"type\":\"C\",\"frame\":");
-	ulma_sbuf_u64(&t->buf, frame);
-	ulma_sbuf_puts(&t->buf, ",\"at\":");
-	ulma_sbuf_u64(&t->buf, at);
-	ulma_sbuf_put(&t->buf, "}", 1);
+		*p++ = ',';
+	memcpy(p, type == 'O' ? "{\"type\":\"O\",\"frame\":" : "{\"type\":\"C\",\"frame\":", 20);
+	p = ulma_put_decimal(p + 20, frame);
+	memcpy(p, ",\"at\":", 6);
+	p = ulma_put_decimal(p + 6, at);
+	*p++ = '}';
+	t->buf.len += (size_t)(p - start);
+	t->buf.p[t->buf.len] = 0;
 	t->events++;
 	return t->buf.len >= SPILL_AT ? spill(s, t) : t->buf.nomem ? -ENOMEM : 0;
 }
@@ -186,18 +211,46 @@ static int copy_blocks(struct speedscope *s, const struct ss_thread *t, FILE *ou
 	return 0;
 }
 
+/* A profile's keys after its events: its name, first and last time. */
+static void profile_tail(struct ulma_sbuf *b, const struct ulma_walk *w, uint32_t thread, const struct ss_thread *t)
+{
+	char label[ULMA_WALK_LABEL_MAX];
+	ulma_walk_thread_label(w, &w->threads[thread], label, sizeof(label));
+	ulma_sbuf_puts(b, "],\"name\":");
+	ulma_sbuf_json(b, label);
+	ulma_sbuf_printf(b, ",\"startValue\":%llu,\"endValue\":%llu}", (unsigned long long)t->first_at,
+			 (unsigned long long)t->last_at);
+}
+
+/* The rest, once the lead thread's events are out: its tail, the other
+ * profiles, the shared frames and the file's name. */
 static int write_file(struct speedscope *s, const struct ulma_walk *w, FILE *out)
 {
 	struct ulma_sbuf b = {0};
 	int err = 0;
-	ulma_sbuf_puts(&b, "{\"$schema\":\"https://www.speedscope.app/file-format-schema.json\",\n\"name\":");
-	ulma_sbuf_json(&b, w->command && *w->command ? w->command : "ulma trace");
-	char note[ULMA_WALK_NOTE_MAX], exporter[ULMA_WALK_NOTE_MAX + 16];
-	ulma_walk_times_note(w, note, sizeof(note));
-	snprintf(exporter, sizeof(exporter), "ulma export: %s", note);
-	ulma_sbuf_puts(&b, ",\"exporter\":");
-	ulma_sbuf_json(&b, exporter);
-	ulma_sbuf_puts(&b, ",\"activeProfileIndex\":0,\n\"shared\":{\"frames\":[");
+	if (s->lead == NO_LEAD) {
+		ulma_sbuf_puts(&b, "{\"$schema\":\"https://www.speedscope.app/file-format-schema.json\",\n\"profiles\":[");
+	} else {
+		if ((err = spill(s, &s->threads[s->lead])))
+			return err;
+		profile_tail(&b, w, s->lead, &s->threads[s->lead]);
+	}
+	uint32_t written = 1, active = 0; /* speedscope opens the program's main thread's profile */
+	for (uint32_t i = 0; i < s->nthreads && i < w->nthreads && !err; i++) {
+		struct ss_thread *t = &s->threads[i];
+		if (t->events == 0 || i == s->lead)
+			continue;
+		if (w->threads[i].tid == w->pid && w->threads[i].pid == w->pid)
+			active = written;
+		written++;
+		if ((err = spill(s, t)))
+			break;
+		ulma_sbuf_puts(&b, ",\n{\"type\":\"evented\",\"unit\":\"nanoseconds\",\"events\":["); /* after the lead's */
+		if ((err = ulma_sbuf_flush(&b, out)) || (err = copy_blocks(s, t, out)))
+			break;
+		profile_tail(&b, w, i, t);
+	}
+	ulma_sbuf_puts(&b, "\n],\n\"shared\":{\"frames\":[");
 	for (uint32_t i = 0; i < s->nframes && !err; i++) {
 		const struct ulma_walk_func *f = &w->funcs[s->frame_key[i]];
 		ulma_sbuf_puts(&b, i ? ",\n{\"name\":" : "\n{\"name\":");
@@ -220,27 +273,14 @@ static int write_file(struct speedscope *s, const struct ulma_walk *w, FILE *out
 		if (b.len >= SPILL_AT)
 			err = ulma_sbuf_flush(&b, out);
 	}
-	ulma_sbuf_puts(&b, "]},\n\"profiles\":[");
-	bool first = true;
-	for (uint32_t i = 0; i < s->nthreads && i < w->nthreads && !err; i++) {
-		struct ss_thread *t = &s->threads[i];
-		const struct ulma_walk_thread *wt = &w->threads[i];
-		if (t->events == 0)
-			continue;
-		if ((err = spill(s, t)))
-			break;
-		ulma_sbuf_printf(&b, "%s\n{\"type\":\"evented\",\"name\":", first ? "" : ",");
-		char label[ULMA_WALK_LABEL_MAX];
-		ulma_walk_thread_label(w, wt, label, sizeof(label));
-		ulma_sbuf_json(&b, label);
-		ulma_sbuf_printf(&b, ",\"unit\":\"nanoseconds\",\"startValue\":%llu,\"endValue\":%llu,\"events\":[",
-				 (unsigned long long)t->first_at, (unsigned long long)t->last_at);
-		first = false;
-		if ((err = ulma_sbuf_flush(&b, out)) || (err = copy_blocks(s, t, out)))
-			break;
-		ulma_sbuf_puts(&b, "]}");
-	}
-	ulma_sbuf_puts(&b, "\n]}\n");
+	ulma_sbuf_puts(&b, "]},\n\"name\":");
+	ulma_sbuf_json(&b, w->command && *w->command ? w->command : "ulma trace");
+	char note[ULMA_WALK_NOTE_MAX], exporter[ULMA_WALK_NOTE_MAX + 16];
+	ulma_walk_times_note(w, note, sizeof(note));
+	snprintf(exporter, sizeof(exporter), "ulma export: %s", note);
+	ulma_sbuf_puts(&b, ",\"exporter\":");
+	ulma_sbuf_json(&b, exporter);
+	ulma_sbuf_printf(&b, ",\"activeProfileIndex\":%u}\n", active);
 	if (!err)
 		err = ulma_sbuf_flush(&b, out);
 	ulma_sbuf_free(&b);
@@ -250,13 +290,13 @@ static int write_file(struct speedscope *s, const struct ulma_walk *w, FILE *out
 int ulma_export_speedscope(FILE *in, const struct ulma_export_opts *o, FILE *out, const char *dir,
 			   struct ulma_export_result *res)
 {
-	struct speedscope s = {0};
+	struct speedscope s = {.out = out, .lead = NO_LEAD};
 	struct ulma_walk w;
 	(void)dir;
 	s.spill = open_spill();
 	if (!s.spill)
 		return -errno;
-	struct ulma_walk_sink sink = {&s, NULL, NULL, on_open, on_close, NULL, NULL, NULL, NULL, NULL};
+	struct ulma_walk_sink sink = {&s, NULL, NULL, on_open, on_close, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
 	int err = ulma_export_walk(in, o, &w, &sink, res);
 	if (!err)
 		err = write_file(&s, &w, out);

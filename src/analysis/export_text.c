@@ -37,6 +37,11 @@ static bool reserve(struct ulma_sbuf *b, size_t extra)
 	return true;
 }
 
+char *ulma_sbuf_room(struct ulma_sbuf *b, size_t n)
+{
+	return reserve(b, n) ? b->p + b->len : NULL;
+}
+
 void ulma_sbuf_put(struct ulma_sbuf *b, const char *s, size_t n)
 {
 	if (!reserve(b, n))
@@ -171,7 +176,8 @@ void ulma_sbuf_utf8(struct ulma_sbuf *b, const char *s)
 	}
 }
 
-void ulma_sbuf_json(struct ulma_sbuf *b, const char *s)
+/* s as a JSON string; html_safe also escapes <, > and &. */
+static void json_string(struct ulma_sbuf *b, const char *s, bool html_safe)
 {
 	const unsigned char *p = (const unsigned char *)s;
 	size_t n = strlen(s);
@@ -195,7 +201,10 @@ void ulma_sbuf_json(struct ulma_sbuf *b, const char *s)
 		case '<':
 		case '>':
 		case '&':
-			ulma_sbuf_printf(b, "\\u%04x", c);
+			if (html_safe)
+				ulma_sbuf_printf(b, "\\u%04x", c);
+			else
+				ulma_sbuf_put(b, (const char *)p, 1);
 			break;
 		default:
 			if (c < 0x20 || c == 0x7f) {
@@ -217,6 +226,16 @@ void ulma_sbuf_json(struct ulma_sbuf *b, const char *s)
 		n -= k;
 	}
 	ulma_sbuf_put(b, "\"", 1);
+}
+
+void ulma_sbuf_json(struct ulma_sbuf *b, const char *s)
+{
+	json_string(b, s, true);
+}
+
+void ulma_sbuf_json_text(struct ulma_sbuf *b, const char *s)
+{
+	json_string(b, s, false);
 }
 
 void ulma_sbuf_html(struct ulma_sbuf *b, const char *s)

@@ -24,8 +24,28 @@ struct ulma_sbuf {
 
 void ulma_sbuf_free(struct ulma_sbuf *b);
 void ulma_sbuf_put(struct ulma_sbuf *b, const char *s, size_t n);
+
+/* Room for n more bytes (and the NUL), for a writer that fills it itself
+ * and then sets len and the NUL: where the next byte goes, or NULL (and
+ * nomem set) if it cannot be had. */
+char *ulma_sbuf_room(struct ulma_sbuf *b, size_t n);
 void ulma_sbuf_puts(struct ulma_sbuf *b, const char *s);
 void ulma_sbuf_printf(struct ulma_sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* v in decimal at p, which has room for 20 bytes; returns the end.  For
+ * exporters that write an event straight into ulma_sbuf_room's space. */
+static inline char *ulma_put_decimal(char *p, uint64_t v)
+{
+	unsigned n = 1;
+	for (uint64_t x = v; x >= 10; x /= 10)
+		n++;
+	char *e = p + n;
+	do {
+		*--e = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	return p + n;
+}
 
 /* v in decimal, without printf (the exporters' hot path). */
 void ulma_sbuf_u64(struct ulma_sbuf *b, uint64_t v);
@@ -61,6 +81,10 @@ void ulma_sbuf_utf8(struct ulma_sbuf *b, const char *s);
  * and U+2028/9 are escaped, so the result is also safe inside an HTML
  * <script> element. */
 void ulma_sbuf_json(struct ulma_sbuf *b, const char *s);
+
+/* The same with <, > and & as they are, for a file no HTML embeds:
+ * Perfetto's JSON importer shows escapes such as \u003c literally. */
+void ulma_sbuf_json_text(struct ulma_sbuf *b, const char *s);
 
 /* s as HTML text or attribute value (&, <, >, ", ' escaped). */
 void ulma_sbuf_html(struct ulma_sbuf *b, const char *s);

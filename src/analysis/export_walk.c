@@ -14,6 +14,7 @@
 
 #include "calltree.h"
 #include "profile_lines.h"
+#include "profile_memory.h"
 
 #include <errno.h>
 #include <fnmatch.h>
@@ -318,7 +319,7 @@ static int on_meta(void *ctx, const struct ulma_trace_meta *m)
 	if (m->command && !w->command)
 		return -ENOMEM;
 	ulma_profile_feed_meta(&w->feed, m);
-	return 0;
+	return w->sink->profile && (m->flags & ULMA_META_MEMORY) ? ulma_profile_memory_enable(w->sink->profile) : 0;
 }
 
 /* FNV-1a over kind, line, name and file; never 0 (idmap's empty key). */
@@ -475,6 +476,18 @@ static inline uint64_t event_ns(struct ulma_walk *w, struct ulma_walk_thread *t,
 	return ns;
 }
 
+/* An OFF record to the sink, at the thread's corrected time (as a mark's:
+ * it is not an event and adds no cost). */
+static int report_off(struct ulma_walk *w, uint32_t thread, const struct ulma_trace_event *e)
+{
+	const struct ulma_walk_thread *t = &w->threads[thread];
+	uint64_t ns = to_ns(w, e->ticks), shift = t->shift_fp >> 32;
+	ns = ns > shift ? ns - shift : 0;
+	if (t->seen && ns < t->last_ns)
+		ns = t->last_ns;
+	return w->sink->on_off(w->sink->ctx, w, thread, e->off, ns, e->count);
+}
+
 /* on_events when nothing is filtered out (keep_all): every frame is kept,
  * opened at its entry and closed at its exit, its parent the frame below
  * it; no pattern, window or duration to test.  Most exports of a whole
@@ -487,8 +500,10 @@ static int on_events_all(struct ulma_walk *w, uint32_t thread, const struct ulma
 	int err = 0;
 	for (size_t i = 0; i < n && !err; i++) {
 		const struct ulma_trace_event *e = &ev[i];
-		if (e->kind == ULMA_EV_OFF)
-			continue; /* time off the CPU: not a frame boundary */
+		if (e->kind == ULMA_EV_OFF) { /* time off the CPU: not a frame boundary */
+			err = sink->on_off ? report_off(w, thread, e) : 0;
+			continue;
+		}
 		events++;
 		if (e->kind == ULMA_EV_LINE)
 			continue; /* a line inside the frame on top */
@@ -617,8 +632,12 @@ static int on_events(void *ctx, uint32_t thread, const struct ulma_trace_event *
 	struct ulma_walk_thread *t = &w->threads[thread];
 	for (size_t i = 0; i < n; i++) {
 		const struct ulma_trace_event *e = &ev[i];
-		if (e->kind == ULMA_EV_OFF)
-			continue; /* time off the CPU: not a frame boundary */
+		if (e->kind == ULMA_EV_OFF) { /* time off the CPU: not a frame boundary */
+			int err = t->pass && w->sink->on_off ? report_off(w, thread, e) : 0;
+			if (err)
+				return err;
+			continue;
+		}
 		w->events++;
 		if (e->kind == ULMA_EV_LOST)
 			w->lost += e->count;
@@ -698,6 +717,43 @@ static int on_mpi(void *ctx, const struct ulma_trace_mpi *m)
 	return w->sink->on_mpi(w->sink->ctx, w, m->thread, &wm);
 }
 
+bool ulma_walk_mpi_message_id(const struct ulma_walk_mpi *m, uint64_t *id)
+{
+	const struct ulma_trace_mpi *e = m->ev;
+	if ((e->op != ULMA_MPI_SEND && e->op != ULMA_MPI_RECV) || e->nargs < 5 || m->rank == UINT32_MAX ||
+	    e->args[4] == ULMA_MPI_SEQ_NONE)
+		return false;
+	bool send = e->op == ULMA_MPI_SEND;
+	uint64_t parts[5] = {send ? m->rank : e->args[0], send ? e->args[0] : m->rank, e->args[1], e->args[2],
+			     e->args[4]};
+	uint64_t h = UINT64_C(0xcbf29ce484222325);
+	for (int k = 0; k < 5; k++)
+		h = (h ^ parts[k]) * UINT64_C(0x100000001b3) ^ (h >> 31);
+	*id = h & ((UINT64_C(1) << 53) - 1);
+	return true;
+}
+
+/* An allocation or a free (--memory): fed to the profile as `ulma report`
+ * does (the lines' and functions' bytes), and handed to a sink that asks at
+ * its thread's corrected time (as a mark's). */
+static int on_memory(void *ctx, const struct ulma_trace_memory *m)
+{
+	struct ulma_walk *w = ctx;
+	if (m->thread >= w->nthreads || !w->threads[m->thread].pass)
+		return 0;
+	if (w->sink->profile) {
+		int err = ulma_profile_feed_memory(&w->feed, m);
+		if (err || !w->sink->on_memory)
+			return err;
+	}
+	const struct ulma_walk_thread *t = &w->threads[m->thread];
+	uint64_t ns = to_ns(w, m->ticks), shift = t->shift_fp >> 32;
+	ns = ns > shift ? ns - shift : 0;
+	if (t->seen && ns < t->last_ns)
+		ns = t->last_ns;
+	return w->sink->on_memory(w->sink->ctx, w, m->thread, m, ns);
+}
+
 static int on_overhead(void *ctx, uint64_t ps)
 {
 	struct ulma_walk *w = ctx;
@@ -747,6 +803,8 @@ int ulma_walk_run(struct ulma_walk *w, FILE *f, const struct ulma_walk_sink *sin
 				       .on_process = on_process,
 				       .on_overhead = on_overhead,
 				       .on_mark = on_mark};
+	if (w->sink->on_memory)
+		v.on_memory = on_memory;
 	if (w->sink->on_mpi) {
 		v.on_mpi = on_mpi;
 		v.on_mpi_rank = on_mpi_rank;
@@ -755,6 +813,7 @@ int ulma_walk_run(struct ulma_walk *w, FILE *f, const struct ulma_walk_sink *sin
 		ulma_profile_feed_init(&w->feed, w->sink->profile);
 		v.on_sched = on_sched;
 		v.on_source = on_source;
+		v.on_memory = on_memory;
 	}
 	int err = ulma_trace_read(f, &v, st);
 	if (err)

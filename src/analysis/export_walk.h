@@ -36,7 +36,8 @@
  *
  * A sink may also ask for a profile (profile.h) of the passing threads:
  * the walk then feeds it every event of theirs as recorded, through
- * profile_feed.h as `ulma report` does, with the trace's source copies,
+ * profile_feed.h as `ulma report` does, with the trace's source copies
+ * and, in a trace recorded with --memory, its allocations and frees,
  * and finishes it at the end.  It is the line data's one aggregation
  * (profile_lines.h) for the exports that show lines; the time window,
  * the minimum duration and the patterns do not cut it.
@@ -143,6 +144,12 @@ struct ulma_walk_mpi {
 	uint32_t rank;  /* UINT32_MAX: its process is not a rank of the trace */
 };
 
+/* The id of the message an MPI send or receive belongs to, the same on
+ * both sides (a hash of sender, receiver, communicator, tag and the
+ * sender's sequence number), below 2^53 so that JSON holds it exactly;
+ * false for any other MPI event, or one the merge could not match. */
+bool ulma_walk_mpi_message_id(const struct ulma_walk_mpi *m, uint64_t *id);
+
 struct ulma_walk_thread {
 	uint64_t serial;
 	uint32_t pid;
@@ -192,6 +199,17 @@ struct ulma_walk_sink {
 	struct ulma_profile *profile;
 	/* an MPI event of a passing thread, in the time window */
 	int (*on_mpi)(void *ctx, const struct ulma_walk *w, uint32_t thread, const struct ulma_walk_mpi *m);
+	/* a passing thread left its CPU at at_ns (its corrected clock, as a
+	 * mark's) for ns (the kernel's figure) in `state` (enum
+	 * ulma_off_state): the trace's OFF records, in time order per thread
+	 * but not held back with the marks, so they may come before the
+	 * delayed opens of frames that began earlier */
+	int (*on_off)(void *ctx, const struct ulma_walk *w, uint32_t thread, uint8_t state, uint64_t at_ns,
+		      uint64_t ns);
+	/* an allocation or a free of a passing thread (--memory traces), at
+	 * its corrected time as an OFF record's, and not held back either */
+	int (*on_memory)(void *ctx, const struct ulma_walk *w, uint32_t thread, const struct ulma_trace_memory *m,
+			 uint64_t at_ns);
 };
 
 struct ulma_walk {

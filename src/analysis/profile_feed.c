@@ -100,6 +100,14 @@ int ulma_profile_feed_memory(struct ulma_profile_feed *f, const struct ulma_trac
 	if (!p->memory || m->thread >= p->nthreads)
 		return 0; /* a trace without --memory in META: not asked for */
 	if (m->kind == ULMA_EXT_ALLOC)
-		return ulma_profile_mem_alloc(p, m->thread, m->addr, m->size, m->ticks);
+		return ulma_profile_mem_alloc(p, m->thread, m->addr, m->size, m->domain, m->ticks);
 	return ulma_profile_mem_free(p, m->thread, m->addr, m->ticks);
+}
+
+int ulma_profile_feed_object(struct ulma_profile_feed *f, const struct ulma_trace_object *o)
+{
+	struct ulma_profile *p = f->profile;
+	if (!p->memory || o->thread >= p->nthreads)
+		return 0;
+	return ulma_profile_object(p, o->thread, o->type, o->kind == ULMA_EXT_OBJ_NEW);
 }

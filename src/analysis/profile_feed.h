@@ -55,6 +55,8 @@ int ulma_profile_feed_event(struct ulma_profile_feed *f, uint32_t thread, const 
  * with its events; nothing unless memory is on in the profile
  * (profile_memory.h: the caller enables it when META says so). */
 int ulma_profile_feed_memory(struct ulma_profile_feed *f, const struct ulma_trace_memory *m);
+/* An object created or destroyed (--memory on 3.13+), likewise. */
+int ulma_profile_feed_object(struct ulma_profile_feed *f, const struct ulma_trace_object *o);
 
 /* The end of the trace: END's facts (NULL if the trace was cut short)
  * and the time to close open frames at (END's, else the last event's). */

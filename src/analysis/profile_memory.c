@@ -51,6 +51,7 @@ void ulma_profile_memory_free(struct ulma_profile_memory *m)
 	free(m->nodes);
 	free(m->node_index);
 	free(m->procs);
+	ulma_profile_objects_free(&m->objects);
 	free(m);
 }
 
@@ -283,7 +284,8 @@ static void drop_ghosts(struct ulma_profile_memory *m)
 }
 
 /* A block of func's, of `size` bytes in process proc, is gone. */
-static void block_gone(struct ulma_profile_memory *m, uint32_t func, uint32_t proc, uint64_t size, bool was_live)
+static void block_gone(struct ulma_profile_memory *m, uint32_t func, uint32_t proc, uint64_t size, bool native,
+		       bool was_live)
 {
 	struct ulma_mem_func *r = func == ULMA_MEM_NO_FUNC ? NULL : func_row(m, func);
 	m->free_count++;
@@ -291,12 +293,16 @@ static void block_gone(struct ulma_profile_memory *m, uint32_t func, uint32_t pr
 	if (r) {
 		r->free_count++;
 		r->free_bytes += size;
+		if (native)
+			r->native_free_bytes += size;
 		if (was_live)
 			r->live_bytes -= size;
 	}
 	if (was_live) {
 		m->procs[proc].live_bytes -= size;
 		m->procs[proc].live_blocks--;
+		if (native)
+			m->procs[proc].native_live_bytes -= size;
 	}
 }
 
@@ -324,8 +330,10 @@ static void note_peak(struct ulma_profile_memory *m, uint32_t proc, uint64_t tic
 	}
 }
 
-int ulma_profile_mem_alloc(struct ulma_profile *p, uint32_t thread, uint64_t addr, uint64_t size, uint64_t ticks)
+int ulma_profile_mem_alloc(struct ulma_profile *p, uint32_t thread, uint64_t addr, uint64_t size, unsigned domain,
+			   uint64_t ticks)
 {
+	bool native = domain == ULMA_MEM_NATIVE;
 	struct ulma_profile_memory *m = p->memory;
 	struct ulma_thread_row *t = &p->threads[thread];
 	struct ulma_mem_thread *mt = thread_mem(p, t, t->depth);
@@ -337,9 +345,17 @@ int ulma_profile_mem_alloc(struct ulma_profile *p, uint32_t thread, uint64_t add
 	m->alloc_bytes += size;
 	t->alloc_count++;
 	t->alloc_bytes += size;
+	if (native) {
+		m->native_alloc_count++;
+		m->native_alloc_bytes += size;
+	}
 	if (r) {
 		r->alloc_count++;
 		r->alloc_bytes += size;
+		if (native) {
+			r->native_alloc_count++;
+			r->native_alloc_bytes += size;
+		}
 		mt->acc[t->depth - 1].count++;
 		mt->acc[t->depth - 1].bytes += size;
 	} else {
@@ -357,7 +373,7 @@ int ulma_profile_mem_alloc(struct ulma_profile *p, uint32_t thread, uint64_t add
 				b->func = 1; /* that free was this block's */
 				m->unmatched--;
 			}
-			block_gone(m, func, mt->proc, size, false);
+			block_gone(m, func, mt->proc, size, native, false);
 			return 0;
 		}
 		if (ghost) { /* freed before: the address is free for this block */
@@ -367,7 +383,7 @@ int ulma_profile_mem_alloc(struct ulma_profile *p, uint32_t thread, uint64_t add
 			}
 			m->nghosts--;
 		} else { /* an older block whose free is still in another thread's ring */
-			block_gone(m, b->func, mt->proc, b->size, true);
+			block_gone(m, b->func, mt->proc, b->size, b->node & ULMA_MEM_NODE_NATIVE, true);
 		}
 	} else if (m->used + 1 > (m->mask + 1) / 2) {
 		if (m->mask + 1 >= ULMA_MEM_BLOCKS_MAX * 2 || grow_blocks(m)) {
@@ -379,12 +395,14 @@ int ulma_profile_mem_alloc(struct ulma_profile *p, uint32_t thread, uint64_t add
 	} else {
 		m->used++;
 	}
-	*b = (struct ulma_mem_block){key, size, ticks, func, context(m, t, mt)};
+	*b = (struct ulma_mem_block){key, size, ticks, func, context(m, t, mt) | (native ? ULMA_MEM_NODE_NATIVE : 0)};
 	if (r)
 		r->live_bytes += size;
 	struct ulma_mem_proc *pr = &m->procs[mt->proc];
 	pr->live_bytes += size;
 	pr->live_blocks++;
+	if (native)
+		pr->native_live_bytes += size;
 	note_peak(m, mt->proc, ticks);
 	return 0;
 }
@@ -401,7 +419,7 @@ int ulma_profile_mem_free(struct ulma_profile *p, uint32_t thread, uint64_t addr
 	if (b->key && b->size != ULMA_MEM_GHOST) {
 		if (b->ticks > ticks)
 			return 0; /* stale: of an older block, counted as freed when this one came */
-		block_gone(m, b->func, mt->proc, b->size, true);
+		block_gone(m, b->func, mt->proc, b->size, b->node & ULMA_MEM_NODE_NATIVE, true);
 		*b = (struct ulma_mem_block){key, ULMA_MEM_GHOST, ticks, 1, 0};
 		m->nghosts++;
 		return 0;
@@ -461,15 +479,22 @@ int ulma_profile_memory_leaks(const struct ulma_profile *p, struct ulma_mem_leak
 		return -ENOMEM;
 	for (uint64_t i = 0; i <= m->mask; i++) {
 		const struct ulma_mem_block *b = &m->blocks[i];
-		if (!b->key || b->size == ULMA_MEM_GHOST || b->node >= m->nnodes)
+		uint32_t node = b->node & ~ULMA_MEM_NODE_NATIVE;
+		if (!b->key || b->size == ULMA_MEM_GHOST || node >= m->nnodes)
 			continue;
-		by_node[b->node].bytes += b->size;
-		by_node[b->node].count++;
+		by_node[node].bytes += b->size;
+		by_node[node].count++;
+		if (b->node & ULMA_MEM_NODE_NATIVE) {
+			by_node[node].native_bytes += b->size;
+			by_node[node].native_count++;
+		}
 	}
 	uint32_t k = 0;
 	for (uint32_t v = 0; v < m->nnodes; v++)
-		if (by_node[v].count)
-			by_node[k++] = (struct ulma_mem_leak){v, by_node[v].bytes, by_node[v].count};
+		if (by_node[v].count) {
+			by_node[k] = by_node[v];
+			by_node[k++].node = v;
+		}
 	qsort(by_node, k, sizeof(*by_node), by_bytes);
 	*out = by_node;
 	*n = k;

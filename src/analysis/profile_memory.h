@@ -64,6 +64,7 @@
 #include <stdint.h>
 
 #include "profile.h"
+#include "profile_objects.h"
 
 #define ULMA_MEM_BLOCKS_MAX (UINT64_C(1) << 25) /* live blocks kept: 32 Mi (a 2 GiB table) */
 #define ULMA_MEM_NODES_MAX (1u << 22)           /* calling contexts */
@@ -80,6 +81,10 @@ struct ulma_mem_func {
 	uint64_t total_alloc_bytes;
 	uint64_t live_bytes; /* its blocks live now */
 	uint64_t peak_bytes; /* its blocks live at the peak (the copy above) */
+	/* of alloc_*, free_bytes: native code's blocks (ULMA_MEM_NATIVE), not Python's allocators' */
+	uint64_t native_alloc_count;
+	uint64_t native_alloc_bytes;
+	uint64_t native_free_bytes;
 };
 
 /* Per depth of a thread: what the frame there and its finished callees allocated. */
@@ -102,9 +107,10 @@ struct ulma_mem_block {
 	uint64_t size;  /* ULMA_MEM_GHOST: the address was freed */
 	uint64_t ticks; /* allocated (a ghost: its latest free) */
 	uint32_t func;  /* a ghost: 1 if its free matched a block seen, else 0 */
-	uint32_t node;
+	uint32_t node;  /* | ULMA_MEM_NODE_NATIVE for a native block */
 };
 #define ULMA_MEM_GHOST UINT64_MAX
+#define ULMA_MEM_NODE_NATIVE (UINT32_C(1) << 31) /* above ULMA_MEM_NODES_MAX */
 
 struct ulma_mem_node {
 	uint32_t parent;
@@ -114,6 +120,8 @@ struct ulma_mem_node {
 struct ulma_mem_proc {
 	uint32_t pid;
 	uint64_t live_bytes;
+	uint64_t native_live_bytes; /* of live_bytes, native code's blocks */
+	uint64_t counted_bytes;     /* live_bytes when last written as a counter (the collector's) */
 	uint64_t live_blocks;
 	uint64_t peak_bytes;
 	uint64_t peak_ticks;
@@ -138,12 +146,16 @@ struct ulma_profile_memory {
 	uint64_t snap_bytes;
 	/* the whole run */
 	uint64_t alloc_count, alloc_bytes, free_count, free_bytes;
+	uint64_t native_alloc_count, native_alloc_bytes; /* of alloc_*: native code's */
 	uint64_t outside_count, outside_bytes; /* allocated with no frame open */
 	uint64_t unknown_frees;   /* frees of blocks allocated before tracing (or lost, or untracked);
 				   * with `unmatched`, all of them */
 	uint64_t untracked;       /* blocks not kept: the live table was full */
 	uint64_t unmatched_allocs; /* ALLOC records whose size was lost (collector) */
 	uint64_t unattributed;    /* allocations and frees no thread could record (the session's count) */
+	struct ulma_profile_objects objects; /* objects per type (3.13+, profile_objects.h) */
+	bool objects_recorded;               /* the program counted objects (an OBJ record came) */
+	uint64_t sample_bytes; /* --memory=sample:BYTES: blocks are samples, their sizes estimates (0: exact) */
 };
 
 /* The table's key of block addr in process proc, and its hash. */
@@ -174,9 +186,11 @@ static inline void ulma_profile_mem_prefetch(const struct ulma_profile *p, uint3
 int ulma_profile_memory_enable(struct ulma_profile *p);
 void ulma_profile_memory_free(struct ulma_profile_memory *m);
 
-/* Block addr (below 2^48) of `size` bytes allocated by thread `thread` at
- * ticks, by its top frame. */
-int ulma_profile_mem_alloc(struct ulma_profile *p, uint32_t thread, uint64_t addr, uint64_t size, uint64_t ticks);
+/* Block addr (below 2^48) of `size` bytes in `domain` (enum
+ * ulma_mem_domain) allocated by thread `thread` at ticks, by its top
+ * frame. */
+int ulma_profile_mem_alloc(struct ulma_profile *p, uint32_t thread, uint64_t addr, uint64_t size, unsigned domain,
+			   uint64_t ticks);
 /* Block addr freed by thread `thread` at ticks. */
 int ulma_profile_mem_free(struct ulma_profile *p, uint32_t thread, uint64_t addr, uint64_t ticks);
 
@@ -185,6 +199,8 @@ struct ulma_mem_leak {
 	uint32_t node;
 	uint64_t bytes;
 	uint64_t count;
+	uint64_t native_bytes; /* of bytes and count: native code's blocks */
+	uint64_t native_count;
 };
 
 /* The blocks still live, grouped by calling context, largest first (*out

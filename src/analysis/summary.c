@@ -9,6 +9,7 @@
 
 #include "export_text.h"
 #include "overhead.h"
+#include "profile_objects.h"
 #include "summary_parts.h"
 #include "ulma/shm.h"
 
@@ -57,9 +58,10 @@ static uint64_t scale_ns(uint64_t ns, uint64_t num, uint64_t den)
 
 /* Of f's total as shown, the time in C functions and native code below
  * it: the measured share of the raw total, applied to the total shown (so
- * the hook's cost, where it is taken out, comes out of both parts alike). */
-static uint64_t native_ns(const struct ulma_summary *s, const struct ulma_func_row *f,
-			  const struct ulma_time_split *total)
+ * the hook's cost, where it is taken out, comes out of both parts alike).
+ * (summary_parts.h) */
+uint64_t ulma_summary_native_ns(const struct ulma_summary *s, const struct ulma_func_row *f,
+				const struct ulma_time_split *total)
 {
 	uint64_t raw_total = ulma_summary_ns(s, f->total_ticks), raw_native = ulma_summary_ns(s, f->total_native_ticks);
 	if (raw_total == 0 || raw_native == 0)
@@ -322,7 +324,8 @@ int ulma_summary_text(FILE *out, const struct ulma_summary *s, uint32_t limit)
 			if (gil)
 				fprintf(out, "%5.0f ", (double)self.gil_ns / d);
 		}
-		fprintf(out, "%5.0f ", total.wall_ns ? 100.0 * (double)native_ns(s, f, &total) / (double)total.wall_ns : 0.0);
+		fprintf(out, "%5.0f ",
+			total.wall_ns ? 100.0 * (double)ulma_summary_native_ns(s, f, &total) / (double)total.wall_ns : 0.0);
 		fputc(' ', out);
 		for (size_t n = ulma_summary_put_printable(out, or_unknown(f->name), 60); n < 36; n++)
 			fputc(' ', out);
@@ -490,6 +493,12 @@ int ulma_summary_json(FILE *out, const struct ulma_summary *s)
 	char fbuf[1024];
 	if (!order)
 		return -ENOMEM;
+	struct ulma_obj_count *objects = NULL; /* (function, type) rows by function (--memory, 3.13+) */
+	uint32_t nobjects = 0;
+	if (ulma_profile_objects_by_func(p, &objects, &nobjects) < 0) {
+		free(order);
+		return -ENOMEM;
+	}
 	fputs("{\"functions\": [", out);
 	int first = 1;
 	for (uint32_t k = 0; k < p->nfuncs; k++) {
@@ -509,7 +518,7 @@ int ulma_summary_json(FILE *out, const struct ulma_summary *s)
 			f->line, kind_name(f->kind), (unsigned long long)f->calls,
 			(unsigned long long)total.wall_ns, (unsigned long long)self.wall_ns,
 			(unsigned long long)ulma_summary_ns(s, f->total_ticks), (unsigned long long)ulma_summary_ns(s, f->self_ticks));
-		fprintf(out, ", \"total_native_ns\": %llu", (unsigned long long)native_ns(s, f, &total));
+		fprintf(out, ", \"total_native_ns\": %llu", (unsigned long long)ulma_summary_native_ns(s, f, &total));
 		if (ulma_def_is_c(f->kind))
 			fprintf(out, ", \"c_kind\": \"%s\"", c_kind_name(f->kind));
 		if (p->split != ULMA_PROFILE_SPLIT_NONE)
@@ -529,10 +538,11 @@ int ulma_summary_json(FILE *out, const struct ulma_summary *s)
 			fprintf(out, ", \"gil_ns\": %llu, \"total_gil_ns\": %llu", (unsigned long long)self.gil_ns,
 				(unsigned long long)total.gil_ns);
 		ulma_summary_lines_json(out, s, order[k]);
-		ulma_summary_memory_func_json(out, s, order[k]);
+		ulma_summary_memory_func_json(out, s, order[k], objects, nobjects);
 		fputc('}', out);
 	}
 	free(order);
+	free(objects);
 	fputs("\n],\n\"thread_list\": [", out);
 	for (uint32_t i = 0; i < p->nthreads; i++) {
 		uint64_t wall, self;

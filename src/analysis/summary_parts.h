@@ -25,6 +25,11 @@ double ulma_summary_cost_per_event(const struct ulma_summary *s);
 void ulma_summary_times(const struct ulma_summary *s, const struct ulma_func_row *f, struct ulma_time_split *self,
 			struct ulma_time_split *total);
 
+/* Of f's total as shown (total, from ulma_summary_times), the time in C
+ * functions and native code below it. */
+uint64_t ulma_summary_native_ns(const struct ulma_summary *s, const struct ulma_func_row *f,
+				const struct ulma_time_split *total);
+
 /* path for a table cell: relative to the cwd when inside it, else its
  * tail in buf (of cap bytes) with "..." before it. */
 const char *ulma_summary_short_path(const char *path, char *buf, size_t cap);
@@ -77,7 +82,10 @@ bool ulma_summary_line_block(const struct ulma_func_row *f, const char *text, co
 /* summary_memory.c (--memory, docs/memory.md): a function's memory keys;
  * the top-level keys (`"memory": false, ` without memory), each followed
  * by ", " (0 or -ENOMEM); the text section after the function table. */
-void ulma_summary_memory_func_json(FILE *out, const struct ulma_summary *s, uint32_t func);
+struct ulma_obj_count;
+/* objects: every (function, type) row, sorted by ulma_profile_objects_by_func */
+void ulma_summary_memory_func_json(FILE *out, const struct ulma_summary *s, uint32_t func,
+				   const struct ulma_obj_count *objects, uint32_t nobjects);
 int ulma_summary_memory_json(FILE *out, const struct ulma_summary *s);
 void ulma_summary_memory_text(FILE *out, const struct ulma_summary *s, uint32_t limit);
 

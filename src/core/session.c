@@ -101,6 +101,7 @@ int ulma_session_create(const struct ulma_session_config *cfg, struct ulma_sessi
 	h->total_size = geo.total_size;
 	h->flags = (cfg->lossless ? ULMA_SHM_LOSSLESS : 0) | (cfg->use_tsc ? ULMA_SHM_CLOCK_TSC : 0) |
 		   (cfg->c_calls ? 0 : ULMA_SHM_NO_C_CALLS) | (cfg->memory ? ULMA_SHM_MEMORY : 0);
+	h->mem_sample_bytes = cfg->memory ? cfg->memory_sample_bytes : 0;
 	h->slot_count = geo.slot_count;
 	h->ring_records = geo.ring_records;
 	h->record_size = sizeof(struct ulma_record);

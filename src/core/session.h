@@ -26,6 +26,7 @@ struct ulma_session_config {
 	bool use_tsc;
 	bool c_calls; /* record calls of builtins and other C functions */
 	bool memory;  /* record Python's allocations and frees (docs/memory.md) */
+	uint64_t memory_sample_bytes; /* with memory: sample one allocation every so many bytes (0: all) */
 };
 
 /* Defaults: 1024 slots of 256 Ki records (4 MiB) and 16 MiB of definitions.

@@ -98,6 +98,9 @@ static int parse_meta(struct reader *r, const uint8_t *p, const uint8_t *end)
 	int err = parse_string(r, &p, end, &cmd, &clen);
 	if (err)
 		return err;
+	uint64_t sample = 0; /* version 6 adds it; older writers end with the command */
+	if (r->version >= 6 && p < end)
+		NEED_VARINT(r, p, end, sample, "meta memory sampling");
 	char *c = malloc(clen + 1);
 	if (!c)
 		return -ENOMEM;
@@ -109,6 +112,7 @@ static int parse_meta(struct reader *r, const uint8_t *p, const uint8_t *end)
 	m.start_ns = ns;
 	m.tick_hz = hz;
 	m.command = c;
+	m.mem_sample_bytes = sample;
 	r->have_meta = true;
 	err = r->v->on_meta ? r->v->on_meta(r->v->ctx, &m) : 0;
 	free(c);
@@ -387,6 +391,22 @@ static int parse_events(struct reader *r, const uint8_t *p, const uint8_t *end)
 				n = 0;
 				struct ulma_trace_memory m = {ticks, mem_addr, sd >> 2, tidx, (uint8_t)x, (uint8_t)(sd & 3)};
 				if ((err = r->v->on_memory(r->v->ctx, &m)))
+					return err;
+				continue;
+			}
+			if ((x == ULMA_EXT_OBJ_NEW || x == ULMA_EXT_OBJ_FREE) && r->version >= 6) {
+				uint64_t id;
+				what = "object event";
+				GET_VARINT(p, end, id, truncated);
+				if ((func = func_index(r, id)) == UINT32_MAX)
+					return corrupt(r, "object of undefined type %llu", (unsigned long long)id);
+				if (!r->v->on_object)
+					continue;
+				if ((err = deliver(r, tidx, batch, n)))
+					return err;
+				n = 0;
+				struct ulma_trace_object o = {ticks, tidx, func, (uint8_t)x};
+				if ((err = r->v->on_object(r->v->ctx, &o)))
 					return err;
 				continue;
 			}

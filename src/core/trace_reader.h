@@ -98,6 +98,15 @@ struct ulma_trace_memory {
 	uint8_t domain;  /* ULMA_EXT_ALLOC: enum ulma_mem_domain */
 };
 
+/* An object created or destroyed (version 6, --memory on 3.13+), in order
+ * with the thread's events (they are delivered first). */
+struct ulma_trace_object {
+	uint64_t ticks;
+	uint32_t thread; /* dense */
+	uint32_t type;   /* dense function index of the type's definition (ULMA_DEF_TYPE) */
+	uint8_t kind;    /* ULMA_EXT_OBJ_NEW or ULMA_EXT_OBJ_FREE */
+};
+
 /* An MPI event (version 6, docs/mpi.md), in order with the thread's
  * events (they are delivered first).  What the arguments mean depends on
  * the operation: src/core/mpi_event.h. */
@@ -135,6 +144,8 @@ struct ulma_trace_visitor {
 	int (*on_source)(void *ctx, const struct ulma_trace_source *source);
 	/* an allocation or a free, in order with the thread's events */
 	int (*on_memory)(void *ctx, const struct ulma_trace_memory *mem);
+	/* an object created or destroyed, in order with the thread's events */
+	int (*on_object)(void *ctx, const struct ulma_trace_object *obj);
 	/* an MPI event, in order with the thread's events (version 6) */
 	int (*on_mpi)(void *ctx, const struct ulma_trace_mpi *mpi);
 	/* an MPI rank: who wrote this trace, or one rank of a merged trace;

@@ -190,7 +190,7 @@ int ulma_trace_writer_open(const char *path, const struct ulma_trace_meta *meta,
 
 	size_t clen = meta->command ? strlen(meta->command) : 0;
 	struct buf m = {0};
-	if (!buf_reserve(w, &m, 7 * ULMA_VARINT_MAX + clen)) {
+	if (!buf_reserve(w, &m, 8 * ULMA_VARINT_MAX + clen)) {
 		err = -ENOMEM;
 		goto err_close;
 	}
@@ -201,6 +201,7 @@ int ulma_trace_writer_open(const char *path, const struct ulma_trace_meta *meta,
 	buf_varint(&m, meta->tick_hz);
 	buf_varint(&m, clen);
 	buf_bytes(&m, meta->command ? meta->command : "", clen);
+	buf_varint(&m, meta->mem_sample_bytes);
 	err = write_chunk(w, ULMA_CHUNK_META, NULL, 0, m.data, m.len);
 	free(m.data);
 	if (err)
@@ -375,6 +376,13 @@ void ulma_trace_free(struct ulma_trace_stream *s, uint64_t ticks, uint64_t addr)
 	ext_word(s, ticks, false);
 	s->len += ulma_varint_put(s->body + s->len, ULMA_EXT_FREE);
 	put_addr(s, addr);
+}
+
+void ulma_trace_object(struct ulma_trace_stream *s, uint64_t ticks, unsigned ext, uint32_t id)
+{
+	ext_word(s, ticks, false); /* not an event of its own */
+	s->len += ulma_varint_put(s->body + s->len, ext);
+	s->len += ulma_varint_put(s->body + s->len, id);
 }
 
 void ulma_trace_mpi(struct ulma_trace_stream *s, uint64_t ticks, unsigned op, const uint64_t *args, unsigned n)

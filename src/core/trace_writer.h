@@ -53,6 +53,7 @@ struct ulma_trace_meta {
 	uint64_t start_ns;
 	uint64_t tick_hz;      /* estimated ticks per second, for traces cut before END */
 	const char *command;  /* NUL-terminated, may be NULL */
+	uint64_t mem_sample_bytes; /* (version 6) --memory=sample:BYTES, 0: every allocation */
 };
 
 /* A schedstat sample of one thread, cumulative since the thread began. */
@@ -223,6 +224,9 @@ void ulma_trace_line(struct ulma_trace_stream *s, uint64_t ticks, uint32_t line,
  * (enum ulma_mem_domain), or freed, at `ticks`.  Not events. */
 void ulma_trace_alloc(struct ulma_trace_stream *s, uint64_t ticks, uint64_t addr, uint64_t size, unsigned domain);
 void ulma_trace_free(struct ulma_trace_stream *s, uint64_t ticks, uint64_t addr);
+/* An object of the type defined as id created (ULMA_EXT_OBJ_NEW) or
+ * destroyed (ULMA_EXT_OBJ_FREE) at `ticks`.  Not an event. */
+void ulma_trace_object(struct ulma_trace_stream *s, uint64_t ticks, unsigned ext, uint32_t id);
 /* A mark (ULMA_EXT_INSTANT, _COUNTER with `value`, _THREAD_NAME) of
  * definition id at `ticks`.  Not an event. */
 void ulma_trace_mark(struct ulma_trace_stream *s, uint64_t ticks, unsigned ext, uint32_t id, double value);

@@ -56,7 +56,7 @@ struct attach_options {
 	pid_t pid;
 	double seconds; /* record: how long */
 	struct ulma_record_options rec; /* -o, --may-drop, --split, --summary: record and __host only;
-					 * --no-c-calls, --lines, --no-correction, --limit: all */
+					 * --no-c-calls, --lines, --memory, --no-correction, --limit: all */
 };
 
 static const char top_usage[] =
@@ -65,6 +65,8 @@ static const char top_usage[] =
 	"  --once                 print one summary after about a second and detach (no terminal needed)\n"
 	"  --limit N              rows of that summary (default 25)\n"
 	"  --no-c-calls           record Python functions only\n"
+	"  --memory[=sample[:BYTES]]  also allocations: mem and peak columns per function and process\n"
+	"                         (docs/memory.md)\n"
 ULMA_RECORD_USAGE_LINES
 	"  --no-correction        show times as measured, the hook's own cost included (docs/overhead.md)\n";
 
@@ -213,6 +215,7 @@ static int begin(const struct attach_options *o, struct attachment *a)
 		snprintf(cmd, sizeof(cmd), "%s %d", o->mode == MODE_HOST ? "ulma.profile() in" : "attach", (int)o->pid);
 		struct ulma_trace_meta meta = {
 			.flags = ulma_record_meta_flags(&o->rec, cfg.use_tsc),
+			.mem_sample_bytes = cfg.memory_sample_bytes,
 			.pid = (uint32_t)o->pid,
 			.start_ticks = a->start.ticks,
 			.start_ns = a->start.ns,

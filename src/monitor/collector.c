@@ -82,6 +82,8 @@ int ulma_collector_init(struct ulma_collector *c, struct ulma_session *s, struct
 	c->use_tsc = (s->hdr->flags & ULMA_SHM_CLOCK_TSC) != 0;
 	if ((s->hdr->flags & ULMA_SHM_MEMORY) && ulma_profile_memory_enable(&c->profile) < 0)
 		return -ENOMEM;
+	if (c->profile.memory)
+		c->profile.memory->sample_bytes = s->hdr->mem_sample_bytes;
 	c->split = ULMA_SPLIT_SCHEDSTAT;
 	c->ns_per_tick = 1.0;
 	c->slots = calloc(s->hdr->slot_count, sizeof(*c->slots));
@@ -342,7 +344,7 @@ static inline uint64_t native_addr(const struct ulma_record *r)
 static inline bool has_cpu(uint8_t kind)
 {
 	return kind != ULMA_REC_NATIVE_ENTER && kind != ULMA_REC_NATIVE_EXIT && kind != ULMA_REC_VALUE &&
-	       (kind < ULMA_REC_MEM_SIZE || kind > ULMA_REC_FREE) && kind != ULMA_REC_MPI_ARG;
+	       (kind < ULMA_REC_MEM_SIZE || kind > ULMA_REC_OBJ_FREE) && kind != ULMA_REC_MPI_ARG;
 }
 
 /* The dense index of the native function at addr, of the thread's cache
@@ -421,6 +423,10 @@ static bool apply_rare(struct ulma_collector *c, struct ulma_collector_slot *cs,
 	case ULMA_REC_LINE:
 	case ULMA_REC_LINE_RESUME:
 		ulma_collector_line(c, cs->thread, cs->pid, cs->stream, t, r->id, r->kind == ULMA_REC_LINE_RESUME);
+		return true;
+	case ULMA_REC_OBJ_NEW:
+	case ULMA_REC_OBJ_FREE:
+		set_error(c, ulma_collector_object(c, cs->thread, cs->stream, r->kind == ULMA_REC_OBJ_NEW, r->id, t));
 		return true;
 	default: /* unknown kind from a newer writer: skip */
 		return false;

@@ -75,6 +75,7 @@ struct ulma_collector {
 	uint64_t resynced;     /* frames an exit of a deeper frame closed, and unmatched exits */
 	uint64_t overhead_ps;  /* the hook's cost per event, once the program has measured it */
 	struct ulma_collector_lines *lines; /* source copies and --lines patterns (collector_lines.c), or NULL */
+	uint32_t mem_counters[2]; /* the memory counters' mark definitions + 1 (collector_memory.c), 0: not yet */
 	int error;             /* first -errno from the writer or allocation */
 };
 

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "../analysis/export_text.h"
+#include "../analysis/profile_memory.h"
 #include "live_relay.h"
 #include "live_table.h"
 #include "live_term.h"
@@ -32,7 +33,11 @@
  * divides, and a column shown only when there is room goes at the end, so
  * that the narrow table is the wide one cut short.  At 100 columns, with
  * every column on, function and file:line still get 21-22 characters each,
- * more than the 16-17 they have at 80. */
+ * more than the 16-17 they have at 80.
+ *
+ * With --memory, mem (the bytes of the function's blocks live now, or the
+ * process's) and peak (at the process's peak: what the function held
+ * then, or the process's highest) end the row. */
 #define W_CALLS 9
 #define W_TIME 7
 #define W_PCT 7
@@ -40,12 +45,14 @@
 #define W_SHARE 5
 #define GIL_MIN_COLS 100
 #define NAT_MIN_COLS 100
+#define W_MEM 8
 
 enum column_shown {
 	SHOWN_ALWAYS,
 	SHOWN_SPLIT, /* with schedstat data */
 	SHOWN_GIL,   /* with GIL waits told apart, on a wide terminal */
 	SHOWN_NAT,   /* on a wide terminal */
+	SHOWN_MEM,   /* with --memory */
 };
 
 struct column {
@@ -60,7 +67,8 @@ static const struct column columns[] = {
 	{"self", ULMA_SORT_SELF, W_TIME, SHOWN_ALWAYS},    {"self %", ULMA_SORT_COUNT, W_PCT, SHOWN_ALWAYS},
 	{"cpu%", ULMA_SORT_CPU, W_CPU, SHOWN_SPLIT},       {"run%", ULMA_SORT_COUNT, W_SHARE, SHOWN_SPLIT},
 	{"blk%", ULMA_SORT_COUNT, W_SHARE, SHOWN_SPLIT},   {"gil%", ULMA_SORT_COUNT, W_SHARE, SHOWN_GIL},
-	{"nat%", ULMA_SORT_COUNT, W_SHARE, SHOWN_NAT},
+	{"nat%", ULMA_SORT_COUNT, W_SHARE, SHOWN_NAT},     {"mem", ULMA_SORT_COUNT, W_MEM, SHOWN_MEM},
+	{"peak", ULMA_SORT_COUNT, W_MEM, SHOWN_MEM},
 };
 
 /* The process view (v): the same idea, one row per process, then its
@@ -73,6 +81,7 @@ static const struct column proc_columns[] = {
 	{"cpus", ULMA_SORT_COUNT, 6, SHOWN_SPLIT},        {"cpu%", ULMA_SORT_CPU, W_CPU, SHOWN_SPLIT},
 	{"run%", ULMA_SORT_COUNT, W_SHARE, SHOWN_SPLIT},  {"blk%", ULMA_SORT_COUNT, W_SHARE, SHOWN_SPLIT},
 	{"gil%", ULMA_SORT_COUNT, W_SHARE, SHOWN_GIL},    {"nat%", ULMA_SORT_COUNT, W_SHARE, SHOWN_NAT},
+	{"mem", ULMA_SORT_COUNT, W_MEM, SHOWN_MEM},       {"peak", ULMA_SORT_COUNT, W_MEM, SHOWN_MEM},
 };
 #define MAX_COLUMNS (sizeof(proc_columns) / sizeof(proc_columns[0]))
 #define MAX_RUNNING_PIDS 1024
@@ -423,7 +432,8 @@ static unsigned view_columns(const struct ulma_live *lv, struct column *cols)
 {
 	const struct column *all = lv->procs ? proc_columns : columns;
 	unsigned nall = lv->procs ? sizeof(proc_columns) / sizeof(proc_columns[0]) : sizeof(columns) / sizeof(columns[0]);
-	bool shown[] = {[SHOWN_ALWAYS] = true, [SHOWN_SPLIT] = lv->split, [SHOWN_GIL] = lv->gil, [SHOWN_NAT] = lv->nat};
+	bool shown[] = {[SHOWN_ALWAYS] = true, [SHOWN_SPLIT] = lv->split, [SHOWN_GIL] = lv->gil, [SHOWN_NAT] = lv->nat,
+			[SHOWN_MEM] = lv->src.col->profile.memory != NULL};
 	unsigned n = 0;
 	for (unsigned i = 0; i < nall; i++)
 		if (shown[all[i].shown])
@@ -483,6 +493,21 @@ static void put_native(struct ulma_live *lv, uint64_t native_ticks, uint64_t tic
 		putf(&lv->line, "%*.0f", W_SHARE, 100.0 * (double)native_ticks / (double)ticks);
 }
 
+/* mem and peak (--memory). */
+static void put_memory(struct ulma_live *lv, uint64_t live, uint64_t peak)
+{
+	if (!lv->src.col->profile.memory)
+		return;
+	uint64_t v[2] = {live, peak};
+	for (int i = 0; i < 2; i++) { /* at most 7 characters: 1023K, 999.9M, 12.34G */
+		if (v[i] < (UINT64_C(1000) << 20))
+			putf(&lv->line, v[i] < (UINT64_C(1) << 20) ? "%*.0fK" : "%*.1fM", W_MEM - 1,
+			     (double)v[i] / (v[i] < (UINT64_C(1) << 20) ? 1024.0 : 1048576.0));
+		else
+			putf(&lv->line, "%*.2fG", W_MEM - 1, (double)v[i] / (double)(UINT64_C(1) << 30));
+	}
+}
+
 /* A count, exact while it fits in `width` less its leading space. */
 static void put_count(struct text *l, uint64_t v, unsigned width)
 {
@@ -516,6 +541,8 @@ static void draw_row(struct ulma_live *lv, unsigned r, const struct ulma_live_ro
 	if (lv->split)
 		put_split(lv, row->n.self_ticks, row->n.self_cpu_ns, row->n.self_wait_ns, row->n.self_gil_ns);
 	put_native(lv, row->n.total_native_ticks, row->n.total_ticks);
+	struct ulma_mem_func m = ulma_profile_memory_func(&lv->src.col->profile, row->func);
+	put_memory(lv, m.live_bytes, m.peak_bytes);
 	emit_line(lv, r, "", false);
 }
 
@@ -542,6 +569,12 @@ static void draw_proc_row(struct ulma_live *lv, unsigned r, const struct ulma_li
 		put_split(lv, pr->n.self_ticks, pr->n.self_cpu_ns, pr->n.self_wait_ns, pr->n.self_gil_ns);
 	}
 	put_native(lv, pr->n.native_ticks, pr->n.self_ticks);
+	const struct ulma_profile_memory *m = lv->src.col->profile.memory;
+	struct ulma_mem_proc mp = {0};
+	for (uint32_t i = 0; m && i < m->nprocs; i++)
+		if (m->procs[i].pid == pr->pid)
+			mp = m->procs[i];
+	put_memory(lv, mp.live_bytes, mp.peak_bytes);
 	put(l, " ", 1);
 	const char *name = ulma_pid_names_get(&lv->src.col->profile.names, pr->pid);
 	cell(l, name ? name : "?", cw, false);

@@ -21,7 +21,7 @@ static const char usage[] =
 	"  report TRACE [--format text|json] [--limit N]\n"
 	"                                      summarise a trace file\n"
 	"  export TRACE --format FMT -o OUT    write a trace for another tool: pstats, folded, chrome,\n"
-	"                                      speedscope, callgrind, ctf, html (docs/exports.md)\n"
+	"                                      perfetto, speedscope, callgrind, ctf, html (docs/exports.md)\n"
 	"  diff A.trace B.trace [--format text|json] [--html OUT] [--fail-above PCT%]\n"
 	"                                      what changed between two runs, per function (docs/diff.md)\n"
 	"  merge DIR -o OUT.trace              merge an MPI run's rank traces into one (docs/mpi.md)\n"

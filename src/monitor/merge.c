@@ -36,6 +36,7 @@ struct pass1 {
 	size_t cap;              /* of r->mpi.ev */
 	struct { uint64_t ticks; int64_t offset; } clock[2]; /* at init, at finalize */
 	unsigned nclock;
+	uint64_t mpi_ticks; /* inside MPI frames, every thread */
 	int error;
 };
 
@@ -79,7 +80,7 @@ static int p1_events(void *ctx, uint32_t thread, const struct ulma_trace_event *
 			if (t->depth++ == 0)
 				t->since = e->ticks;
 		} else if (e->kind == ULMA_EV_EXIT && is_mpi[e->func] && t->depth && --t->depth == 0) {
-			p->r->mpi_ns += (uint64_t)((double)(e->ticks - t->since) * p->r->ns_per_tick);
+			p->mpi_ticks += e->ticks - t->since;
 		}
 	}
 	return 0;
@@ -169,6 +170,7 @@ static int place_events(struct merge_rank *r, struct pass1 *p)
 				r->slope = (double)(r->off1 - r->off0) / (double)(at1 - r->at0);
 		}
 	}
+	r->mpi_ns = (uint64_t)((double)p->mpi_ticks * r->ns_per_tick); /* at the rate END gives */
 	for (size_t i = 0; i < r->mpi.n; i++) {
 		r->mpi.ev[i].ns = merge_rank_ns(r, (uint64_t)r->mpi.ev[i].ns);
 		r->mpi.ev[i].seq = i;
@@ -216,6 +218,10 @@ static int read_rank(struct merge_rank *r)
 	} else if (place_events(r, &p) < 0) {
 		ulma_die_msg("out of memory");
 		rc = -1;
+	} else if (!r->complete) {
+		ulma_die_msg("warning: %s is cut short (its monitor did not finish: killed, or out of disk); "
+			     "rank %u is merged up to byte %llu",
+			     r->path, r->rank, (unsigned long long)st.bytes);
 	}
 	free(p.is_mpi);
 	free(p.threads);

@@ -180,8 +180,10 @@ static enum step step(struct replay *p, uint32_t ri, bool release)
 	uint64_t seq;
 	switch (e->op) {
 	case ULMA_MPI_SEND:
-		if (e->nargs < 4 || queue_get(p, r->rank, a[0], a[1], a[2], &q) < 0)
-			break;
+		if (e->nargs < 4)
+			break; /* not a message this ulma knows */
+		if (queue_get(p, r->rank, a[0], a[1], a[2], &q) < 0)
+			return STEP_ERROR;
 		e->seq = q->next_seq++;
 		if (queue_push(q, at, e) < 0)
 			return STEP_ERROR;
@@ -208,8 +210,10 @@ static enum step step(struct replay *p, uint32_t ri, bool release)
 			return STEP_ERROR;
 		break;
 	case ULMA_MPI_COLL_BEGIN:
-		if (e->nargs < 2 || coll_seq(p, r->rank, a[1], true, &seq) < 0 || instance_get(p, a[1], seq, &in) < 0)
-			return e->nargs < 2 ? STEP_DONE : STEP_ERROR;
+		if (e->nargs < 2)
+			break;
+		if (coll_seq(p, r->rank, a[1], true, &seq) < 0 || instance_get(p, a[1], seq, &in) < 0)
+			return STEP_ERROR;
 		in->size = e->nargs >= 5 && a[4] ? a[4] : p->n;
 		in->root = e->nargs >= 3 ? a[2] : 0;
 		in->begun++;
@@ -221,8 +225,10 @@ static enum step step(struct replay *p, uint32_t ri, bool release)
 		}
 		break;
 	case ULMA_MPI_COLL_END: {
-		if (e->nargs < 2 || coll_seq(p, r->rank, a[1], false, &seq) < 0 || instance_get(p, a[1], seq, &in) < 0)
-			return e->nargs < 2 ? STEP_DONE : STEP_ERROR;
+		if (e->nargs < 2)
+			break;
+		if (coll_seq(p, r->rank, a[1], false, &seq) < 0 || instance_get(p, a[1], seq, &in) < 0)
+			return STEP_ERROR;
 		uint64_t which = a[0];
 		bool root = in->root && in->root == (uint64_t)r->rank + 1;
 		bool from_root = which == ULMA_MPI_BCAST || which == ULMA_MPI_SCATTER;

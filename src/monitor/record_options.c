@@ -2,6 +2,7 @@
 #include "record_options.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -42,6 +43,36 @@ static int add_lines_pattern(struct ulma_record_options *o, const char *pattern)
 	return 1;
 }
 
+#define MEMORY_SAMPLE_DEFAULT (256u << 10) /* bytes between samples, on average */
+
+/* --memory's optional value: `sample` or `sample:BYTES` (K, M or G
+ * suffixes, powers of 1024).  1, or -1 after saying what is wrong. */
+static int memory_mode(struct ulma_record_options *o, const char *arg)
+{
+	if (!arg)
+		return 1;
+	if (strncmp(arg, "sample", 6) != 0 || (arg[6] != '\0' && arg[6] != ':')) {
+		ulma_die_msg("--memory takes sample or sample:BYTES, not '%s'", arg);
+		return -1;
+	}
+	o->memory_sample_bytes = MEMORY_SAMPLE_DEFAULT;
+	if (arg[6] == '\0')
+		return 1;
+	char *end;
+	errno = 0;
+	unsigned long long n = strtoull(arg + 7, &end, 10);
+	unsigned shift = *end == 'K' || *end == 'k' ? 10 : *end == 'M' || *end == 'm' ? 20 : *end == 'G' || *end == 'g' ? 30 : 0;
+	if (shift)
+		end++;
+	if (errno || end == arg + 7 || *end || arg[7] == '-' || n == 0 || n > (UINT64_C(1) << 40) >> shift) {
+		ulma_die_msg("--memory=sample:BYTES takes a number of bytes from 1 to 1T (K, M, G allowed), not '%s'",
+			     arg + 7);
+		return -1;
+	}
+	o->memory_sample_bytes = (uint64_t)n << shift;
+	return 1;
+}
+
 int ulma_record_option(struct ulma_record_options *o, int c, const char *arg)
 {
 	switch (c) {
@@ -70,7 +101,7 @@ int ulma_record_option(struct ulma_record_options *o, int c, const char *arg)
 		return 1;
 	case 'M':
 		o->memory = true;
-		return 1;
+		return memory_mode(o, arg);
 	case 'K':
 		o->no_correction = true;
 		return 1;
@@ -107,6 +138,7 @@ void ulma_record_session_config(const struct ulma_record_options *o, struct ulma
 	cfg->lossless = !o->may_drop;
 	cfg->c_calls = !o->no_c_calls;
 	cfg->memory = o->memory;
+	cfg->memory_sample_bytes = o->memory_sample_bytes;
 }
 
 uint32_t ulma_record_meta_flags(const struct ulma_record_options *o, bool use_tsc)

@@ -33,6 +33,7 @@ struct ulma_record_options {
 	bool may_drop;       /* --may-drop: writers drop events when a ring is full (default: they wait) */
 	bool no_c_calls;     /* --no-c-calls */
 	bool memory;         /* --memory: allocations and frees (docs/memory.md) */
+	uint64_t memory_sample_bytes; /* --memory=sample[:BYTES]: 0 records every allocation */
 	bool no_correction;  /* --no-correction */
 	int split;           /* --split: enum ulma_split_method, or -1 for the best available (default) */
 	const char *lines[ULMA_RECORD_LINES_MAX]; /* --lines, each pattern once, in argv */
@@ -46,7 +47,7 @@ struct ulma_record_options {
 		{"may-drop", no_argument, NULL, 'D'}, {"no-c-calls", no_argument, NULL, 'C'},            \
 		{"no-correction", no_argument, NULL, 'K'}, {"summary", required_argument, NULL, 's'},    \
 		{"limit", required_argument, NULL, 'n'}, {"split", required_argument, NULL, 'S'},        \
-		{"memory", no_argument, NULL, 'M'}, {"lines", required_argument, NULL, 'P'}
+		{"memory", optional_argument, NULL, 'M'}, {"lines", required_argument, NULL, 'P'}
 
 /* Their lines in the commands' usage texts. */
 #define ULMA_RECORD_USAGE_SPLIT                                                                            \
@@ -54,8 +55,10 @@ struct ulma_record_options {
 	"                         records; the default where allowed) or schedstat (sampled)\n"            \
 	"  --may-drop             let the program drop events rather than wait when a ring is full\n"      \
 	"                         (the default is to wait: nothing is lost; docs/design.md)\n"      \
-	"  --memory               record every allocation and free of Python's allocators: bytes per\n"  \
-	"                         function, leaks and the peak (docs/memory.md)\n"
+	"  --memory[=sample[:BYTES]]  record every allocation and free (Python's allocators and native\n"  \
+	"                         code's): bytes per function, leaks, the peak, objects per type; with\n"  \
+	"                         sample, one allocation every BYTES (default 256K) on average, bytes\n"  \
+	"                         estimated (docs/memory.md)\n"
 
 #define ULMA_RECORD_USAGE_LINES                                                                            \
 	"  --lines PATTERN        time every line of the code PATTERN chooses: a function or module name\n"  \

@@ -46,7 +46,12 @@ static int on_meta(void *ctx, const struct ulma_trace_meta *m)
 	r->meta.command = NULL; /* not kept past the callback */
 	r->ns_per_tick = (m->flags & ULMA_META_TSC) && m->tick_hz ? 1e9 / (double)m->tick_hz : 1.0;
 	ulma_profile_feed_meta(&r->events, m);
-	return (m->flags & ULMA_META_MEMORY) ? ulma_profile_memory_enable(&r->profile) : 0;
+	if (!(m->flags & ULMA_META_MEMORY))
+		return 0;
+	int err = ulma_profile_memory_enable(&r->profile);
+	if (!err)
+		r->profile.memory->sample_bytes = m->mem_sample_bytes;
+	return err;
 }
 
 static int on_mpi(void *ctx, const struct ulma_trace_mpi *m)
@@ -182,6 +187,13 @@ static int on_memory(void *ctx, const struct ulma_trace_memory *m)
 	return ulma_profile_feed_memory(&r->events, m);
 }
 
+/* An object created or destroyed (--memory on 3.13+). */
+static int on_object(void *ctx, const struct ulma_trace_object *o)
+{
+	struct report_ctx *r = ctx;
+	return ulma_profile_feed_object(&r->events, o);
+}
+
 static int on_end(void *ctx, const struct ulma_trace_end *e)
 {
 	struct report_ctx *r = ctx;
@@ -266,6 +278,7 @@ int ulma_cmd_report(int argc, char **argv)
 				       .on_mark = on_mark,
 				       .on_source = on_source,
 				       .on_memory = on_memory,
+				       .on_object = on_object,
 				       .on_end = on_end,
 				       .on_sched = on_sched,
 				       .on_process = on_process,

@@ -566,6 +566,7 @@ int ulma_cmd_run(int argc, char **argv)
 	int64_t skew = o.mpi ? ulma_mpi_test_skew_ns() : 0; /* the tests' other host (docs/mpi.md) */
 	struct ulma_trace_meta meta = {
 		.flags = ulma_record_meta_flags(&o.rec, cfg.use_tsc),
+		.mem_sample_bytes = cfg.memory_sample_bytes,
 		.start_ticks = start.ticks,
 		.start_ns = start.ns + (uint64_t)skew,
 		.tick_hz = hz,

@@ -5,7 +5,8 @@
  * start() wraps each domain's allocator (PyMem_GetAllocator) with one of
  * ours (PyMem_SetAllocator) that calls the allocator that was there and
  * then writes two records for an allocation (MEM_SIZE, ALLOC) or one for a
- * free (FREE), with one clock read each, through the same per-thread
+ * free (FREE), with one clock read each (with --memory=sample:BYTES, of
+ * the sampled blocks only: libulma_rt's sample.c), through the same per-thread
  * writer as the call events: no lock, no allocation on our side (a thread
  * that has no writer yet attaches one with libc's malloc, which no Python
  * allocator hook sees).  stop() puts the previous allocators back if ours
@@ -14,9 +15,12 @@
  * every call through untouched from then on.
  *
  * Nesting: pymalloc hands large blocks to PyMem_RawMalloc, and another
- * tool's hook may sit between domains; a per-thread depth byte makes only
- * the outermost call of a thread count, as tracemalloc does, so a block is
- * recorded once, in the domain the program asked.  The same byte keeps
+ * tool's hook may sit between domains; a per-thread depth byte
+ * (ulma_memory_depth, which libulma_rt's malloc wrappers read too: a
+ * PyMem_RawMalloc is not also a native malloc) makes only the outermost
+ * call of a thread count, as tracemalloc does, so a block is recorded
+ * once, in the domain the program asked.  Native code's own malloc, mmap
+ * and the rest are libulma_rt's (src/runtime/alloc.c), started here.  The same byte keeps
  * out what ulma's own slow paths allocate (interning a function's name,
  * its co_extra slot: intern.c).  Our wrappers read their
  * original allocator from static memory, never from ctx: a RAW call of
@@ -36,47 +40,15 @@ static PyMemAllocatorEx original[DOMAINS]; /* what was installed before ours */
 static PyMemAllocatorEx wrapper[DOMAINS];  /* ours, as installed */
 static bool installed;                      /* ours are in the interpreter's chain */
 static volatile bool recording;             /* they record (else they pass calls through) */
-__thread uint8_t ulma_memory_depth __attribute__((tls_model("initial-exec"))); /* tracer.h */
 
 static const PyMemAllocatorDomain py_domain[DOMAINS] = {PYMEM_DOMAIN_RAW, PYMEM_DOMAIN_MEM, PYMEM_DOMAIN_OBJ};
 
-/* A record that no thread could write. */
-static void unattributed(void)
-{
-	struct ulma_shm_header *hdr = ulma_rt.session.hdr;
-	if (hdr && ulma_rt.active)
-		atomic_fetch_add_explicit(&hdr->mem_unattributed, 1, memory_order_relaxed);
-}
+#define now ulma_rt_mem_now
 
-static inline void put_value(struct ulma_thread_writer *w, uint64_t t, uint64_t value, uint8_t kind)
+/* What one call did (rt.h): in domain dom. */
+static inline void record(int dom, void *old, uint64_t t_free, void *p, uint64_t size, uint64_t t_alloc)
 {
-	ulma_ring_write(&w->ring, t, (uint32_t)value, (uint32_t)(value >> 32) & 0xffffu, kind);
-}
-
-/* The session's clock, without the CPU: memory records carry none. */
-static inline uint64_t now(void)
-{
-	return ULMA_LIKELY(ulma_rt.use_tsc) ? ulma_clock_rdtsc() : ulma_clock_monotonic_ns();
-}
-
-/* Write what one call did: block `old` freed at t_free (if old), block p
- * of `size` bytes allocated in domain dom at t_alloc (if p).  One writer
- * for both, so a realloc's three records go in together. */
-static void record(int dom, void *old, uint64_t t_free, void *p, size_t size, uint64_t t_alloc)
-{
-	struct ulma_thread_writer *w = ulma_rt_writer();
-	if (ULMA_UNLIKELY(!w)) {
-		unattributed();
-		return;
-	}
-	if (old)
-		put_value(w, t_free, (uint64_t)(uintptr_t)old, ULMA_REC_FREE);
-	if (p) {
-		uint64_t sz = size < ULMA_MEM_SIZE_MAX ? (uint64_t)size : ULMA_MEM_SIZE_MAX;
-		put_value(w, t_alloc, sz << 2 | (uint64_t)dom, ULMA_REC_MEM_SIZE);
-		put_value(w, t_alloc, (uint64_t)(uintptr_t)p, ULMA_REC_ALLOC);
-	}
-	ulma_rt_done(w);
+	ulma_rt_mem_record((unsigned)dom, old, t_free, p, size, t_alloc);
 }
 
 static inline bool outermost(void)
@@ -91,8 +63,9 @@ static void *hook_malloc(int dom, size_t size)
 		return o->malloc(o->ctx, size);
 	ulma_memory_depth++;
 	void *p = o->malloc(o->ctx, size);
-	if (p)
-		record(dom, NULL, 0, p, size, now()); /* read after the block was got */
+	uint64_t weight;
+	if (p && ulma_rt_sample_alloc(p, size, &weight))
+		record(dom, NULL, 0, p, weight, now()); /* read after the block was got */
 	ulma_memory_depth--;
 	return p;
 }
@@ -104,8 +77,9 @@ static void *hook_calloc(int dom, size_t n, size_t size)
 		return o->calloc(o->ctx, n, size);
 	ulma_memory_depth++;
 	void *p = o->calloc(o->ctx, n, size);
-	if (p)
-		record(dom, NULL, 0, p, n * size, now()); /* the allocator checked n * size for overflow */
+	uint64_t weight; /* the allocator checked n * size for overflow */
+	if (p && ulma_rt_sample_alloc(p, n * size, &weight))
+		record(dom, NULL, 0, p, weight, now());
 	ulma_memory_depth--;
 	return p;
 }
@@ -121,10 +95,17 @@ static void *hook_realloc(int dom, void *old, size_t size)
 	if (!outermost())
 		return o->realloc(o->ctx, old, size);
 	ulma_memory_depth++;
-	uint64_t t0 = now();
+	bool freeing = old && ulma_rt_sample_free(old); /* sampled: before the block can be reused */
+	uint64_t t0 = freeing ? now() : 0, weight = 0;
 	void *p = o->realloc(o->ctx, old, size);
-	if (p)
-		record(dom, old, t0, p, size, now());
+	if (!p) { /* failed: old is still there, and still sampled */
+		if (freeing && ulma_rt_sample_bytes)
+			ulma_rt_sampled_keep((uintptr_t)old);
+		freeing = false;
+	}
+	bool allocating = p && ulma_rt_sample_alloc(p, size, &weight);
+	if (freeing || allocating)
+		record(dom, freeing ? old : NULL, t0, allocating ? p : NULL, weight, now());
 	ulma_memory_depth--;
 	return p;
 }
@@ -132,7 +113,7 @@ static void *hook_realloc(int dom, void *old, size_t size)
 static void hook_free(int dom, void *p)
 {
 	const PyMemAllocatorEx *o = &original[dom];
-	if (!p || !outermost()) {
+	if (!p || !outermost() || !ulma_rt_sample_free(p)) {
 		o->free(o->ctx, p);
 		return;
 	}
@@ -181,6 +162,8 @@ void ulma_memory_start(void)
 {
 	if (!(ulma_rt.session.hdr->flags & ULMA_SHM_MEMORY))
 		return;
+	/* first: the native hooks and the sampling rate both domains read */
+	ulma_rt_alloc_start((const void *)ulma_memory_start); /* this module's own mallocs are ulma's */
 	if (!installed) {
 		wrapper[ULMA_MEM_RAW] = (PyMemAllocatorEx){NULL, raw_malloc, raw_calloc, raw_realloc, raw_free};
 		wrapper[ULMA_MEM_MEM] = (PyMemAllocatorEx){NULL, mem_malloc, mem_calloc, mem_realloc, mem_free};
@@ -192,10 +175,13 @@ void ulma_memory_start(void)
 		installed = true;
 	}
 	recording = true;
+	ulma_objects_start();
 }
 
 void ulma_memory_stop(void)
 {
+	ulma_rt_alloc_stop();
+	ulma_objects_stop();
 	if (!installed)
 		return;
 	recording = false;

@@ -153,10 +153,15 @@ void ulma_open_frames_note_thread(void);
  * held; never fail. */
 void ulma_memory_start(void);
 void ulma_memory_stop(void);
-/* Above 0 while this thread is inside an allocator call already being
+/* objects.c: on 3.13+, count objects created and destroyed by type
+ * (PyRefTracer_SetTracer), chained to the tracer that was there; called
+ * by ulma_memory_start/stop.  GIL held; never fail. */
+void ulma_objects_start(void);
+void ulma_objects_stop(void);
+/* ulma_memory_depth (rt.h, shared with the native allocation hooks) is
+ * above 0 while this thread is inside an allocator call already being
  * recorded, or inside ulma's own slow paths (interning a name): such
- * allocations are not recorded (memory.c). */
-extern __thread uint8_t ulma_memory_depth __attribute__((tls_model("initial-exec")));
+ * allocations are not recorded. */
 
 /* hooks: install and remove the interpreter hook for all threads.
  * Return 0, or -1 with a Python exception set. */

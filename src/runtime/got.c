@@ -15,6 +15,12 @@
  * written into its slot (made writable for the moment where RELRO has
  * sealed it).  Code that runs while a module is being loaded (its init
  * function) comes before the rebinding and is not traced.
+ *
+ * With --memory the same walk rebinds the allocator functions (malloc ..
+ * munmap, alloc.c) of every object but this library, the one that asked
+ * (the extension), the dynamic loader and the object defining the real
+ * malloc or mmap (libc, or an allocator the program brings): their calls
+ * are the allocator's own.
  */
 #include "rt.h"
 
@@ -47,6 +53,8 @@ static uintptr_t seen[SEEN_MAX];
 static unsigned nseen;
 static pthread_mutex_t bind_lock = PTHREAD_MUTEX_INITIALIZER;
 static unsigned long long last_adds;
+static bool allocators;         /* rebind the allocator functions too (alloc.c) */
+static uintptr_t alloc_exclude; /* an address in the object whose allocations are ulma's */
 
 static bool seen_before(uintptr_t key)
 {
@@ -84,14 +92,30 @@ static void write_slot(uintptr_t slot, uintptr_t value, const struct relro *rr)
 		mprotect((void *)pg, (size_t)page, PROT_READ);
 }
 
+/* The wrapper of allocator function `name`, or 0 if it is not one rebound. */
+static uintptr_t alloc_wrapper(const char *name)
+{
+	for (const struct ulma_rt_alloc_fn *f = ulma_rt_alloc_fns; f->name; f++)
+		if (strcmp(name, f->name) == 0)
+			return *f->real ? (uintptr_t)f->wrapper : 0;
+	return 0;
+}
+
 static void rebind_table(uintptr_t base, const ElfW(Rela) *rel, size_t count, const ElfW(Sym) *symtab,
-			 const char *strtab, const struct relro *rr)
+			 const char *strtab, const struct relro *rr, bool alloc)
 {
 	for (size_t i = 0; i < count; i++) {
 		unsigned long type = REL_INFO_TYPE(rel[i].r_info);
 		if (type != JUMP_SLOT && type != GLOB_DAT)
 			continue;
 		const char *name = strtab + symtab[REL_INFO_SYM(rel[i].r_info)].st_name;
+		if (alloc) {
+			uintptr_t wrapper = alloc_wrapper(name);
+			if (wrapper) {
+				write_slot(base + rel[i].r_offset, wrapper, rr);
+				continue;
+			}
+		}
 		if (strncmp(name, "__cyg_profile_func_e", 20) != 0)
 			continue;
 		if (strcmp(name + 20, "nter") == 0)
@@ -101,14 +125,29 @@ static void rebind_table(uintptr_t base, const ElfW(Rela) *rel, size_t count, co
 	}
 }
 
+/* The dynamic loader, by its name: its few allocations are its own. */
+static bool is_loader(const char *path)
+{
+	const char *base = strrchr(path ? path : "", '/');
+	base = base ? base + 1 : path ? path : "";
+	return strncmp(base, "ld-linux", 8) == 0 || strncmp(base, "ld64.so", 7) == 0 || strncmp(base, "ld-", 3) == 0;
+}
+
 static int rebind_object(struct dl_phdr_info *info, size_t size, void *arg)
 {
 	(void)size;
 	(void)arg;
 	uintptr_t base = info->dlpi_addr, self = (uintptr_t)&ulma_rt;
+	uintptr_t real_malloc = 0, real_mmap = 0;
+	for (const struct ulma_rt_alloc_fn *f = ulma_rt_alloc_fns; allocators && f->name; f++) {
+		if (strcmp(f->name, "malloc") == 0)
+			real_malloc = (uintptr_t)*f->real;
+		else if (strcmp(f->name, "mmap") == 0)
+			real_mmap = (uintptr_t)*f->real;
+	}
 	const ElfW(Dyn) *dyn = NULL;
 	struct relro rr = {0, 0};
-	bool ours = false;
+	bool ours = false, alloc = allocators && !is_loader(info->dlpi_name);
 	for (int i = 0; i < info->dlpi_phnum; i++) {
 		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
 		uintptr_t lo = base + ph->p_vaddr, hi = lo + ph->p_memsz;
@@ -118,6 +157,10 @@ static int rebind_object(struct dl_phdr_info *info, size_t size, void *arg)
 			rr = (struct relro){lo, hi};
 		else if (ph->p_type == PT_LOAD && self >= lo && self < hi)
 			ours = true;
+		if (ph->p_type == PT_LOAD && ((alloc_exclude >= lo && alloc_exclude < hi) ||
+					      (real_malloc >= lo && real_malloc < hi) ||
+					      (real_mmap >= lo && real_mmap < hi)))
+			alloc = false;
 	}
 	if (!dyn || ours || seen_before(base ^ (uintptr_t)dyn))
 		return 0;
@@ -156,9 +199,9 @@ static int rebind_object(struct dl_phdr_info *info, size_t size, void *arg)
 	if (!symtab || !strtab)
 		return 0;
 	if (jmprel && plt_is_rela)
-		rebind_table(base, jmprel, jmprel_size / sizeof(ElfW(Rela)), symtab, strtab, &rr);
+		rebind_table(base, jmprel, jmprel_size / sizeof(ElfW(Rela)), symtab, strtab, &rr, alloc);
 	if (rela)
-		rebind_table(base, rela, rela_size / sizeof(ElfW(Rela)), symtab, strtab, &rr);
+		rebind_table(base, rela, rela_size / sizeof(ElfW(Rela)), symtab, strtab, &rr, alloc);
 	return 0;
 }
 
@@ -182,10 +225,26 @@ void ulma_rt_bind_hooks(void)
 	pthread_mutex_unlock(&bind_lock);
 }
 
+void ulma_rt_bind_allocators(const void *exclude)
+{
+	pthread_mutex_lock(&bind_lock);
+	allocators = true;
+	alloc_exclude = (uintptr_t)exclude;
+	nseen = 0; /* every object again, for its allocator slots */
+	last_adds = 0;
+	pthread_mutex_unlock(&bind_lock);
+	ulma_rt_bind_hooks();
+}
+
 #else /* another architecture: preloading (ulma run) is the only way in */
 
 void ulma_rt_bind_hooks(void)
 {
+}
+
+void ulma_rt_bind_allocators(const void *exclude)
+{
+	(void)exclude; /* no native allocations recorded here (docs/memory.md) */
 }
 
 #endif

@@ -115,6 +115,7 @@ static void stop_at_exit(void)
 {
 	if (!ulma_rt.active)
 		return;
+	ulma_rt_alloc_stop();
 	ulma_rt_report_modules();
 	uint32_t cpu;
 	uint64_t now = ulma_clock_now(ulma_rt.use_tsc, &cpu);
@@ -135,6 +136,8 @@ static bool self_start(int fd)
 	if (atexit(stop_at_exit) != 0)
 		return false;
 	ulma_rt_set_active(true);
+	if (hdr->flags & ULMA_SHM_MEMORY)
+		ulma_rt_alloc_start(NULL);
 	return true;
 }
 

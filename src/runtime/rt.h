@@ -31,6 +31,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdatomic.h>
 
 #include "../core/clock.h"
 #include "../core/ring.h"
@@ -121,6 +122,74 @@ ULMA_RT_API struct ulma_thread_writer *ulma_rt_thread_prepare(uint32_t tid);
  * the last call. */
 ULMA_RT_API void ulma_rt_bind_hooks(void);
 
+/* --memory's native allocations (alloc.c): start recording the
+ * allocator calls (malloc .. munmap) of every loaded object but libc, the
+ * loader, this library and the object holding address `exclude` (NULL:
+ * none), now and in each object ulma_rt_bind_hooks rebinds later; stop
+ * leaves the slots rebound, passing calls through.  Records go to the
+ * calling thread's writer; a thread's nested allocations are not
+ * recorded while ulma_memory_depth is not 0 (the Python allocator hooks
+ * raise it around theirs, and ulma's own slow paths around what they
+ * allocate). */
+ULMA_RT_API void ulma_rt_alloc_start(const void *exclude);
+ULMA_RT_API void ulma_rt_alloc_stop(void);
+ULMA_RT_API extern __thread uint8_t ulma_memory_depth __attribute__((tls_model("initial-exec")));
+
+/* --memory=sample:BYTES (sample.c): the memory hooks of the extension and
+ * of alloc.c ask, for each block, whether to record it.  Exact mode
+ * (ulma_rt_sample_bytes 0) records every one at its size. */
+ULMA_RT_API extern uint64_t ulma_rt_sample_bytes;
+ULMA_RT_API extern __thread int64_t ulma_sample_left __attribute__((tls_model("initial-exec")));
+ULMA_RT_API extern _Atomic uint64_t ulma_rt_sampled_live;
+/* A block crossed the thread's next sampling point: draw the next, and
+ * keep addr as sampled.  True with *weight, the bytes it stands for; false
+ * if it could not be kept (the set is full there). */
+ULMA_RT_API bool ulma_rt_sample_slow(uintptr_t addr, size_t size, uint64_t *weight);
+/* Keep addr in the sampled set (false: no room); take it out (true if it
+ * was there). */
+ULMA_RT_API bool ulma_rt_sampled_keep(uintptr_t addr);
+ULMA_RT_API bool ulma_rt_sampled_take(uintptr_t addr);
+/* Sample every `bytes` (0: record everything), forgetting earlier samples
+ * (when recording starts; no hook may be recording meanwhile). */
+ULMA_RT_API void ulma_rt_sample_reset(uint64_t bytes);
+
+/* Block p of `size` bytes was allocated: record it?  *weight: its bytes,
+ * or what the sample stands for. */
+static inline bool ulma_rt_sample_alloc(const void *p, size_t size, uint64_t *weight)
+{
+	*weight = size;
+	if (ULMA_LIKELY(!ulma_rt_sample_bytes))
+		return true;
+	ulma_sample_left -= (int64_t)size;
+	if (ULMA_LIKELY(ulma_sample_left > 0))
+		return false;
+	return ulma_rt_sample_slow((uintptr_t)p, size, weight);
+}
+
+/* Block p is about to be freed: record its free?  Call before it is given
+ * back (the set forgets it here). */
+static inline bool ulma_rt_sample_free(const void *p)
+{
+	if (ULMA_LIKELY(!ulma_rt_sample_bytes))
+		return true;
+	return atomic_load_explicit(&ulma_rt_sampled_live, memory_order_relaxed) &&
+	       ulma_rt_sampled_take((uintptr_t)p);
+}
+
+#ifdef ULMA_RT_INTERNAL
+/* An allocator function got.c rebinds: its name, ulma's wrapper and where
+ * the real one's address is kept (NULL there: not rebound).  The list
+ * ends with a NULL name. */
+struct ulma_rt_alloc_fn {
+	const char *name;
+	void *wrapper;
+	void **real;
+};
+extern const struct ulma_rt_alloc_fn ulma_rt_alloc_fns[] __attribute__((visibility("hidden")));
+/* Rebind the allocator slots of every loaded object from now on (got.c). */
+void ulma_rt_bind_allocators(const void *exclude) __attribute__((visibility("hidden")));
+#endif
+
 /* Tell the session which ELF objects this process has loaded (path, load
  * bias), so the monitor can name native addresses even after the process
  * is gone.  Called when tracing starts and stops, and after dlopen. */
@@ -167,6 +236,42 @@ static inline void ulma_rt_done(struct ulma_thread_writer *w)
 {
 	__asm__ __volatile__("" ::: "memory"); /* the record is written before busy drops */
 	w->busy = 0;
+}
+
+/* The session's clock without the CPU, for memory records (they carry none). */
+static inline uint64_t ulma_rt_mem_now(void)
+{
+	return ULMA_LIKELY(ULMA_RT.use_tsc) ? ulma_clock_rdtsc() : ulma_clock_monotonic_ns();
+}
+
+static inline void ulma_rt_mem_put(struct ulma_thread_writer *w, uint64_t t, uint64_t value, uint8_t kind)
+{
+	ulma_ring_write(&w->ring, t, (uint32_t)value, (uint32_t)(value >> 32) & 0xffffu, kind);
+}
+
+/* What one allocator call did, into the calling thread's ring: block
+ * `old` freed at t_free (if old), block p of `size` bytes allocated in
+ * `domain` (enum ulma_mem_domain) at t_alloc (if p), through one writer,
+ * so a realloc's three records go in together (shm.h's memory records).
+ * With no writer, counted in the session's mem_unattributed. */
+static inline void ulma_rt_mem_record(unsigned domain, const void *old, uint64_t t_free, const void *p,
+				      uint64_t size, uint64_t t_alloc)
+{
+	struct ulma_thread_writer *w = ulma_rt_writer();
+	if (ULMA_UNLIKELY(!w)) {
+		struct ulma_shm_header *hdr = ULMA_RT.session.hdr;
+		if (hdr && ULMA_RT.active)
+			atomic_fetch_add_explicit(&hdr->mem_unattributed, 1, memory_order_relaxed);
+		return;
+	}
+	if (old)
+		ulma_rt_mem_put(w, t_free, (uint64_t)(uintptr_t)old, ULMA_REC_FREE);
+	if (p) {
+		uint64_t sz = size < ULMA_MEM_SIZE_MAX ? size : ULMA_MEM_SIZE_MAX;
+		ulma_rt_mem_put(w, t_alloc, sz << 2 | domain, ULMA_REC_MEM_SIZE);
+		ulma_rt_mem_put(w, t_alloc, (uint64_t)(uintptr_t)p, ULMA_REC_ALLOC);
+	}
+	ulma_rt_done(w);
 }
 
 #endif

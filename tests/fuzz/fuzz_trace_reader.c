@@ -184,8 +184,20 @@ static int on_memory(void *c, const struct ulma_trace_memory *m)
 	if (ulma_profile_memory_enable(&x->prof) < 0)
 		return -ENOMEM;
 	if (m->kind == ULMA_EXT_ALLOC)
-		return ulma_profile_mem_alloc(&x->prof, m->thread, m->addr, m->size, m->ticks) ? -ENOMEM : 0;
+		return ulma_profile_mem_alloc(&x->prof, m->thread, m->addr, m->size, m->domain, m->ticks) ? -ENOMEM : 0;
 	return ulma_profile_mem_free(&x->prof, m->thread, m->addr, m->ticks) ? -ENOMEM : 0;
+}
+
+/* An object goes to the profile's objects, any type index the reader gave. */
+static int on_object(void *c, const struct ulma_trace_object *o)
+{
+	struct fuzz_ctx *x = c;
+	REQUIRE(x->metas == 1 && x->ends == 0);
+	REQUIRE(o->thread < x->nthreads);
+	REQUIRE(o->kind == ULMA_EXT_OBJ_NEW || o->kind == ULMA_EXT_OBJ_FREE);
+	if (ulma_profile_memory_enable(&x->prof) < 0)
+		return -ENOMEM;
+	return ulma_profile_object(&x->prof, o->thread, o->type, o->kind == ULMA_EXT_OBJ_NEW) ? -ENOMEM : 0;
 }
 
 /* An MPI event: in order, of a known thread, with what the reader checks. */
@@ -215,7 +227,7 @@ static void read_once(const uint8_t *data, size_t size)
 	struct fuzz_ctx x;
 	struct ulma_trace_status st;
 	struct ulma_trace_visitor v = {&x, on_meta, on_func, on_thread, on_event, on_end, on_sched, on_process, NULL, NULL,
-				       on_mark, on_source, on_memory, on_mpi, on_mpi_rank, NULL};
+				       on_mark, on_source, on_memory, on_object, on_mpi, on_mpi_rank, NULL};
 	memset(&x, 0, sizeof(x));
 	ulma_profile_init(&x.prof);
 	/* fmemopen refuses a zero size: an empty input reads from /dev/null */

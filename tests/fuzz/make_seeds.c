@@ -36,7 +36,7 @@ static bool same_fn(uint32_t id, uint32_t parent)
 
 static int write_basic(const char *path)
 {
-	struct ulma_trace_meta meta = {ULMA_META_TSC, 4242, 1000, 777000, 2500000000u, "python3 fib.py 20"};
+	struct ulma_trace_meta meta = {ULMA_META_TSC, 4242, 1000, 777000, 2500000000u, "python3 fib.py 20", 0};
 	struct ulma_trace_writer *w;
 	struct ulma_trace_stream *a, *b;
 	int err = ulma_trace_writer_open(path, &meta, &w);
@@ -77,7 +77,7 @@ static int write_basic(const char *path)
 
 static int write_cut(const char *path)
 {
-	struct ulma_trace_meta meta = {0, 7, 0, 0, 1000000000u, NULL};
+	struct ulma_trace_meta meta = {0, 7, 0, 0, 1000000000u, NULL, 0};
 	struct ulma_trace_writer *w;
 	struct ulma_trace_stream *a;
 	int err = ulma_trace_writer_open(path, &meta, &w);
@@ -100,7 +100,7 @@ static int write_cut(const char *path)
 
 static int write_wide(const char *path)
 {
-	struct ulma_trace_meta meta = {ULMA_META_LOSSLESS, 1, UINT64_C(1) << 40, 5, 3000000000u, "x"};
+	struct ulma_trace_meta meta = {ULMA_META_LOSSLESS, 1, UINT64_C(1) << 40, 5, 3000000000u, "x", 0};
 	struct ulma_trace_writer *w;
 	struct ulma_trace_stream *s[3];
 	char name[300];
@@ -148,7 +148,7 @@ static int write_wide(const char *path)
 
 static int write_empty_names(const char *path)
 {
-	struct ulma_trace_meta meta = {0, 3, 10, 20, 1000000000u, ""};
+	struct ulma_trace_meta meta = {0, 3, 10, 20, 1000000000u, "", 0};
 	struct ulma_trace_writer *w;
 	struct ulma_trace_stream *a;
 	int err = ulma_trace_writer_open(path, &meta, &w);
@@ -175,7 +175,7 @@ static int write_empty_names(const char *path)
 static int write_far(const char *path)
 {
 	const uint64_t top = UINT64_MAX;
-	struct ulma_trace_meta meta = {0, 5, 0, 0, 1000000000u, "far.py"};
+	struct ulma_trace_meta meta = {0, 5, 0, 0, 1000000000u, "far.py", 0};
 	struct ulma_trace_writer *w;
 	struct ulma_trace_stream *a;
 	int err = ulma_trace_writer_open(path, &meta, &w);
@@ -198,7 +198,7 @@ static int write_far(const char *path)
 
 static int write_native(const char *path)
 {
-	struct ulma_trace_meta meta = {ULMA_META_TSC, 77, 5000, 1000000, 2000000000u, "./api_prog"};
+	struct ulma_trace_meta meta = {ULMA_META_TSC, 77, 5000, 1000000, 2000000000u, "./api_prog", 0};
 	struct ulma_trace_writer *w;
 	struct ulma_trace_stream *a, *b;
 	int err = ulma_trace_writer_open(path, &meta, &w);
@@ -251,7 +251,7 @@ static int write_lines(const char *path)
 {
 	static const char source[] = "@deco\ndef fib(n):\n    if n < 2:\n        return n\n"
 				     "    return fib(n - 1) + fib(n - 2)\n\ndef gen():\n    yield 1\n";
-	struct ulma_trace_meta meta = {ULMA_META_TSC, 78, 6000, 1000000, 2000000000u, "python fib.py"};
+	struct ulma_trace_meta meta = {ULMA_META_TSC, 78, 6000, 1000000, 2000000000u, "python fib.py", 0};
 	struct ulma_trace_writer *w;
 	struct ulma_trace_stream *a;
 	int err = ulma_trace_writer_open(path, &meta, &w);
@@ -286,13 +286,14 @@ static int write_lines(const char *path)
 	return ulma_trace_writer_close(w, &end);
 }
 
-/* Version 5 with --memory: allocations and frees in two threads, a
- * block freed by the other thread, a realloc (free then alloc), a free
- * of a block allocated before tracing, and blocks still live at the end. */
+/* Version 6 with --memory, sampled: allocations and frees in two threads,
+ * a block freed by the other thread, a realloc (free then alloc), a free
+ * of a block allocated before tracing, native blocks, objects of two
+ * types created and destroyed, and blocks still live at the end. */
 static int write_memory(const char *path)
 {
 	struct ulma_trace_meta meta = {ULMA_META_TSC | ULMA_META_MEMORY, 79, 7000, 1000000, 2000000000u,
-				       "python mem.py"};
+				       "python mem.py", 4096};
 	struct ulma_trace_writer *w;
 	struct ulma_trace_stream *a, *b;
 	int err = ulma_trace_writer_open(path, &meta, &w);
@@ -303,6 +304,8 @@ static int write_memory(const char *path)
 	ulma_trace_define_func(w, 1, ULMA_DEF_PY, 0, 1, "main", 4);
 	ulma_trace_define_func(w, 2, ULMA_DEF_PY, 0, 5, "make", 4);
 	ulma_trace_define_func(w, 3, ULMA_DEF_C_METHOD, 1, 0, "list.append", 11);
+	ulma_trace_define_func(w, 4, ULMA_DEF_TYPE, 1, 0, "list", 4);
+	ulma_trace_define_func(w, 5, ULMA_DEF_TYPE, 1, 0, "Point", 5);
 	if ((err = ulma_trace_stream_open(w, 0, 79, 79, &a)) || (err = ulma_trace_stream_open(w, 1, 79, 80, &b))) {
 		ulma_trace_writer_abandon(w);
 		return err;
@@ -314,6 +317,10 @@ static int write_memory(const char *path)
 		ulma_trace_enter(a, t += 2, 0, 2, false);
 		ulma_trace_alloc(a, t += 1, base + k * 64, 56, ULMA_MEM_OBJ);
 		ulma_trace_alloc(a, t += 1, base + 0x10000 + k * 1024, 800, ULMA_MEM_MEM);
+		ulma_trace_object(a, t, ULMA_EXT_OBJ_NEW, 4 + (k & 1));
+		ulma_trace_alloc(a, t += 1, base + 0x40000 + k * 4096, 4000, ULMA_MEM_NATIVE);
+		if (k & 1)
+			ulma_trace_object(a, t, ULMA_EXT_OBJ_FREE, 4);
 		ulma_trace_enter(a, t += 1, 0, 3, false);
 		ulma_trace_free(a, t += 1, base + 0x20000);
 		ulma_trace_alloc(a, t, base + 0x20000 + k * 16, 8 * (k + 1), ULMA_MEM_MEM);
@@ -335,7 +342,7 @@ static int write_memory(const char *path)
  * frame of libulma_mpi.so's; `ulma merge` takes it alone. */
 static int write_mpi(const char *path)
 {
-	struct ulma_trace_meta meta = {ULMA_META_TSC, 91, 9000, 1000000, 2000000000u, "./ring"};
+	struct ulma_trace_meta meta = {ULMA_META_TSC, 91, 9000, 1000000, 2000000000u, "./ring", 0};
 	struct ulma_trace_writer *w;
 	struct ulma_trace_stream *s;
 	int err = ulma_trace_writer_open(path, &meta, &w);

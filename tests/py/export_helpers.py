@@ -8,7 +8,7 @@ import os
 import pytest
 
 # every format that writes one file, in the order they were built
-FILE_FORMATS = ["pstats", "folded", "chrome", "speedscope", "callgrind", "html"]
+FILE_FORMATS = ["pstats", "folded", "chrome", "speedscope", "callgrind", "html", "perfetto"]
 
 # programs/odd_names.py's function names: NAMES[i] is called i + 1 times
 ODD_NAMES = [

@@ -99,6 +99,7 @@ def test_threads_and_processes_are_named(varied):
     procs = {e["pid"]: e["args"]["name"] for e in meta if e["name"] == "process_name"}
     assert set(procs) == {t["pid"] for t in varied["report"]["thread_list"]}
     assert any("varied.py" in name for name in procs.values()), procs
+    assert not any("pid" in name for name in procs.values()), procs  # the viewers add the pid
     assert {(e["pid"], e["tid"]) for e in x_events(varied["data"])} <= threads
 
 
@@ -150,7 +151,8 @@ def test_odd_names_survive(export_trace, run_export, tmp_path):
     out = tmp_path / "odd.json"
     run_export(t["trace"], "chrome", out)
     raw = out.read_bytes()
-    assert b"<script>" not in raw  # escaped as \u003c, so the file embeds safely
+    # as they are: Perfetto's JSON importer would show \u003cscript\u003e literally
+    assert b"<script>alert(1)</script>" in raw and b"\\u003c" not in raw
     got = {}
     for e in x_events(load(out)):
         got[e["name"]] = got.get(e["name"], 0) + 1

@@ -128,12 +128,13 @@ def test_data_is_the_reports(export_trace, run_export, tmp_path):
     assert tree["t"][0] == sum(f[5] for f in data["funcs"])
     assert all(0 <= p < i for i, p in enumerate(tree["p"]) if i > 0)
     spans = sum(len(th["s"]) for th in data["threads"])
-    assert 0 < spans <= 150000 and data["min_span_ns"] > 0
+    assert 0 < spans <= 70000 and data["min_span_ns"] > 0
     (th,) = data["threads"]
     names = {data["funcs"][i][0] for i in th["f"]}
     assert {"main", "fib", "<module>"} <= names
-    assert all(e - s >= data["min_span_ns"] for s, e in zip(th["s"], th["e"]))
-    assert os.path.getsize(str(out)) < 8 * 1024 * 1024
+    # spans in start order: each start less the previous one, and the duration
+    assert all(d >= 0 for d in th["s"]) and all(e >= data["min_span_ns"] for e in th["e"])
+    assert os.path.getsize(str(out)) < 5 * 1024 * 1024
 
 
 def test_varied_renders(export_trace, run_export, tmp_path):
@@ -142,8 +143,8 @@ def test_varied_renders(export_trace, run_export, tmp_path):
     run_export(t["trace"], "html", out)
     dom = render(out, tmp_path)
     assert dom.body.get("data-ready") == "yes"
-    rows = len(dom.cells) // 7
-    assert rows == min(2000, len({(f["name"], f["file"], f["line"]) for f in t["report"]["functions"]}))
+    rows = len(dom.cells) // 8  # name, file:line, calls, total, self, self %, per call, the split bar
+    assert rows == min(500, len({(f["name"], f["file"], f["line"]) for f in t["report"]["functions"]}))
     top = max(t["report"]["functions"], key=lambda f: f["self_ns"])
     assert dom.cells[0] == top["name"]  # sorted by self time, descending
-    assert dom.tags.count("canvas") == 2
+    assert dom.tags.count("canvas") == 4  # flame graph, timeline, and the sandwich's two halves

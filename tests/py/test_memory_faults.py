@@ -14,12 +14,14 @@ OBJECT = 16  # sys.getsizeof(object()) on 64-bit CPython
 
 
 def leaks_by_innermost(data):
+    """{innermost function of a leak's stack: [blocks, bytes]} of Python's
+    allocators (tracemalloc's tables are native mallocs of libpython)"""
     out = {}
     for leak in data["leaks"]:
         name = leak["stack"][-1] if leak["stack"] else ""
         row = out.setdefault(name, [0, 0])
-        row[0] += leak["count"]
-        row[1] += leak["bytes"]
+        row[0] += leak["count"] - leak["native_count"]
+        row[1] += leak["bytes"] - leak["native_bytes"]
     return out
 
 

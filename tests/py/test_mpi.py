@@ -93,8 +93,12 @@ def ping_pong_messages(d, tags=(7, 8)):
     return [m for m in d["messages"] if m["comm"] == 0 and m["tag"] in tags]
 
 
-def test_each_rank_writes_its_own_trace(pingpong_skewed):
+def test_each_rank_writes_its_own_trace(pingpong_skewed, built, ulma_bin):
     assert sorted(os.listdir(pingpong_skewed)) == ["rank-0000.trace", "rank-0001.trace"]
+    rep = run([ulma_bin, "report", os.path.join(pingpong_skewed, "rank-0001.trace"), "--format", "json"], built)
+    d = json.loads(rep.stdout)
+    assert d["mpi_rank"]["rank"] == 1 and d["mpi_rank"]["size"] == 2 and d["mpi_rank"]["host"]
+    assert "ranks" not in d and "messages" not in d  # those are a merged trace's
 
 
 def test_pingpong_counts_tags_sizes_and_order(pingpong_skewed, built, ulma_bin):
@@ -168,6 +172,26 @@ def test_chrome_export_draws_each_message(pingpong_skewed, built, ulma_bin):
     for i, s in starts.items():
         assert ends[i]["ts"] > s["ts"]
         assert ends[i]["pid"] != s["pid"]
+
+
+def test_perfetto_export_draws_each_message(pingpong_skewed, built, ulma_bin):
+    """The Perfetto export: each matched message a flow from an instant on
+    the sender's thread to one on the receiver's, later, in another process."""
+    from perfetto_wire import Trace
+    merged, d, _ = merged_json(ulma_bin, pingpong_skewed, str(built))
+    out = os.path.join(str(built), "pp.pftrace")
+    e = run([ulma_bin, "export", merged, "--format", "perfetto", "-o", out], str(built))
+    assert e.returncode == 0, e.stderr.decode()
+    with open(out, "rb") as f:
+        wire = Trace(f.read())
+    starts = {fl[3]: fl for fl in wire.flows if fl[4]}
+    ends = {fl[3]: fl for fl in wire.flows if not fl[4]}
+    assert len(starts) == len(ends) == len(d["messages"])
+    assert set(starts) == set(ends)
+    for i, s in starts.items():
+        assert ends[i][2] > s[2]
+        assert wire.tracks[ends[i][0]]["pid"] != wire.tracks[s[0]]["pid"]
+        assert s[1].startswith("MPI send tag ") and ends[i][1].startswith("MPI receive tag ")
 
 
 @pytest.mark.skipif(not have_mpi4py, reason="mpi4py is not installed")
@@ -268,3 +292,37 @@ def test_c_extension_calling_mpi(tmp_path, ulma_bin):
     assert all(m["recv_ns"] > m["send_ns"] for m in msgs)
     waits = {(w["function"], w["mpi"]) for r in d["ranks"] for w in r["waits"]}
     assert ("mpiext.exchange", "MPI_Send") in waits or ("mpiext.exchange", "MPI_Recv") in waits, waits
+
+
+def first_events_chunk(data):
+    """Offset and length of the first EVENTS chunk (type 4) of a trace."""
+    import struct
+    at = 16  # the file header
+    while at + 12 <= len(data):
+        kind, length, _ = struct.unpack_from("<III", data, at)
+        if kind == 4:
+            return at, 12 + length
+        at += 12 + length
+    raise AssertionError("no events chunk")
+
+
+def test_cut_rank_trace_is_merged_up_to_its_cut(pingpong_skewed, tmp_path, ulma_bin):
+    """A rank's trace cut short (its monitor killed): the merge says so and
+    keeps what the cut left; the other rank's messages lose their partner."""
+    d = tmp_path / "cut"
+    d.mkdir()
+    shutil.copy(os.path.join(pingpong_skewed, "rank-0000.trace"), d)
+    with open(os.path.join(pingpong_skewed, "rank-0001.trace"), "rb") as f:
+        data = f.read()
+    at, length = first_events_chunk(data)
+    (d / "rank-0001.trace").write_bytes(data[:at + length // 2])  # inside its first events: rank 1 keeps none
+    merged = str(tmp_path / "cut.trace")
+    m = run([ulma_bin, "merge", str(d), "-o", merged], str(tmp_path))
+    assert m.returncode == 0, m.stderr.decode()
+    assert "rank-0001.trace is cut short" in m.stderr.decode()
+    rep = run([ulma_bin, "report", merged, "--format", "json"], str(tmp_path))
+    j = json.loads(rep.stdout)
+    assert ping_pong_messages(j) == []
+    lost = sorted((u["kind"], u["rank"], u["peer"], u["tag"]) for u in j["unmatched"] if u["tag"] in (7, 8))
+    assert lost == [("recv", 0, 1, 8)] * 10 + [("send", 0, 1, 7)] * 10
+    assert {r["rank"]: r["events"] for r in j["ranks"]}[1] == 0

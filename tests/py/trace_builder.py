@@ -3,7 +3,8 @@ near 2^64, say) or what it cannot write yet: the file format of
 docs/trace-format.md from Python.  Only what such tests need: META,
 definitions, threads, enter and exit events, END (trace: version 2); and
 with source copies, line events, off-CPU intervals and the hook's measured
-cost (lines_trace: version 5)."""
+cost (lines_trace: version 5); many threads, each calling one function
+once (threads_trace: version 2)."""
 import struct
 
 META, DEFS, THREAD, EVENTS, END, OVERHEAD = 1, 2, 3, 4, 5, 7
@@ -73,6 +74,22 @@ def trace(start_ticks, start_ns, end_ticks, end_ns, events, pid=7, command="made
             body += varint(delta << 2 | 1) + varint(ev[2]) if ev[1] == "enter" else varint(delta << 2)
         out += chunk(EVENTS, varint(0) + varint(len(run)) + varint(0) + bytes(body))
     end = [end_ticks, end_ns, len(events), 0, 0, 0]
+    return out + chunk(END, b"".join(varint(v) for v in end))
+
+
+def threads_trace(nthreads, pid=7, command="made.py"):
+    """A complete trace of nthreads threads of one process (tids pid + 1...),
+    thread k calling "work" once from k * 10 to k * 10 + 5 ns."""
+    end_ns = nthreads * 10 + 10
+    meta = varint(0) + varint(pid) + varint(0) + varint(0) + varint(10**9) + string(command)
+    defs = varint(1) + varint(0) + string("made.py") + varint(2) + varint(1) + varint(PY) + varint(0) + varint(1)
+    defs += string("work")
+    out = b"ULMATRC\x01" + struct.pack("<II", 2, 0) + chunk(META, meta) + chunk(DEFS, defs)
+    for k in range(nthreads):
+        out += chunk(THREAD, varint(k) + varint(pid) + varint(pid + 1 + k))
+        body = varint(k * 10) + varint(0 << 2 | 1) + varint(1) + varint(5 << 2)
+        out += chunk(EVENTS, varint(k) + varint(2) + varint(0) + body)
+    end = [end_ns, end_ns, 2 * nthreads, 0, 0, 0]
     return out + chunk(END, b"".join(varint(v) for v in end))
 
 

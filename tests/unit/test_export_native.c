@@ -164,6 +164,42 @@ static void test_chrome(void)
 	free(o.p);
 }
 
+/* The Perfetto export's packets (docs/exports.md, perfetto), byte for
+ * byte: each is the Trace's field 1 (0x0a) and a length, then the
+ * sequence id (0x50; the first thread's is 1, the second's 4), the time
+ * since the sequence's previous packet (0x40, corrected ns), and the
+ * TrackEvent (0x5a): its type (0x48: 1 begin, 2 end, 3 instant, 4
+ * counter), its name's interned id (0x50: the function's index + 1), its
+ * category (0x18: 1 c, 2 native, 3 zone, 4 instant). */
+static void test_perfetto(void)
+{
+	struct out o;
+	int err = export_to("perfetto", NULL, false, &o);
+	CHECK_EQ_I64(err, 0, "perfetto export");
+	static const uint8_t main_begin[] = {0x0a, 0x0a, 0x50, 1, 0x40, 100, 0x5a, 4, 0x48, 1, 0x50, 1};
+	CHECK(has(&o, main_begin, sizeof(main_begin)), "main begins at 100 ns, no category: Python");
+	static const uint8_t zone[] = {0x0a, 0x0c, 0x50, 1, 0x40, 9, 0x5a, 6, 0x48, 1, 0x50, 2, 0x18, 3};
+	CHECK(has(&o, zone, sizeof(zone)), "load.json begins 9 ns later, category zone");
+	static const uint8_t native[] = {0x0a, 0x0c, 0x50, 1, 0x40, 9, 0x5a, 6, 0x48, 1, 0x50, 3, 0x18, 2};
+	CHECK(has(&o, native, sizeof(native)), "kernel.constprop.0 9 ns later, category native");
+	static const uint8_t instant[] = {0x0a, 0x0c, 0x50, 1, 0x40, 4, 0x5a, 6, 0x48, 3, 0x50, 6, 0x18, 4};
+	CHECK(has(&o, instant, sizeof(instant)), "the instant at 122 ns, inside the frame");
+	static const uint8_t end[] = {0x0a, 0x08, 0x50, 1, 0x40, 5, 0x5a, 2, 0x48, 2};
+	CHECK(has(&o, end, sizeof(end)), "the frame ends at 127 ns: 10 bytes");
+	static const uint8_t c_begin[] = {0x5a, 6, 0x48, 1, 0x50, 5, 0x18, 1};
+	CHECK(has(&o, c_begin, sizeof(c_begin)), "builtins.len: category c");
+	static const uint8_t other[] = {0x0a, 0x0d, 0x50, 4, 0x40, 0xac, 0x02, 0x5a, 6, 0x48, 1, 0x50, 4, 0x18, 2};
+	CHECK(has(&o, other, sizeof(other)), "thread 11 on its own sequence, from the trace start (300 ns)");
+	static const uint8_t value[] = {0xe1, 0x02, 0, 0, 0, 0, 0, 0, 0x04, 0x40}; /* field 44: the double 2.5 */
+	CHECK(has(&o, value, sizeof(value)), "a counter's value as a double");
+	CHECK(count_s(&o, "\xe1\x02") == 3, "three counter values, NaN included");
+	CHECK(has_s(&o, "\x2a\x08worker-1") && has_s(&o, "\x32\x06./prog"),
+	      "the thread named by its mark, the process by its command");
+	CHECK(count_s(&o, "\x12\x05queue") == 1, "one counter track, named for the counter");
+	CHECK(!has_s(&o, "cpu state"), "no state track without OFF records");
+	free(o.p);
+}
+
 static void test_speedscope(void)
 {
 	struct out o;
@@ -236,7 +272,8 @@ static void test_html(void)
 	CHECK(has_s(&o, "{\"name\":\"queue\",\"pid\":10,\"values\":2,\"not_finite\":1,\"min\":-1e+300,\"max\":2.5,"
 			"\"last\":-1e+300,\"t\":[131,181],\"v\":[2.5,-1e+300]}"),
 	      "the counter's figures and points");
-	CHECK(has_s(&o, "\"name\":\"./prog: worker-1 10 (pid 10)\""), "the lane has the thread's name");
+	CHECK(has_s(&o, "\"label\":\"./prog: worker-1 10 (pid 10)\",\"name\":\"worker-1\",\"pid\":10,\"tid\":10"),
+	      "the lane has the thread's label and name, its process and id");
 	CHECK(has_s(&o, "class=\\\"legend\\\"") || has_s(&o, "class=\"legend\""), "the page has a legend");
 	free(o.p);
 }
@@ -372,7 +409,7 @@ static void test_walk_order(void)
 		struct seq q = {{0, 0}, true, 0, 0};
 		struct ulma_walk w;
 		struct ulma_trace_status st;
-		struct ulma_walk_sink sink = {&q, NULL, NULL, seq_open, seq_close, NULL, NULL, seq_mark, NULL, NULL};
+		struct ulma_walk_sink sink = {&q, NULL, NULL, seq_open, seq_close, NULL, NULL, seq_mark, NULL, NULL, NULL, NULL};
 		ulma_walk_init(&w, &f);
 		FILE *in = fopen(trace_path, "rb");
 		int err = in ? ulma_walk_run(&w, in, &sink, &st) : -EIO;
@@ -392,6 +429,7 @@ int main(void)
 	if (!CHECK_EQ_I64(err, 0, "wrote the trace"))
 		return tap_done();
 	test_chrome();
+	test_perfetto();
 	test_speedscope();
 	test_pstats();
 	test_callgrind();

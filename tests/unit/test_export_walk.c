@@ -151,7 +151,7 @@ static int write_small_trace(void)
 /* Walk the small trace with filter f; fills rc.  Returns the walk's result. */
 static int walk_small(const struct ulma_walk_filter *f, struct recorder *rc, struct ulma_walk *w)
 {
-	struct ulma_walk_sink sink = {rc, NULL, on_thread, on_open, on_close, NULL, NULL, NULL, NULL, NULL};
+	struct ulma_walk_sink sink = {rc, NULL, on_thread, on_open, on_close, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
 	struct ulma_trace_status st;
 	memset(rc, 0, sizeof(*rc));
 	ulma_walk_init(w, f);
@@ -401,7 +401,7 @@ static void test_random_invariants(void)
 		}
 		struct recorder rc;
 		struct ulma_walk w;
-		struct ulma_walk_sink sink = {&rc, NULL, NULL, on_open, on_close, NULL, NULL, NULL, NULL, NULL};
+		struct ulma_walk_sink sink = {&rc, NULL, NULL, on_open, on_close, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
 		struct ulma_trace_status st;
 		memset(&rc, 0, sizeof(rc));
 		ulma_walk_init(&w, &f);
@@ -445,19 +445,26 @@ static void test_tree_fed_directly(void)
 		close(fd);
 	if (!CHECK(fd >= 0 && write_random_trace(path, &frames) == 0, "random trace written"))
 		return;
-	struct ulma_calltree direct, framed;
+	struct ulma_calltree direct, framed, threaded;
 	ulma_calltree_init(&direct);
 	ulma_calltree_init(&framed);
+	ulma_calltree_init(&threaded);
+	threaded.per_thread = true;
 	struct ulma_walk_sink by_events = ulma_calltree_sink_template, by_frames = ulma_calltree_sink_template;
+	struct ulma_walk_sink by_thread = ulma_calltree_sink_template;
 	by_events.ctx = by_events.tree = &direct;
 	by_frames.ctx = &framed;
+	by_thread.ctx = by_thread.tree = &threaded;
+	const struct ulma_walk_sink *sinks[] = {&by_events, &by_frames, &by_thread};
+	uint32_t nthreads = 0;
 	int err = 0;
-	for (int k = 0; k < 2 && !err; k++) {
+	for (int k = 0; k < 3 && !err; k++) {
 		struct ulma_walk w;
 		struct ulma_trace_status st;
 		FILE *f = fopen(path, "rb");
 		ulma_walk_init(&w, NULL);
-		err = f ? ulma_walk_run(&w, f, k ? &by_frames : &by_events, &st) : -EIO;
+		err = f ? ulma_walk_run(&w, f, sinks[k], &st) : -EIO;
+		nthreads = w.nthreads;
 		if (f)
 			fclose(f);
 		CHECK(err == 0 && w.frames == frames, "walk %d: %llu frames (%d)", k, (unsigned long long)w.frames, err);
@@ -475,8 +482,34 @@ static void test_tree_fed_directly(void)
 				 (unsigned long long)b->total_ns);
 	}
 	CHECK(same && direct.nnodes > 100, "the same %u nodes, with the same calls, self and total", direct.nnodes);
+
+	/* per thread: the root's children are the threads, each thread's frames under its own node */
+	uint32_t thread_nodes = 0, misplaced = 0;
+	for (uint32_t c = threaded.nodes[0].first_child; c; c = threaded.nodes[c].next_sibling) {
+		uint32_t th = ULMA_CALLTREE_THREAD_OF(threaded.nodes[c].key);
+		thread_nodes++;
+		misplaced += th >= nthreads || threaded.nodes[c].calls != 0;
+	}
+	for (uint32_t i = 1; i < threaded.nnodes; i++)
+		misplaced += threaded.nodes[i].parent != 0 && threaded.nodes[i].key > UINT32_MAX / 2;
+	CHECK(thread_nodes > 1 && misplaced == 0, "per thread: %u thread nodes under the root, none elsewhere",
+	      thread_nodes);
+	/* and the functions' totals are the merged tree's */
+	uint32_t nkeys = 0;
+	for (uint32_t i = 1; i < direct.nnodes; i++)
+		nkeys = direct.nodes[i].key + 1 > nkeys ? direct.nodes[i].key + 1 : nkeys;
+	struct ulma_ct_totals *ta = calloc(nkeys, sizeof(*ta)), *tb = calloc(nkeys, sizeof(*tb));
+	same = ta && tb && ulma_calltree_totals(&direct, nkeys, ta) == 0 && ulma_calltree_totals(&threaded, nkeys, tb) == 0;
+	uint32_t differ = 0;
+	for (uint32_t k = 0; same && k < nkeys; k++)
+		differ += ta[k].calls != tb[k].calls || ta[k].self_ns != tb[k].self_ns;
+	CHECK(same && differ == 0 && nkeys > 0, "per thread: calls and self of %u functions as in the merged tree",
+	      nkeys);
+	free(ta);
+	free(tb);
 	ulma_calltree_free(&direct);
 	ulma_calltree_free(&framed);
+	ulma_calltree_free(&threaded);
 	unlink(path);
 }
 

@@ -140,12 +140,12 @@ static void test_allocations(void)
 		return;
 	ulma_profile_enter(&p, 0, 0, 10);
 	ulma_profile_line(&p, 0, 11, 2, true);
-	ulma_profile_mem_alloc(&p, 0, 0x1000, 100, 12);
+	ulma_profile_mem_alloc(&p, 0, 0x1000, 100, ULMA_MEM_OBJ, 12);
 	ulma_profile_line(&p, 0, 13, 3, true);
 	ulma_profile_enter(&p, 0, 1, 14);
-	ulma_profile_mem_alloc(&p, 0, 0x2000, 40, 15); /* g's, under line 3 */
+	ulma_profile_mem_alloc(&p, 0, 0x2000, 40, ULMA_MEM_OBJ, 15); /* g's, under line 3 */
 	ulma_profile_exit(&p, 0, 16);
-	ulma_profile_mem_alloc(&p, 0, 0x3000, 2, 17);
+	ulma_profile_mem_alloc(&p, 0, 0x3000, 2, ULMA_MEM_OBJ, 17);
 	ulma_profile_exit(&p, 0, 18);
 	const struct ulma_line_row *l2 = row(&p, 0, 2), *l3 = row(&p, 0, 3);
 	CHECK(l2 && l2->alloc_count == 1 && l2->alloc_bytes == 100, "line 2: its own allocation");

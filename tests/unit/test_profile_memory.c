@@ -41,20 +41,20 @@ static void test_self_total_leaks(void)
 	 * main frees B, allocates E (1000) */
 	ulma_profile_enter(&p, 0, F_MAIN, t++);
 	ulma_profile_enter(&p, 0, F_WORK, t++);
-	ulma_profile_mem_alloc(&p, 0, 0xa000, 100, t++);
-	ulma_profile_mem_alloc(&p, 0, 0xb000, 50, t++);
+	ulma_profile_mem_alloc(&p, 0, 0xa000, 100, ULMA_MEM_OBJ, t++);
+	ulma_profile_mem_alloc(&p, 0, 0xb000, 50, ULMA_MEM_OBJ, t++);
 	ulma_profile_mem_free(&p, 0, 0xa000, t++);
 	ulma_profile_exit(&p, 0, t++);
 	ulma_profile_enter(&p, 0, F_FIB, t++);
 	ulma_profile_enter(&p, 0, F_FIB, t++);
 	ulma_profile_enter(&p, 0, F_LEAF, t++);
-	ulma_profile_mem_alloc(&p, 0, 0xc000, 30, t++);
+	ulma_profile_mem_alloc(&p, 0, 0xc000, 30, ULMA_MEM_OBJ, t++);
 	ulma_profile_exit(&p, 0, t++);
-	ulma_profile_mem_alloc(&p, 0, 0xd000, 7, t++);
+	ulma_profile_mem_alloc(&p, 0, 0xd000, 7, ULMA_MEM_OBJ, t++);
 	ulma_profile_exit(&p, 0, t++);
 	ulma_profile_exit(&p, 0, t++);
 	ulma_profile_mem_free(&p, 0, 0xb000, t++);
-	ulma_profile_mem_alloc(&p, 0, 0xe000, 1000, t++);
+	ulma_profile_mem_alloc(&p, 0, 0xe000, 1000, ULMA_MEM_OBJ, t++);
 	ulma_profile_finish(&p, t++);
 
 	struct ulma_mem_func m = ulma_profile_memory_func(&p, F_MAIN), w = ulma_profile_memory_func(&p, F_WORK),
@@ -101,14 +101,14 @@ static void test_peak(void)
 	ulma_profile_enter(&p, 0, F_MAIN, t++);
 	ulma_profile_enter(&p, 0, F_WORK, t++);
 	for (uint64_t i = 0; i < 1024; i++)
-		ulma_profile_mem_alloc(&p, 0, 0x100000 + i * 1024, 1024, t++);
+		ulma_profile_mem_alloc(&p, 0, 0x100000 + i * 1024, 1024, ULMA_MEM_OBJ, t++);
 	uint64_t peak_at = t - 1;
 	for (uint64_t i = 0; i < 1024; i++)
 		ulma_profile_mem_free(&p, 0, 0x100000 + i * 1024, t++);
 	ulma_profile_exit(&p, 0, t++);
 	ulma_profile_enter(&p, 0, F_LEAF, t++);
 	for (uint64_t i = 0; i < 100; i++)
-		ulma_profile_mem_alloc(&p, 0, 0x900000 + i * 1024, 1024, t++);
+		ulma_profile_mem_alloc(&p, 0, 0x900000 + i * 1024, 1024, ULMA_MEM_OBJ, t++);
 	ulma_profile_finish(&p, t);
 	const struct ulma_mem_proc *pk = ulma_profile_memory_peak(&p);
 	CHECK(pk && pk->peak_bytes == 1024 * 1024 && pk->peak_ticks == peak_at, "peak: 1 MiB at the last allocation");
@@ -131,16 +131,16 @@ static void test_out_of_order(void)
 	ulma_profile_enter(&p, 1, F_LEAF, 1);
 	/* block X: allocated by 0 at 10, freed by 1 at 20; seen free first */
 	ulma_profile_mem_free(&p, 1, 0x5000, 20);
-	ulma_profile_mem_alloc(&p, 0, 0x5000, 64, 10);
+	ulma_profile_mem_alloc(&p, 0, 0x5000, 64, ULMA_MEM_OBJ, 10);
 	/* block Y at 0x6000: 0 allocates at 30 and frees at 40; 1 allocates it again
 	 * at 50, seen before 0's free */
-	ulma_profile_mem_alloc(&p, 0, 0x6000, 32, 30);
-	ulma_profile_mem_alloc(&p, 1, 0x6000, 48, 50);
+	ulma_profile_mem_alloc(&p, 0, 0x6000, 32, ULMA_MEM_OBJ, 30);
+	ulma_profile_mem_alloc(&p, 1, 0x6000, 48, ULMA_MEM_OBJ, 50);
 	ulma_profile_mem_free(&p, 0, 0x6000, 40); /* stale: must not free 1's block */
 	/* block Z at 0x7000: 1's allocation at 70 is seen before 0's older
 	 * allocation (60) and free (65) */
-	ulma_profile_mem_alloc(&p, 1, 0x7000, 16, 70);
-	ulma_profile_mem_alloc(&p, 0, 0x7000, 8, 60);
+	ulma_profile_mem_alloc(&p, 1, 0x7000, 16, ULMA_MEM_OBJ, 70);
+	ulma_profile_mem_alloc(&p, 0, 0x7000, 8, ULMA_MEM_OBJ, 60);
 	ulma_profile_mem_free(&p, 0, 0x7000, 65);
 	ulma_profile_finish(&p, 100);
 	struct ulma_mem_func w = ulma_profile_memory_func(&p, F_WORK), l = ulma_profile_memory_func(&p, F_LEAF);
@@ -176,7 +176,7 @@ static void test_every_order(void)
 		for (unsigned i = 0, ia = 0, ib = 0; i < 5; i++) {
 			const struct step *s = mask >> i & 1 ? &a[ia++] : &b[ib++];
 			if (s->alloc)
-				ulma_profile_mem_alloc(&p, s->thread, 0x4000, s->thread ? 24 : 8, s->ticks);
+				ulma_profile_mem_alloc(&p, s->thread, 0x4000, s->thread ? 24 : 8, ULMA_MEM_OBJ, s->ticks);
 			else
 				ulma_profile_mem_free(&p, s->thread, 0x4000, s->ticks);
 		}
@@ -201,11 +201,11 @@ static void test_processes_and_unknown(void)
 	setup(&p, 3); /* thread 2: pid 200 */
 	ulma_profile_enter(&p, 0, F_MAIN, 1);
 	ulma_profile_enter(&p, 2, F_MAIN, 1);
-	ulma_profile_mem_alloc(&p, 0, 0x8000, 10, 5);
-	ulma_profile_mem_alloc(&p, 2, 0x8000, 20, 6); /* a forked child's block at the same address */
+	ulma_profile_mem_alloc(&p, 0, 0x8000, 10, ULMA_MEM_OBJ, 5);
+	ulma_profile_mem_alloc(&p, 2, 0x8000, 20, ULMA_MEM_OBJ, 6); /* a forked child's block at the same address */
 	ulma_profile_mem_free(&p, 2, 0x8000, 7);
 	ulma_profile_mem_free(&p, 0, 0x9999, 8); /* allocated before tracing */
-	ulma_profile_mem_alloc(&p, 0, 0x9999, 4, 9); /* the address reused: a new block */
+	ulma_profile_mem_alloc(&p, 0, 0x9999, 4, ULMA_MEM_OBJ, 9); /* the address reused: a new block */
 	ulma_profile_finish(&p, 10);
 	CHECK_EQ_U64(p.memory->procs[0].live_bytes, 14, "parent: both its blocks live");
 	CHECK_EQ_U64(p.memory->procs[1].live_bytes, 0, "child: its block freed");
@@ -235,7 +235,10 @@ static void test_summary(void)
 	struct ulma_profile p;
 	setup(&p, 1);
 	ulma_profile_enter(&p, 0, F_MAIN, 1);
-	ulma_profile_mem_alloc(&p, 0, 0xa0, 24, 2);
+	ulma_profile_mem_alloc(&p, 0, 0xa0, 24, ULMA_MEM_OBJ, 2);
+	ulma_profile_mem_alloc(&p, 0, 0xb0, 100, ULMA_MEM_NATIVE, 2);
+	ulma_profile_mem_alloc(&p, 0, 0xc0, 1000, ULMA_MEM_NATIVE, 2);
+	ulma_profile_mem_free(&p, 0, 0xc0, 3);
 	ulma_profile_finish(&p, 3);
 	struct ulma_summary s = {.profile = &p, .exit_status = 0, .complete = true};
 	s.cal.ns_per_tick = 1.0;
@@ -244,11 +247,17 @@ static void test_summary(void)
 	FILE *f = open_memstream(&buf, &len);
 	ulma_summary_json(f, &s);
 	fclose(f);
-	CHECK(strstr(buf, "\"memory\": true, \"peak_bytes\": 24, \"peak_time_ns\": 2,") != NULL, "top level: memory, peak");
-	CHECK(strstr(buf, "\"alloc_count\": 1, \"alloc_bytes\": 24, \"free_count\": 0, \"net_bytes\": 24, "
-			  "\"total_alloc_count\": 1, \"total_alloc_bytes\": 24") != NULL,
-	      "main's memory keys");
-	CHECK(strstr(buf, "\"leaks\": [\n  {\"stack\": [\"main\"], \"bytes\": 24, \"count\": 1}\n]") != NULL, "the leak");
+	CHECK(strstr(buf, "\"memory\": true, \"peak_bytes\": 1124, \"peak_time_ns\": 2,") != NULL,
+	      "top level: memory, peak");
+	CHECK(strstr(buf, "\"native_alloc_count\": 2, \"native_alloc_bytes\": 1100, \"live_bytes\": 124,") != NULL,
+	      "top level: native allocations");
+	CHECK(strstr(buf, "\"alloc_count\": 3, \"alloc_bytes\": 1124, \"free_count\": 1, \"net_bytes\": 124, "
+			  "\"total_alloc_count\": 3, \"total_alloc_bytes\": 1124, \"peak_held_bytes\": 1124, "
+			  "\"native_alloc_count\": 2, \"native_alloc_bytes\": 1100, \"native_net_bytes\": 100") != NULL,
+	      "main's memory keys, Python's and native");
+	CHECK(strstr(buf, "\"leaks\": [\n  {\"stack\": [\"main\"], \"bytes\": 124, \"count\": 2, "
+			  "\"native_bytes\": 100, \"native_count\": 1}\n]") != NULL,
+	      "the leak, its native part");
 	free(buf);
 	ulma_profile_free(&p);
 
@@ -267,8 +276,45 @@ static void test_summary(void)
 	ulma_profile_free(&p);
 }
 
+/* Objects per (function, type) and per type, with and without a frame. */
+static void test_objects(void)
+{
+	struct ulma_profile p;
+	setup(&p, 1);
+	ulma_profile_add_func(&p, 5, ULMA_DEF_TYPE, "list", 4, "~", 1, 0);
+	ulma_profile_add_func(&p, 6, ULMA_DEF_TYPE, "dict", 4, "~", 1, 0);
+	ulma_profile_object(&p, 0, 6, true); /* no frame */
+	ulma_profile_enter(&p, 0, F_MAIN, 1);
+	for (int i = 0; i < 3; i++)
+		ulma_profile_object(&p, 0, 5, true);
+	ulma_profile_object(&p, 0, 6, true);
+	ulma_profile_object(&p, 0, 6, false);
+	ulma_profile_object(&p, 0, 6, false);
+	ulma_profile_finish(&p, 3);
+	struct ulma_obj_count *types, *rows;
+	uint32_t ntypes, nrows, count;
+	CHECK(ulma_profile_objects_by_type(&p, &types, &ntypes) == 0 && ntypes == 2, "two types");
+	CHECK(types[0].type == 5 && types[0].created == 3 && types[0].destroyed == 0 && types[1].type == 6 &&
+		      types[1].created == 2 && types[1].destroyed == 2,
+	      "most left first: 3 lists, then dicts made and gone");
+	CHECK(ulma_profile_objects_by_func(&p, &rows, &nrows) == 0 && nrows == 3, "three (function, type) rows");
+	uint32_t first = ulma_obj_rows_of(rows, nrows, F_MAIN, &count);
+	CHECK(count == 2 && rows[first].type == 5 && rows[first].created == 3 && rows[first + 1].type == 6 &&
+		      rows[first + 1].created == 1 && rows[first + 1].destroyed == 2,
+	      "main's: its lists, then its dict and the two destroyed while it ran");
+	first = ulma_obj_rows_of(rows, nrows, ULMA_OBJ_NO_FUNC, &count);
+	CHECK(count == 1 && rows[first].type == 6 && rows[first].created == 1, "one dict with no frame");
+	ulma_obj_rows_of(rows, nrows, 4, &count);
+	CHECK(count == 0, "none for a function without objects");
+	CHECK(p.memory->objects_recorded && p.memory->objects.created == 5 && p.memory->objects.destroyed == 2, "totals");
+	free(types);
+	free(rows);
+	ulma_profile_free(&p);
+}
+
 int main(void)
 {
+	test_objects();
 	test_self_total_leaks();
 	test_peak();
 	test_out_of_order();

@@ -327,7 +327,7 @@ static struct ulma_trace_visitor recorder(struct record *r)
 {
 	memset(r, 0, sizeof(*r));
 	return (struct ulma_trace_visitor){r,	    rec_meta, rec_func, rec_thread, rec_event, rec_end,
-					   NULL,    rec_process, NULL,  NULL,	    rec_mark, rec_source, NULL, NULL, NULL, NULL};
+					   NULL,    rec_process, NULL,  NULL,	    rec_mark, rec_source, NULL, NULL, NULL, NULL, NULL};
 }
 
 /* ---------- the round trip ---------- */
@@ -370,7 +370,7 @@ static const char *const COMMAND = "python3 app.py --n 3";
 static int write_sample(const char *path, uint64_t *bytes_after_flush)
 {
 	struct ulma_trace_meta meta = {ULMA_META_TSC | ULMA_META_LOSSLESS, 4242, 1000, 777000, 2500000000u,
-				       COMMAND};
+				       COMMAND, 0};
 	struct ulma_trace_writer *w;
 	struct ulma_trace_stream *a, *b;
 	int err = ulma_trace_writer_open(path, &meta, &w);
@@ -643,7 +643,7 @@ static void test_big_stream(void)
 	char *path = temp_path();
 	if (!CHECK(path != NULL, "temp file"))
 		return;
-	struct ulma_trace_meta meta = {0, 1, 0, 0, 1000000000u, NULL};
+	struct ulma_trace_meta meta = {0, 1, 0, 0, 1000000000u, NULL, 0};
 	struct ulma_trace_writer *w;
 	struct ulma_trace_stream *s;
 	int rc = ulma_trace_writer_open(path, &meta, &w);
@@ -709,7 +709,7 @@ static void test_abandon(void)
 	char *path = temp_path();
 	if (!CHECK(path != NULL, "temp file"))
 		return;
-	struct ulma_trace_meta meta = {0, 1, 5, 6, 1000000000u, "x"};
+	struct ulma_trace_meta meta = {0, 1, 5, 6, 1000000000u, "x", 0};
 	struct ulma_trace_writer *w;
 	struct ulma_trace_stream *s;
 	if (!CHECK_EQ_I64(ulma_trace_writer_open(path, &meta, &w), 0, "open writer"))
@@ -754,7 +754,7 @@ static int read_bytes(const uint8_t *data, size_t len, struct record *r, struct 
 static int extremes_trace(const char *path, uint32_t file_id, uint64_t t0, struct record *r,
 			  struct ulma_trace_status *st)
 {
-	struct ulma_trace_meta meta = {UINT32_MAX, UINT32_MAX, UINT64_MAX, UINT64_MAX, UINT64_MAX, ""};
+	struct ulma_trace_meta meta = {UINT32_MAX, UINT32_MAX, UINT64_MAX, UINT64_MAX, UINT64_MAX, "", 0};
 	struct ulma_trace_writer *w;
 	struct ulma_trace_stream *s;
 	memset(r, 0, sizeof(*r));
@@ -998,7 +998,7 @@ static void test_process_names(void)
 		return;
 	static char long_name[2000];
 	memset(long_name, 'x', sizeof(long_name));
-	struct ulma_trace_meta meta = {0, 42, 1000, 777000, 1000000000u, COMMAND};
+	struct ulma_trace_meta meta = {0, 42, 1000, 777000, 1000000000u, COMMAND, 0};
 	struct ulma_trace_writer *w;
 	int err = ulma_trace_writer_open(path, &meta, &w);
 	if (!CHECK_EQ_I64(err, 0, "open a writer"))
@@ -1069,7 +1069,7 @@ static void test_off_records(void)
 	char *path = temp_path();
 	if (!CHECK(path != NULL, "temp file"))
 		return;
-	struct ulma_trace_meta meta = {0, 42, 1000, 777000, 1000000000u, COMMAND};
+	struct ulma_trace_meta meta = {0, 42, 1000, 777000, 1000000000u, COMMAND, 0};
 	struct ulma_trace_writer *w;
 	struct ulma_trace_stream *s;
 	int err = ulma_trace_writer_open(path, &meta, &w);
@@ -1126,7 +1126,7 @@ static void test_marks(void)
 	char *path = temp_path();
 	if (!CHECK(path != NULL, "temp file"))
 		return;
-	struct ulma_trace_meta meta = {0, 42, 1000, 777000, 1000000000u, COMMAND};
+	struct ulma_trace_meta meta = {0, 42, 1000, 777000, 1000000000u, COMMAND, 0};
 	struct ulma_trace_writer *w;
 	struct ulma_trace_stream *s;
 	int err = ulma_trace_writer_open(path, &meta, &w);
@@ -1192,7 +1192,7 @@ static void test_lines(void)
 	char *path = temp_path();
 	if (!CHECK(path != NULL, "temp file"))
 		return;
-	struct ulma_trace_meta meta = {0, 42, 1000, 777000, 1000000000u, COMMAND};
+	struct ulma_trace_meta meta = {0, 42, 1000, 777000, 1000000000u, COMMAND, 0};
 	struct ulma_trace_writer *w;
 	struct ulma_trace_stream *s;
 	int err = ulma_trace_writer_open(path, &meta, &w);

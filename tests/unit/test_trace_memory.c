@@ -4,7 +4,10 @@
  * deltas within a chunk, up and down, across a chunk boundary), sizes and
  * domains; a reader without on_memory skips them; a version 4 trace with
  * one is refused; an address past 2^48 is corruption; the optional END
- * field of unattributed records round-trips. */
+ * field of unattributed records round-trips.  Objects (version 6,
+ * ULMA_EXT_OBJ_NEW and _FREE) come back likewise with their type's
+ * definition; a version 5 trace with one is refused, and an undefined
+ * type is corruption. */
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -25,6 +28,8 @@ struct seen {
 	size_t events_before[NMEM];
 	size_t nmem, nevents;
 	struct ulma_trace_end end;
+	struct ulma_trace_object obj[NMEM];
+	size_t nobj, events_before_obj[NMEM];
 };
 
 static int on_events(void *ctx, uint32_t thread, const struct ulma_trace_event *ev, size_t n)
@@ -43,6 +48,17 @@ static int on_memory(void *ctx, const struct ulma_trace_memory *m)
 		s->events_before[s->nmem] = s->nevents;
 	}
 	s->nmem++;
+	return 0;
+}
+
+static int on_object(void *ctx, const struct ulma_trace_object *o)
+{
+	struct seen *s = ctx;
+	if (s->nobj < NMEM) {
+		s->obj[s->nobj] = *o;
+		s->events_before_obj[s->nobj] = s->nevents;
+	}
+	s->nobj++;
 	return 0;
 }
 
@@ -69,12 +85,13 @@ static void test_round_trip(void)
 	char *path = temp_path();
 	if (!CHECK(path != NULL, "temp file"))
 		return;
-	struct ulma_trace_meta meta = {ULMA_META_MEMORY, 42, 1000, 777000, 1000000000u, "prog"};
+	struct ulma_trace_meta meta = {ULMA_META_MEMORY, 42, 1000, 777000, 1000000000u, "prog", 0};
 	struct ulma_trace_writer *w;
 	struct ulma_trace_stream *s;
 	int err = ulma_trace_writer_open(path, &meta, &w);
 	err = err ? err : ulma_trace_define_file(w, 0, "/p/m.py", 7);
 	err = err ? err : ulma_trace_define_func(w, 1, ULMA_DEF_PY, 0, 1, "f", 1);
+	err = err ? err : ulma_trace_define_func(w, 2, ULMA_DEF_TYPE, 0, 0, "list", 4);
 	err = err ? err : ulma_trace_stream_open(w, 0, 42, 42, &s);
 	if (!CHECK_EQ_I64(err, 0, "a writer"))
 		goto out;
@@ -85,6 +102,8 @@ static void test_round_trip(void)
 	ulma_trace_free(s, 1103, 0x7f0000001000);
 	ulma_trace_alloc(s, 1104, top, ULMA_MEM_SIZE_MAX, ULMA_MEM_RAW);
 	ulma_trace_free(s, 1105, 16);
+	ulma_trace_object(s, 1106, ULMA_EXT_OBJ_NEW, 2);
+	ulma_trace_object(s, 1107, ULMA_EXT_OBJ_FREE, 2);
 	ulma_trace_exit(s, 1110, 0);
 	err = ulma_trace_writer_flush(w); /* the next one begins a chunk: its deltas from 0 */
 	ulma_trace_enter(s, 1200, 0, 1, false);
@@ -94,7 +113,8 @@ static void test_round_trip(void)
 	CHECK_EQ_I64(ulma_trace_writer_close(w, &end), 0, "closed");
 
 	struct seen seen = {0};
-	struct ulma_trace_visitor v = {.ctx = &seen, .on_events = on_events, .on_memory = on_memory, .on_end = on_end};
+	struct ulma_trace_visitor v = {
+		.ctx = &seen, .on_events = on_events, .on_memory = on_memory, .on_object = on_object, .on_end = on_end};
 	struct ulma_trace_status st;
 	err = ulma_trace_read_path(path, &v, &st);
 	CHECK(err == 0 && st.complete && st.events == 4 && seen.nevents == 4,
@@ -113,6 +133,10 @@ static void test_round_trip(void)
 		CHECK(m[5].addr == 0x7f0000000f00 && seen.events_before[5] == 3, "in the next chunk, from 0 again");
 	}
 	CHECK_EQ_U64(seen.end.mem_unattributed, 12, "END's unattributed records");
+	CHECK(seen.nobj == 2 && seen.obj[0].kind == ULMA_EXT_OBJ_NEW && seen.obj[0].ticks == 1106 &&
+		      seen.obj[1].kind == ULMA_EXT_OBJ_FREE && seen.obj[1].ticks == 1107 &&
+		      seen.obj[0].type == seen.obj[1].type && seen.events_before_obj[0] == 1,
+	      "an object created and destroyed, of one type, inside f");
 
 	/* a reader that does not ask for memory skips it */
 	struct seen plain = {0};
@@ -130,7 +154,7 @@ static int read_one(uint32_t version, const uint8_t *body, size_t len, struct ul
 	char *path = temp_path();
 	if (!path)
 		return -ENOMEM;
-	struct ulma_trace_meta meta = {0, 42, 1000, 777000, 1000000000u, "prog"};
+	struct ulma_trace_meta meta = {0, 42, 1000, 777000, 1000000000u, "prog", 0};
 	struct ulma_trace_writer *w = NULL;
 	struct ulma_trace_stream *s;
 	int err = ulma_trace_writer_open(path, &meta, &w);
@@ -169,6 +193,11 @@ static void test_refused(void)
 	const uint8_t ok[] = {5, ULMA_TAG_EXT, ULMA_EXT_FREE, 0x20};
 	err = read_one(4, ok, sizeof(ok), &st);
 	CHECK(err == -EPROTO && strstr(st.error, "unknown event extension 9"), "version 4 with a free: %s", st.error);
+	const uint8_t obj[] = {5, ULMA_TAG_EXT, ULMA_EXT_OBJ_NEW, 7};
+	err = read_one(5, obj, sizeof(obj), &st);
+	CHECK(err == -EPROTO && strstr(st.error, "unknown event extension 10"), "version 5 with an object: %s", st.error);
+	err = read_one(6, obj, sizeof(obj), &st);
+	CHECK(err == -EPROTO && strstr(st.error, "undefined type"), "an object of an undefined type: %s", st.error);
 }
 
 int main(void)

@@ -75,7 +75,7 @@ static const uint64_t big = (UINT64_C(1) << 48) - 1;
 /* rank 3 of 4 on node-7: MPI_Send (a send event inside), MPI_Recv (a receive) */
 static int write_rank(const char *path, bool merged)
 {
-	struct ulma_trace_meta meta = {ULMA_META_TSC, 50, 1000, 5000, 1000000000u, "./prog"};
+	struct ulma_trace_meta meta = {ULMA_META_TSC, 50, 1000, 5000, 1000000000u, "./prog", 0};
 	struct ulma_trace_writer *w;
 	struct ulma_trace_stream *s;
 	int err = ulma_trace_writer_open(path, &meta, &w);

@@ -55,7 +55,7 @@ static void test_round_trip(void)
 	if (!CHECK(fd >= 0, "temp file"))
 		return;
 	close(fd);
-	struct ulma_trace_meta meta = {0, 1, 5, 6, 1000000000u, "x"};
+	struct ulma_trace_meta meta = {0, 1, 5, 6, 1000000000u, "x", 0};
 	struct ulma_trace_writer *w;
 	struct ulma_trace_stream *a, *b;
 	CHECK_EQ_I64(ulma_trace_writer_open(path, &meta, &w), 0, "open writer");

@@ -1,0 +1,713 @@
+/* export_perfetto.c - Perfetto's own trace format: a `Trace` message, one
+ * TracePacket after another, with TrackEvent slices
+ * (protos/perfetto/trace/trace_packet.proto, track_event/track_event.proto
+ * in the Perfetto repository), which the Perfetto UI and trace processor
+ * open natively.
+ *
+ * Each thread writes on packet sequences of its own, so that everything
+ * a packet would repeat is stated once per sequence: its first packet
+ * clears the incremental state, sets the packet defaults (the thread's
+ * track, and a sequence-scoped incremental clock, id 64, tied by a
+ * ClockSnapshot to CLOCK_MONOTONIC at the trace start) and interns the
+ * categories.  An event packet then holds only the sequence id, the time
+ * since the sequence's previous packet, the event's type and, for a slice
+ * begin, the interned id of its name (interned in the packet that first
+ * uses it) and, for C, native and zone frames, their category.  A slice
+ * end is 10 bytes, a begin 12 (docs/exports.md).  Frames are written as
+ * the walker opens and closes them, so memory stays bounded.
+ *
+ * The thread's on-CPU / runnable / blocked intervals (the trace's OFF
+ * records) are slices on a child track of the thread, "cpu state", on a
+ * second sequence (the walker hands OFF records on before the delayed
+ * opens of a filtered walk, so they keep a clock of their own).
+ * Instants are instant events on the thread; counter values are counter
+ * events on a counter track of the process.  Processes are named with
+ * their command, threads with their last thread-name mark.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "export.h"
+#include "protobuf.h"
+#include "ulma/shm.h"
+
+/* Field numbers, from the Perfetto protos named above. */
+enum {
+	TRACE_PACKET = 1,             /* Trace.packet */
+	PKT_CLOCK_SNAPSHOT = 6,       /* TracePacket */
+	PKT_TIMESTAMP = 8,
+	PKT_SEQUENCE_ID = 10,         /* trusted_packet_sequence_id */
+	PKT_TRACK_EVENT = 11,
+	PKT_INTERNED_DATA = 12,
+	PKT_SEQUENCE_FLAGS = 13,
+	PKT_DEFAULTS = 59,            /* trace_packet_defaults */
+	PKT_TRACK_DESCRIPTOR = 60,
+	DEF_CLOCK_ID = 58,            /* TracePacketDefaults.timestamp_clock_id */
+	DEF_TRACK_EVENT = 11,         /* TracePacketDefaults.track_event_defaults */
+	TED_TRACK_UUID = 11,          /* TrackEventDefaults.track_uuid */
+	SNAP_CLOCKS = 1,              /* ClockSnapshot */
+	SNAP_PRIMARY = 2,
+	CLOCK_ID = 1,                 /* ClockSnapshot.Clock */
+	CLOCK_TIMESTAMP = 2,
+	CLOCK_INCREMENTAL = 3,
+	EV_CATEGORY_IIDS = 3,         /* TrackEvent */
+	EV_TYPE = 9,
+	EV_NAME_IID = 10,
+	EV_TRACK_UUID = 11,
+	EV_DOUBLE_COUNTER = 44,
+	EV_NAME = 23,
+	EV_CATEGORIES = 22,
+	EV_FLOW_IDS = 47,
+	EV_TERMINATING_FLOW_IDS = 48,
+	INT_CATEGORIES = 1,           /* InternedData.event_categories */
+	INT_NAMES = 2,                /* InternedData.event_names */
+	INTERNED_IID = 1,             /* EventCategory, EventName */
+	INTERNED_NAME = 2,
+	TD_UUID = 1,                  /* TrackDescriptor */
+	TD_NAME = 2,
+	TD_PROCESS = 3,
+	TD_THREAD = 4,
+	TD_PARENT = 5,
+	TD_COUNTER = 8,
+	PD_PID = 1,                   /* ProcessDescriptor */
+	PD_NAME = 6,
+	THD_PID = 1,                  /* ThreadDescriptor */
+	THD_TID = 2,
+	THD_NAME = 5,
+};
+
+enum { TYPE_BEGIN = 1, TYPE_END = 2, TYPE_INSTANT = 3, TYPE_COUNTER = 4 };
+enum { SEQ_CLEARED = 1 };
+enum { CLOCK_MONOTONIC_ID = 3, CLOCK_INCREMENTAL_ID = 64 };
+
+/* Track uuids: a thread's is its index + 1 (small, as it is in no event);
+ * the others live in ranges of their own. */
+#define UUID_PROCESS (UINT64_C(1) << 32)
+#define UUID_STATE (UINT64_C(2) << 32)
+#define UUID_COUNTER (UINT64_C(3) << 32)
+#define UUID_MEMORY (UINT64_C(4) << 32)
+
+/* A thread's three sequences, each with its own clock: its frames and
+ * marks, its state track, its allocations (the walker hands OFF records
+ * and allocations on as they come, before the delayed opens of a filtered
+ * walk, and an OFF record's running slice starts before the allocations
+ * that precede it). */
+#define SEQ_EVENTS(thread) (3 * (uint64_t)(thread) + 1)
+#define SEQ_STATE(thread) (3 * (uint64_t)(thread) + 2)
+#define SEQ_MEMORY(thread) (3 * (uint64_t)(thread) + 3)
+
+/* A process's memory counter moves when the live bytes change by this
+ * much (or 1/256 of their peak, if more) since the value last written. */
+#define MEMORY_STEP 65536
+
+/* Categories interned on every event sequence, by iid (Python frames carry none). */
+static const char *const categories[] = {NULL, "c", "native", "zone", "instant", "counter"};
+enum { CAT_C = 1, CAT_NATIVE = 2, CAT_ZONE = 3, CAT_INSTANT = 4, CAT_COUNTER = 5, NCATEGORIES = 6 };
+
+/* Names interned on every state sequence, by iid: the state track's slices. */
+static const char *const states[] = {NULL, "blocked", "runnable", "GIL", "running"};
+enum { STATE_RUNNING_IID = 4 };
+
+#define OUT_CAP (1u << 17)
+#define OUT_FLUSH (OUT_CAP - 256) /* room for one more event packet */
+
+struct pf_thread {
+	bool started;        /* its event sequence's first packet written */
+	bool state_started;  /* its state sequence's */
+	uint64_t last_ns;    /* the event sequence's clock */
+	uint64_t state_ns;   /* the state sequence's clock */
+	uint64_t on_since;   /* end of the latest OFF interval */
+	struct ulma_idmap interned; /* name iids interned on its event sequence */
+	uint32_t last_interned;     /* the latest key looked up there, + 1 (recursion repeats it) */
+	uint8_t seq_field[8];       /* its event sequence's id field, encoded */
+	uint8_t seq_len;
+	bool memory_started;        /* its memory sequence's first packet written */
+	uint64_t memory_ns;         /* that sequence's clock */
+};
+
+/* A process's allocations (every domain the trace records), for its memory counter. */
+struct pf_process {
+	uint32_t pid;
+	uint64_t live, peak, written; /* bytes */
+	bool track;                   /* its counter track described */
+	struct ulma_idmap blocks;     /* address + 1 -> size (0: freed), sizes capped at 4 GiB - 1 */
+};
+
+#define TE_SHORT 16 /* put_event's te has at least this many bytes */
+
+/* A function's begin TrackEvent, encoded. */
+struct pf_begin {
+	uint8_t te[TE_SHORT];
+	uint8_t len;
+};
+
+struct perfetto {
+	FILE *out;
+	struct pf_begin *begins; /* per function */
+	uint32_t nbegins;
+	uint8_t *buf; /* OUT_CAP bytes */
+	size_t len;
+	int err;
+	struct pf_thread *threads;
+	uint32_t nthreads;
+	struct ulma_idmap pids;     /* pid + 1 -> 1: its process descriptor is written */
+	struct ulma_idmap counters; /* pid << 32 | name key + 1 -> counter index */
+	uint32_t ncounters;
+	struct pf_process *procs;   /* with allocations */
+	uint32_t nprocs;
+};
+
+static void flush(struct perfetto *c)
+{
+	if (c->len && !c->err && fwrite(c->buf, 1, c->len, c->out) != c->len)
+		c->err = -EIO;
+	c->len = 0;
+}
+
+/* Append a packet whose body is body[0..n). */
+static void put_packet(struct perfetto *c, const uint8_t *body, size_t n)
+{
+	uint8_t head[ULMA_PB_FIELD_MAX];
+	uint8_t *e = ulma_pb_varint(ulma_pb_key(head, TRACE_PACKET, ULMA_PB_BYTES), n);
+	size_t h = (size_t)(e - head);
+	if (c->len + h + n > OUT_CAP)
+		flush(c);
+	if (h + n > OUT_CAP) { /* a big descriptor: straight out */
+		if (!c->err && (fwrite(head, 1, h, c->out) != h || fwrite(body, 1, n, c->out) != n))
+			c->err = -EIO;
+		return;
+	}
+	memcpy(c->buf + c->len, head, h);
+	memcpy(c->buf + c->len + h, body, n);
+	c->len += h + n;
+}
+
+static void put_packet_sbuf(struct perfetto *c, struct ulma_sbuf *p)
+{
+	if (p->nomem)
+		c->err = c->err ? c->err : -ENOMEM;
+	else
+		put_packet(c, (const uint8_t *)p->p, p->len);
+}
+
+static int grow_threads(struct perfetto *c, uint32_t thread)
+{
+	if (thread < c->nthreads)
+		return 0;
+	uint32_t n = thread + 1 > c->nthreads * 2 ? thread + 1 : c->nthreads * 2;
+	struct pf_thread *p = realloc(c->threads, (size_t)n * sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	memset(p + c->nthreads, 0, (size_t)(n - c->nthreads) * sizeof(*p));
+	c->threads = p;
+	c->nthreads = n;
+	return 0;
+}
+
+/* The first packet of a sequence: incremental state cleared, the defaults
+ * (the track and the incremental clock), the clock's tie to MONOTONIC, and
+ * the interned names every packet may use. */
+static void start_sequence(struct perfetto *c, const struct ulma_walk *w, uint32_t seq, uint64_t track,
+			   uint32_t names_field, const char *const *names, uint32_t nnames)
+{
+	struct ulma_sbuf p = {0}, m = {0}, n = {0};
+	ulma_pb_put_uint(&p, PKT_SEQUENCE_ID, seq);
+	ulma_pb_put_uint(&p, PKT_SEQUENCE_FLAGS, SEQ_CLEARED);
+	ulma_pb_put_uint(&n, TED_TRACK_UUID, track);
+	ulma_pb_put_uint(&m, DEF_CLOCK_ID, CLOCK_INCREMENTAL_ID);
+	ulma_pb_put_message(&m, DEF_TRACK_EVENT, &n);
+	ulma_pb_put_message(&p, PKT_DEFAULTS, &m);
+	m.len = 0;
+	for (uint32_t i = 1; i < nnames; i++) {
+		n.len = 0;
+		ulma_pb_put_uint(&n, INTERNED_IID, i);
+		ulma_pb_put_string(&n, INTERNED_NAME, names[i]);
+		ulma_pb_put_message(&m, names_field, &n);
+	}
+	ulma_pb_put_message(&p, PKT_INTERNED_DATA, &m);
+	m.len = 0;
+	n.len = 0; /* the incremental clock counts from the trace start, as MONOTONIC does */
+	ulma_pb_put_uint(&n, CLOCK_ID, CLOCK_INCREMENTAL_ID);
+	ulma_pb_put_uint(&n, CLOCK_TIMESTAMP, w->start_ns);
+	ulma_pb_put_uint(&n, CLOCK_INCREMENTAL, 1);
+	ulma_pb_put_message(&m, SNAP_CLOCKS, &n);
+	n.len = 0;
+	ulma_pb_put_uint(&n, CLOCK_ID, CLOCK_MONOTONIC_ID);
+	ulma_pb_put_uint(&n, CLOCK_TIMESTAMP, w->start_ns);
+	ulma_pb_put_message(&m, SNAP_CLOCKS, &n);
+	ulma_pb_put_uint(&m, SNAP_PRIMARY, CLOCK_MONOTONIC_ID);
+	ulma_pb_put_message(&p, PKT_CLOCK_SNAPSHOT, &m);
+	put_packet_sbuf(c, &p);
+	ulma_sbuf_free(&p);
+	ulma_sbuf_free(&m);
+	ulma_sbuf_free(&n);
+}
+
+static void process_descriptor(struct perfetto *c, const struct ulma_walk *w, uint32_t pid)
+{
+	struct ulma_sbuf p = {0}, d = {0}, pd = {0};
+	ulma_pb_put_uint(&pd, PD_PID, pid);
+	const char *name = ulma_walk_process_name(w, pid);
+	if (name)
+		ulma_pb_put_string(&pd, PD_NAME, name);
+	ulma_pb_put_uint(&d, TD_UUID, UUID_PROCESS | pid);
+	ulma_pb_put_message(&d, TD_PROCESS, &pd);
+	ulma_pb_put_message(&p, PKT_TRACK_DESCRIPTOR, &d);
+	put_packet_sbuf(c, &p);
+	ulma_sbuf_free(&p);
+	ulma_sbuf_free(&d);
+	ulma_sbuf_free(&pd);
+}
+
+static void thread_descriptor(struct perfetto *c, const struct ulma_walk *w, uint32_t thread)
+{
+	const struct ulma_walk_thread *t = &w->threads[thread];
+	struct ulma_sbuf p = {0}, d = {0}, td = {0};
+	ulma_pb_put_uint(&td, THD_PID, t->pid);
+	ulma_pb_put_uint(&td, THD_TID, t->tid);
+	if (t->name < w->nfuncs)
+		ulma_pb_put_string(&td, THD_NAME, w->funcs[t->name].name);
+	else if (t->tid == t->pid)
+		ulma_pb_put_string(&td, THD_NAME, "main thread");
+	ulma_pb_put_uint(&d, TD_UUID, (uint64_t)thread + 1);
+	ulma_pb_put_message(&d, TD_THREAD, &td);
+	ulma_pb_put_message(&p, PKT_TRACK_DESCRIPTOR, &d);
+	put_packet_sbuf(c, &p);
+	ulma_sbuf_free(&p);
+	ulma_sbuf_free(&d);
+	ulma_sbuf_free(&td);
+}
+
+/* A named track under parent (a process's counter, a thread's state). */
+static void child_descriptor(struct perfetto *c, uint64_t uuid, uint64_t parent, const char *name, bool counter)
+{
+	struct ulma_sbuf p = {0}, d = {0};
+	ulma_pb_put_uint(&d, TD_UUID, uuid);
+	ulma_pb_put_uint(&d, TD_PARENT, parent);
+	ulma_pb_put_string(&d, TD_NAME, name);
+	if (counter)
+		ulma_pb_put_bytes(&d, TD_COUNTER, "", 0);
+	ulma_pb_put_message(&p, PKT_TRACK_DESCRIPTOR, &d);
+	put_packet_sbuf(c, &p);
+	ulma_sbuf_free(&p);
+	ulma_sbuf_free(&d);
+}
+
+static int on_thread(void *ctx, const struct ulma_walk *w, uint32_t thread)
+{
+	struct perfetto *c = ctx;
+	int err = grow_threads(c, thread);
+	if (err)
+		return err;
+	const struct ulma_walk_thread *t = &w->threads[thread];
+	uint32_t seen;
+	if (!ulma_idmap_get(&c->pids, (uint64_t)t->pid + 1, &seen)) {
+		if ((err = ulma_idmap_put(&c->pids, (uint64_t)t->pid + 1, 1)))
+			return err;
+		process_descriptor(c, w, t->pid);
+	}
+	thread_descriptor(c, w, thread);
+	start_sequence(c, w, SEQ_EVENTS(thread), (uint64_t)thread + 1, INT_CATEGORIES, categories, NCATEGORIES);
+	struct pf_thread *pt = &c->threads[thread];
+	pt->started = true;
+	pt->seq_len = (uint8_t)(ulma_pb_uint(pt->seq_field, PKT_SEQUENCE_ID, SEQ_EVENTS(thread)) - pt->seq_field);
+	return c->err;
+}
+
+/* A packet of one TrackEvent on thread's event sequence, written straight
+ * into the output buffer (the hot path: one per frame's open and close):
+ * the sequence id, the time since the sequence's previous packet, and the
+ * event te[0..n) (n < 64; te holds at least TE_SHORT bytes).  Every
+ * length fits in one byte. */
+static inline void put_event(struct perfetto *c, uint32_t thread, uint64_t ns, const uint8_t *te, size_t n)
+{
+	struct pf_thread *pt = &c->threads[thread];
+	if (__builtin_expect(c->len >= OUT_FLUSH, 0))
+		flush(c);
+	uint64_t delta = ns > pt->last_ns ? ns - pt->last_ns : 0; /* never back: the walker's times only grow */
+	pt->last_ns += delta;
+	uint8_t *p = c->buf + c->len, *q = p + 2;
+	memcpy(q, pt->seq_field, sizeof(pt->seq_field));
+	q += pt->seq_len;
+	*q++ = PKT_TIMESTAMP << 3 | ULMA_PB_VARINT;
+	q = ulma_pb_varint(q, delta);
+	*q++ = PKT_TRACK_EVENT << 3 | ULMA_PB_BYTES;
+	*q++ = (uint8_t)n;
+	if (__builtin_expect(n <= TE_SHORT, 1))
+		memcpy(q, te, TE_SHORT); /* a fixed size: a few moves, where a call to memcpy would cost more */
+	else
+		memcpy(q, te, n);
+	q += n;
+	p[0] = TRACE_PACKET << 3 | ULMA_PB_BYTES;
+	p[1] = (uint8_t)(q - p - 2);
+	c->len = (size_t)(q - c->buf);
+}
+
+/* Intern name key (a function's or a mark's) on the thread's sequence
+ * if it is not yet: a packet of its own, just before the event using it. */
+static int intern_slow(struct perfetto *c, const struct ulma_walk *w, uint32_t thread, uint32_t key)
+{
+	struct pf_thread *pt = &c->threads[thread];
+	uint32_t seen;
+	pt->last_interned = key + 1;
+	if (ulma_idmap_get(&pt->interned, (uint64_t)key + 1, &seen))
+		return 0;
+	int err = ulma_idmap_put(&pt->interned, (uint64_t)key + 1, 1);
+	if (err)
+		return err;
+	struct ulma_sbuf p = {0}, m = {0}, n = {0};
+	ulma_pb_put_uint(&p, PKT_SEQUENCE_ID, SEQ_EVENTS(thread));
+	ulma_pb_put_uint(&n, INTERNED_IID, (uint64_t)key + 1);
+	ulma_pb_put_string(&n, INTERNED_NAME, w->funcs[key].name);
+	ulma_pb_put_message(&m, INT_NAMES, &n);
+	ulma_pb_put_message(&p, PKT_INTERNED_DATA, &m);
+	put_packet_sbuf(c, &p);
+	ulma_sbuf_free(&p);
+	ulma_sbuf_free(&m);
+	ulma_sbuf_free(&n);
+	return c->err;
+}
+
+static inline int intern(struct perfetto *c, const struct ulma_walk *w, uint32_t thread, uint32_t func)
+{
+	uint32_t key = w->funcs[func].key;
+	if (__builtin_expect(c->threads[thread].last_interned == key + 1, 1))
+		return 0; /* the function of the thread's previous open: recursion, a loop */
+	return intern_slow(c, w, thread, key);
+}
+
+static uint8_t category_of(uint8_t kind)
+{
+	if (ulma_def_is_c(kind))
+		return CAT_C;
+	if (kind == ULMA_DEF_NATIVE)
+		return CAT_NATIVE;
+	return kind == ULMA_DEF_ZONE ? CAT_ZONE : 0;
+}
+
+static int on_open(void *ctx, const struct ulma_walk *w, uint32_t thread, const struct ulma_walk_frame *f)
+{
+	struct perfetto *c = ctx;
+	int err = intern(c, w, thread, f->func);
+	if (err)
+		return err;
+	const struct pf_begin *b = &c->begins[f->func];
+	put_event(c, thread, f->start_ns, b->te, b->len);
+	return c->err;
+}
+
+/* A function's begin event, made once: its type, name and category. */
+static int on_func(void *ctx, const struct ulma_walk *w, uint32_t func)
+{
+	struct perfetto *c = ctx;
+	if (func >= c->nbegins) {
+		uint32_t n = func + 1 > c->nbegins * 2 ? func + 1 : c->nbegins * 2;
+		struct pf_begin *p = realloc(c->begins, (size_t)n * sizeof(*p));
+		if (!p)
+			return -ENOMEM;
+		c->begins = p;
+		c->nbegins = n;
+	}
+	struct pf_begin *b = &c->begins[func];
+	uint32_t key = w->funcs[func].key;
+	uint8_t *q = b->te;
+	memset(b, 0, sizeof(*b));
+	*q++ = EV_TYPE << 3 | ULMA_PB_VARINT;
+	*q++ = TYPE_BEGIN;
+	q = ulma_pb_uint(q, EV_NAME_IID, (uint64_t)key + 1); /* at most 6 bytes: a key is 32 bits */
+	uint8_t cat = category_of(w->funcs[key].kind);
+	if (cat)
+		q = ulma_pb_uint(q, EV_CATEGORY_IIDS, cat);
+	b->len = (uint8_t)(q - b->te);
+	return 0;
+}
+
+static int on_close(void *ctx, const struct ulma_walk *w, uint32_t thread, const struct ulma_walk_frame *f)
+{
+	struct perfetto *c = ctx;
+	(void)w;
+	static const uint8_t te[TE_SHORT] = {EV_TYPE << 3 | ULMA_PB_VARINT, TYPE_END};
+	put_event(c, thread, f->end_ns, te, 2);
+	return c->err;
+}
+
+/* The counter track of (the thread's process, counter name), made at its
+ * first value. */
+static int counter_track(struct perfetto *c, const struct ulma_walk *w, uint32_t thread, uint32_t name,
+			 uint64_t *uuid)
+{
+	uint32_t pid = w->threads[thread].pid, key = w->funcs[name].key, k;
+	uint64_t id = (uint64_t)pid << 32 | ((uint64_t)key + 1);
+	if (!ulma_idmap_get(&c->counters, id, &k)) {
+		k = c->ncounters++;
+		int err = ulma_idmap_put(&c->counters, id, k);
+		if (err)
+			return err;
+		child_descriptor(c, UUID_COUNTER + k, UUID_PROCESS | pid, w->funcs[key].name, true);
+	}
+	*uuid = UUID_COUNTER + k;
+	return c->err;
+}
+
+/* An instant on the thread's track, a counter value on its process's
+ * counter track; a thread's name goes in its descriptor at the end. */
+static int on_mark(void *ctx, const struct ulma_walk *w, uint32_t thread, const struct ulma_walk_mark *m)
+{
+	struct perfetto *c = ctx;
+	uint8_t te[48], *q = te;
+	int err = 0;
+	if (m->kind == ULMA_EXT_INSTANT) {
+		if ((err = intern(c, w, thread, m->name)))
+			return err;
+		q = ulma_pb_uint(q, EV_TYPE, TYPE_INSTANT);
+		q = ulma_pb_uint(q, EV_NAME_IID, (uint64_t)w->funcs[m->name].key + 1);
+		q = ulma_pb_uint(q, EV_CATEGORY_IIDS, CAT_INSTANT);
+	} else if (m->kind == ULMA_EXT_COUNTER) {
+		uint64_t uuid, bits;
+		if ((err = counter_track(c, w, thread, m->name, &uuid)))
+			return err;
+		memcpy(&bits, &m->value, sizeof(bits));
+		q = ulma_pb_uint(q, EV_TYPE, TYPE_COUNTER);
+		q = ulma_pb_uint(q, EV_TRACK_UUID, uuid);
+		q = ulma_pb_fixed64(q, EV_DOUBLE_COUNTER, bits);
+	} else {
+		return 0;
+	}
+	put_event(c, thread, m->at_ns, te, (size_t)(q - te));
+	return c->err;
+}
+
+/* A slice [from, to] named by state iid on the thread's state sequence. */
+static void state_slice(struct perfetto *c, uint32_t thread, uint64_t iid, uint64_t from, uint64_t to)
+{
+	struct pf_thread *pt = &c->threads[thread];
+	uint64_t seq = SEQ_STATE(thread);
+	uint8_t body[64], te[16], *p, *q;
+	for (int end = 0; end < 2; end++) {
+		uint64_t at = end ? to : from, delta = at > pt->state_ns ? at - pt->state_ns : 0;
+		pt->state_ns += delta;
+		q = ulma_pb_uint(te, EV_TYPE, end ? TYPE_END : TYPE_BEGIN);
+		if (!end)
+			q = ulma_pb_uint(q, EV_NAME_IID, iid);
+		p = ulma_pb_uint(body, PKT_SEQUENCE_ID, seq);
+		p = ulma_pb_uint(p, PKT_TIMESTAMP, delta);
+		p = ulma_pb_varint(ulma_pb_key(p, PKT_TRACK_EVENT, ULMA_PB_BYTES), (uint64_t)(q - te));
+		memcpy(p, te, (size_t)(q - te));
+		put_packet(c, body, (size_t)(p + (q - te) - body));
+	}
+}
+
+/* The running time before an OFF record, then the OFF interval. */
+static int on_off(void *ctx, const struct ulma_walk *w, uint32_t thread, uint8_t state, uint64_t at_ns, uint64_t ns)
+{
+	struct perfetto *c = ctx;
+	struct pf_thread *pt = &c->threads[thread];
+	const struct ulma_walk_thread *t = &w->threads[thread];
+	if (!t->seen || ns == 0)
+		return 0; /* before its first traced event (the interpreter starting), or nothing */
+	if (!pt->state_started) {
+		child_descriptor(c, UUID_STATE | thread, (uint64_t)thread + 1, "cpu state", false);
+		start_sequence(c, w, SEQ_STATE(thread), UUID_STATE | thread, INT_NAMES, states, 5);
+		pt->state_started = true;
+		pt->on_since = t->first_ns;
+	}
+	if (at_ns < pt->on_since)
+		return 0; /* overlaps the previous interval: a backlog the monitor placed at one time */
+	if (at_ns > pt->on_since)
+		state_slice(c, thread, STATE_RUNNING_IID, pt->on_since, at_ns);
+	uint64_t iid = state < ULMA_OFF_STATES ? (uint64_t)state + 1 : 1;
+	state_slice(c, thread, iid, at_ns, at_ns + ns);
+	pt->on_since = at_ns + ns;
+	if (c->len >= OUT_FLUSH)
+		flush(c);
+	return c->err;
+}
+
+static struct pf_process *process_of(struct perfetto *c, uint32_t pid)
+{
+	for (uint32_t i = 0; i < c->nprocs; i++)
+		if (c->procs[i].pid == pid)
+			return &c->procs[i];
+	struct pf_process *p = realloc(c->procs, (size_t)(c->nprocs + 1) * sizeof(*p));
+	if (!p)
+		return NULL;
+	c->procs = p;
+	p += c->nprocs++;
+	memset(p, 0, sizeof(*p));
+	p->pid = pid;
+	return p;
+}
+
+/* The process's live bytes as a value of its memory counter, on
+ * the thread's memory sequence. */
+static void memory_value(struct perfetto *c, const struct ulma_walk *w, uint32_t thread, struct pf_process *p,
+			 uint64_t at_ns)
+{
+	struct pf_thread *pt = &c->threads[thread];
+	if (!p->track) {
+		child_descriptor(c, UUID_MEMORY | p->pid, UUID_PROCESS | p->pid, "memory (live bytes)", true);
+		p->track = true;
+	}
+	if (!pt->memory_started) {
+		start_sequence(c, w, (uint32_t)SEQ_MEMORY(thread), UUID_MEMORY | p->pid, INT_NAMES, states, 1);
+		pt->memory_started = true;
+	}
+	uint8_t body[64], te[32], *q = te, *b;
+	double v = (double)p->live;
+	uint64_t bits, delta = at_ns > pt->memory_ns ? at_ns - pt->memory_ns : 0;
+	pt->memory_ns += delta;
+	memcpy(&bits, &v, sizeof(bits));
+	q = ulma_pb_uint(q, EV_TYPE, TYPE_COUNTER);
+	q = ulma_pb_uint(q, EV_TRACK_UUID, UUID_MEMORY | p->pid);
+	q = ulma_pb_fixed64(q, EV_DOUBLE_COUNTER, bits);
+	b = ulma_pb_uint(body, PKT_SEQUENCE_ID, SEQ_MEMORY(thread));
+	b = ulma_pb_uint(b, PKT_TIMESTAMP, delta);
+	b = ulma_pb_varint(ulma_pb_key(b, PKT_TRACK_EVENT, ULMA_PB_BYTES), (uint64_t)(q - te));
+	memcpy(b, te, (size_t)(q - te));
+	put_packet(c, body, (size_t)(b + (q - te) - body));
+	p->written = p->live;
+}
+
+/* An allocation or a free moves its process's live bytes (of the blocks
+ * allocated since the trace began: a free of an older block is not
+ * counted); the counter shows the moves of MEMORY_STEP or more. */
+static int on_memory(void *ctx, const struct ulma_walk *w, uint32_t thread, const struct ulma_trace_memory *m,
+		     uint64_t at_ns)
+{
+	struct perfetto *c = ctx;
+	struct pf_process *p = process_of(c, w->threads[thread].pid);
+	if (!p)
+		return -ENOMEM;
+	uint32_t size;
+	if (m->kind == ULMA_EXT_ALLOC) {
+		size = m->size < UINT32_MAX ? (uint32_t)m->size : UINT32_MAX - 1;
+		if (ulma_idmap_get(&p->blocks, m->addr + 1, &size) && size)
+			p->live -= size; /* allocated again without a free we saw */
+		size = m->size < UINT32_MAX ? (uint32_t)m->size : UINT32_MAX - 1;
+		p->live += size;
+		int err = ulma_idmap_put(&p->blocks, m->addr + 1, size);
+		if (err)
+			return err;
+	} else if (ulma_idmap_get(&p->blocks, m->addr + 1, &size) && size) {
+		p->live -= size;
+		int err = ulma_idmap_put(&p->blocks, m->addr + 1, 0);
+		if (err)
+			return err;
+	}
+	if (p->live > p->peak)
+		p->peak = p->live;
+	uint64_t step = p->peak / 256 > MEMORY_STEP ? p->peak / 256 : MEMORY_STEP;
+	uint64_t moved = p->live > p->written ? p->live - p->written : p->written - p->live;
+	if (moved >= step || !p->track)
+		memory_value(c, w, thread, p, at_ns);
+	if (c->len >= OUT_FLUSH)
+		flush(c);
+	return c->err;
+}
+
+/* An MPI message's send and its receive (of a merged trace, docs/mpi.md)
+ * as instants on their threads joined by a flow: the send's flow id ends
+ * at the receive.  On the thread's memory sequence, whose clock MPI events
+ * and allocations share in stream order. */
+static int on_mpi(void *ctx, const struct ulma_walk *w, uint32_t thread, const struct ulma_walk_mpi *m)
+{
+	struct perfetto *c = ctx;
+	struct pf_thread *pt = &c->threads[thread];
+	const struct ulma_trace_mpi *e = m->ev;
+	uint64_t id;
+	if (!ulma_walk_mpi_message_id(m, &id))
+		return 0;
+	if (!pt->memory_started) {
+		start_sequence(c, w, (uint32_t)SEQ_MEMORY(thread), (uint64_t)thread + 1, INT_NAMES, states, 1);
+		pt->memory_started = true;
+	}
+	struct ulma_sbuf p = {0}, te = {0};
+	char name[96];
+	snprintf(name, sizeof(name), "%s tag %lld, %llu bytes", e->op == ULMA_MPI_SEND ? "MPI send" : "MPI receive",
+		 (long long)ulma_unzigzag(e->args[1]), (unsigned long long)e->args[3]);
+	uint64_t delta = m->at_ns > pt->memory_ns ? m->at_ns - pt->memory_ns : 0;
+	pt->memory_ns += delta;
+	uint8_t flow[ULMA_PB_FIELD_MAX];
+	uint8_t *q = ulma_pb_fixed64(flow, e->op == ULMA_MPI_SEND ? EV_FLOW_IDS : EV_TERMINATING_FLOW_IDS, id);
+	ulma_pb_put_uint(&te, EV_TYPE, TYPE_INSTANT);
+	ulma_pb_put_uint(&te, EV_TRACK_UUID, (uint64_t)thread + 1);
+	ulma_pb_put_string(&te, EV_NAME, name);
+	ulma_pb_put_string(&te, EV_CATEGORIES, "mpi");
+	ulma_sbuf_put(&te, (const char *)flow, (size_t)(q - flow));
+	ulma_pb_put_uint(&p, PKT_SEQUENCE_ID, SEQ_MEMORY(thread));
+	ulma_pb_put_uint(&p, PKT_TIMESTAMP, delta);
+	ulma_pb_put_message(&p, PKT_TRACK_EVENT, &te);
+	put_packet_sbuf(c, &p);
+	ulma_sbuf_free(&p);
+	ulma_sbuf_free(&te);
+	return c->err;
+}
+
+/* Threads' last names and processes' names, known at the end; each
+ * thread's running time after its last OFF record. */
+static void finish(struct perfetto *c, const struct ulma_walk *w)
+{
+	for (uint32_t i = 0; i < w->nthreads && i < c->nthreads; i++) {
+		const struct ulma_walk_thread *t = &w->threads[i];
+		if (!t->pass)
+			continue;
+		if (t->name < w->nfuncs)
+			thread_descriptor(c, w, i);
+		if (c->threads[i].state_started && t->last_ns > c->threads[i].on_since)
+			state_slice(c, i, STATE_RUNNING_IID, c->threads[i].on_since, t->last_ns);
+		struct pf_process *p = c->threads[i].memory_started ? process_of(c, t->pid) : NULL;
+		if (p && p->written != p->live) /* the last value, on a thread that wrote the counter */
+			memory_value(c, w, i, p, t->last_ns > c->threads[i].memory_ns ? t->last_ns : c->threads[i].memory_ns);
+	}
+	for (uint32_t i = 0; i < w->nthreads; i++) {
+		const struct ulma_walk_thread *t = &w->threads[i];
+		uint32_t done;
+		if (t->pass && ulma_idmap_get(&c->pids, (uint64_t)t->pid + 1, &done) && done == 1 &&
+		    ulma_walk_process_name(w, t->pid)) {
+			process_descriptor(c, w, t->pid); /* a PROCESS chunk may come after the first thread */
+			ulma_idmap_put(&c->pids, (uint64_t)t->pid + 1, 2);
+		}
+	}
+}
+
+int ulma_export_perfetto(FILE *in, const struct ulma_export_opts *o, FILE *out, const char *dir,
+			 struct ulma_export_result *res)
+{
+	struct perfetto c = {.out = out};
+	struct ulma_walk w;
+	(void)dir;
+	c.buf = malloc(OUT_CAP);
+	if (!c.buf) {
+		memset(res, 0, sizeof(*res));
+		return -ENOMEM;
+	}
+	struct ulma_walk_sink sink = {.ctx = &c,
+				      .on_func = on_func,
+				      .on_thread = on_thread,
+				      .on_open = on_open,
+				      .on_close = on_close,
+				      .on_mark = on_mark,
+				      .on_off = on_off,
+				      .on_memory = on_memory,
+				      .on_mpi = on_mpi};
+	int err = ulma_export_walk(in, o, &w, &sink, res);
+	if (!err) {
+		finish(&c, &w);
+		flush(&c);
+		err = c.err;
+	}
+	for (uint32_t i = 0; i < c.nthreads; i++)
+		ulma_idmap_free(&c.threads[i].interned);
+	free(c.threads);
+	free(c.begins);
+	for (uint32_t i = 0; i < c.nprocs; i++)
+		ulma_idmap_free(&c.procs[i].blocks);
+	free(c.procs);
+	ulma_idmap_free(&c.pids);
+	ulma_idmap_free(&c.counters);
+	free(c.buf);
+	ulma_walk_free(&w);
+	return err;
+}

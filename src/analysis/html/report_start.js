@@ -1,0 +1,19 @@
+/* report_start.js - the HTML report's first drawing, and what the views
+ * show for the tests to read back (see report.js). */
+drawTable();
+drawFlame();
+drawTimeline();
+/* what the views show, read back by the tests (tests/py/test_export_html_view.py) and by anyone scripting the page */
+window.ulmaReport = {
+  flame: function (id) {
+    var d = drawn[id];
+    return d ? d.list.map(function (b) { return [nodeText(d.tr, b[3]), b[0], b[1], b[2], matches(d.tr.f[b[3]])]; }) : [];
+  },
+  timeline: function () {
+    return {v0: v0, v1: v1, frames: tlDrawn.frames, found: tlDrawn.found, clipped: tlDrawn.clipped,
+            height: tl.clientHeight, lanes: lanes.filter(function (l) { return l.t; }).map(function (l) {
+              return [threadName(l.t), l.t.open, l.rows, l.t.pid, l.y - tlwrap.scrollTop]; })};
+  }
+};
+performance.mark("ulma-ready"); /* bench/html.py reads it */
+document.body.setAttribute("data-ready", "yes");

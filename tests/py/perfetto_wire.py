@@ -1,0 +1,150 @@
+"""An independent reading of a Perfetto trace: the protobuf wire format
+walked field by field (https://protobuf.dev/programming-guides/encoding/),
+with the field numbers of Perfetto's protos (trace_packet.proto,
+track_event/track_event.proto, interned_data.proto, clock_snapshot.proto,
+track_descriptor.proto), written from those files and not from ulma's
+encoder.  It replays what a reader does: sequences, interned names, the
+incremental clock, packet defaults, and rebuilds each track's slices.
+"""
+import struct
+
+
+def varint(buf, i):
+    v = shift = 0
+    while True:
+        b = buf[i]
+        i += 1
+        v |= (b & 0x7F) << shift
+        shift += 7
+        if not b & 0x80:
+            return v, i
+        if shift > 63:
+            raise ValueError("varint too long")
+
+
+def fields(buf):
+    """(field number, wire type, value) of a message: value is an int, or bytes."""
+    i, n = 0, len(buf)
+    while i < n:
+        key, i = varint(buf, i)
+        num, wt = key >> 3, key & 7
+        if wt == 0:
+            v, i = varint(buf, i)
+        elif wt == 1:
+            v = buf[i:i + 8]
+            i += 8
+        elif wt == 2:
+            ln, i = varint(buf, i)
+            v = buf[i:i + ln]
+            i += ln
+        elif wt == 5:
+            v = buf[i:i + 4]
+            i += 4
+        else:
+            raise ValueError("wire type %d" % wt)
+        if i > n:
+            raise ValueError("field runs past its message")
+        yield num, wt, v
+
+
+def first(buf, num, default=None):
+    for f, _, v in fields(buf):
+        if f == num:
+            return v
+    return default
+
+
+class Trace:
+    """Everything the test compares: tracks, slices per track, instants,
+    counter values, thread and process names."""
+
+    def __init__(self, data):
+        self.packets = 0
+        self.tracks = {}      # uuid -> {"name", "pid", "tid", "parent", "counter"}
+        self.slices = []      # (track uuid, name, category or None, start ns, end ns, depth)
+        self.instants = []    # (track uuid, name, ns)
+        self.counters = []    # (track uuid, value, ns)
+        self.flows = []       # (track uuid, name, ns, flow id, True where it starts, False where it ends)
+        self.thread_names = {}
+        self.process_names = {}
+        seqs = {}
+        stacks = {}
+        for num, wt, pkt in fields(data):
+            assert num == 1 and wt == 2, "a Trace holds only packets (field 1)"
+            self.packets += 1
+            seq_id = first(pkt, 10, 0)
+            seq = seqs.setdefault(seq_id, {"names": {}, "cats": {}, "clock": None, "track": None, "clock_id": 0,
+                                           "cleared": False})
+            if first(pkt, 13, 0) & 1:
+                seq.update(names={}, cats={}, cleared=True)
+            defaults = first(pkt, 59)
+            if defaults is not None:
+                seq["clock_id"] = first(defaults, 58, 0)
+                ted = first(defaults, 11)
+                seq["track"] = first(ted, 11) if ted is not None else None
+            interned = first(pkt, 12)
+            if interned is not None:
+                for f, _, v in fields(interned):
+                    if f in (1, 2):
+                        (seq["cats"] if f == 1 else seq["names"])[first(v, 1)] = first(v, 2).decode()
+            snap = first(pkt, 6)
+            if snap is not None:
+                clocks = {first(c, 1): first(c, 2) for f, _, c in fields(snap) if f == 1}
+                seq["clock"] = clocks[64] - clocks[3]  # ns since MONOTONIC's value, kept as MONOTONIC
+                seq["mono"] = clocks[3]
+                continue
+            desc = first(pkt, 60)
+            if desc is not None:
+                self._descriptor(desc)
+            ev = first(pkt, 11)
+            if ev is None:
+                continue
+            assert seq["cleared"], "an event before its sequence cleared its state"
+            assert seq["clock_id"] == 64
+            seq["clock"] += first(pkt, 8)
+            ts = seq["clock"] + seq["mono"]
+            track = first(ev, 11, seq["track"])
+            kind = first(ev, 9)
+            name_iid = first(ev, 10)
+            name = seq["names"][name_iid] if name_iid is not None else None
+            cat_iid = first(ev, 3)
+            cat = seq["cats"][cat_iid] if cat_iid is not None else None
+            stack = stacks.setdefault(track, [])
+            if kind == 1:
+                stack.append((name, cat, ts))
+            elif kind == 2:
+                name, cat, start = stack.pop()
+                assert ts >= start
+                self.slices.append((track, name, cat, start, ts, len(stack)))
+            elif kind == 3:
+                name = name if name is not None else first(ev, 23, b"").decode()
+                self.instants.append((track, name, ts))
+                for f, _, v in fields(ev):
+                    if f in (47, 48):
+                        self.flows.append((track, name, ts, struct.unpack("<Q", v)[0], f == 47))
+            elif kind == 4:
+                self.counters.append((track, struct.unpack("<d", first(ev, 44))[0], ts))
+        self.open_at_end = sum(len(s) for s in stacks.values())
+
+    def _descriptor(self, d):
+        uuid = first(d, 1)
+        t = self.tracks.setdefault(uuid, {})
+        name = first(d, 2)
+        if name is not None:
+            t["name"] = name.decode()
+        if first(d, 5) is not None:
+            t["parent"] = first(d, 5)
+        t["counter"] = first(d, 8) is not None
+        proc = first(d, 3)
+        if proc is not None:
+            pid = first(proc, 1)
+            t["pid"] = pid
+            pname = first(proc, 6)
+            if pname is not None:
+                self.process_names[pid] = pname.decode()
+        th = first(d, 4)
+        if th is not None:
+            t["pid"], t["tid"] = first(th, 1), first(th, 2)
+            tname = first(th, 5)
+            if tname is not None:
+                self.thread_names[t["tid"]] = tname.decode()

