@@ -56,7 +56,7 @@ static int finish(struct ulma_trace_writer *w, uint64_t t, uint64_t events)
 
 static int open_trace(const char *path, struct ulma_trace_writer **w)
 {
-	struct ulma_trace_meta meta = {0, PID, 0, 0, 1000000000u, "hostile"};
+	struct ulma_trace_meta meta = {.pid = PID, .tick_hz = 1000000000u, .command = "hostile"};
 	int err = ulma_trace_writer_open(path, &meta, w);
 	if (!err)
 		err = ulma_trace_define_file(*w, 0, "/tmp/hostile.py", 15);

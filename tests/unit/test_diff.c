@@ -25,7 +25,7 @@ struct span {
 static int write_trace(const char *path, const char *const *names, const uint32_t *lines, uint32_t nfuncs,
 		       uint64_t main_end, const struct span *spans, size_t nspans, const struct span *extra)
 {
-	struct ulma_trace_meta meta = {0, 1, 0, 0, 1000000000u, "test"};
+	struct ulma_trace_meta meta = {.pid = 1, .tick_hz = 1000000000u, .command = "test"};
 	struct ulma_trace_writer *w;
 	struct ulma_trace_stream *s, *t;
 	int err = ulma_trace_writer_open(path, &meta, &w);
