@@ -51,11 +51,8 @@ SHAPES = {  # name: (generator arguments, events, functions, threads)
     "deep": (["deep", "100000"], 2 * 100000 + 2, 2, 1),
 }
 FOLDED_DEPTH = "folded writes each frame's whole stack: quadratic in depth (export_folded.c, being rewritten)"
-HTML_FUNCS = "the HTML report lists every function, 55 MB for a million (export_html.c, being rewritten)"
 XFAIL = {
     ("deep", "export-folded"): FOLDED_DEPTH,
-    ("funcs", "report-html"): HTML_FUNCS,
-    ("funcs", "export-html"): HTML_FUNCS,
 }
 # terminal controls: C0 but tab-free newline, DEL, C1, line/paragraph separators, bidi embeddings and isolates
 CONTROLS = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
