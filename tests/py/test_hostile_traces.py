@@ -50,10 +50,6 @@ SHAPES = {  # name: (generator arguments, events, functions, threads)
     "names": (["names"], 2 + 4 * 13, 15, 1),
     "deep": (["deep", "100000"], 2 * 100000 + 2, 2, 1),
 }
-FOLDED_DEPTH = "folded writes each frame's whole stack: quadratic in depth (export_folded.c, being rewritten)"
-XFAIL = {
-    ("deep", "export-folded"): FOLDED_DEPTH,
-}
 # terminal controls: C0 but tab-free newline, DEL, C1, line/paragraph separators, bidi embeddings and isolates
 CONTROLS = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
 
@@ -134,9 +130,7 @@ for _fmt in export_formats():
 def cases():
     for shape in SHAPES:
         for output in OUTPUTS:
-            reason = XFAIL.get((shape, output))
-            marks = [pytest.mark.xfail(reason=reason)] if reason else []
-            yield pytest.param(shape, output, marks=marks, id="%s-%s" % (shape, output))
+            yield pytest.param(shape, output, id="%s-%s" % (shape, output))
 
 
 def check_text(data, shape):
