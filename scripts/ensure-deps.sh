@@ -10,6 +10,8 @@ command -v ninja >/dev/null || need+=(ninja-build)
 # native symbols (docs/native.md): libdw through pkg-config; g++ builds the C++ test library
 command -v pkg-config >/dev/null || need+=(pkg-config)
 pkg-config --exists libdw 2>/dev/null || need+=(libdw-dev)
+# zlib: the perfetto export's compressed packets (docs/exports.md)
+pkg-config --exists zlib 2>/dev/null || need+=(zlib1g-dev)
 command -v g++ >/dev/null || need+=(g++)
 # readers the export tests check against (docs/exports.md)
 command -v callgrind_annotate >/dev/null || need+=(valgrind)
