@@ -58,7 +58,7 @@ pytest:
 	  echo "=== pytest on Python $$v ($$py)"; \
 	  [ -x $$env/bin/python ] || $$py -m venv $$env; \
 	  $$env/bin/python -m pip install --quiet --upgrade pip >/dev/null; \
-	  $$env/bin/python -m pip install --quiet pytest cython setuptools line_profiler mpi4py viztracer . ; \
+	  $$env/bin/python -m pip install --quiet pytest cython setuptools line_profiler gprof2dot mpi4py viztracer numpy . ; \
 	  $$env/bin/python -m pytest -q tests/py; \
 	done
 

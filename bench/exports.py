@@ -22,7 +22,7 @@ import time
 from benchlib import ulma_binary
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-FORMATS = ["pstats", "folded", "callgrind", "chrome", "perfetto", "speedscope", "ctf", "html"]
+FORMATS = ["pstats", "folded", "callgrind", "chrome", "perfetto", "speedscope", "ctf", "otf2", "html"]
 
 
 def run(cmd):
@@ -66,7 +66,7 @@ def main():
     for name, cmd in jobs:
         times = []
         for _ in range(args.rounds):
-            if name == "ctf":
+            if name in ("ctf", "otf2"):  # directories: an existing one with files is refused
                 subprocess.run(["rm", "-rf", cmd[-1]])
             times.append(run(cmd))
         t = statistics.median(times)

@@ -15,12 +15,17 @@ command -v g++ >/dev/null || need+=(g++)
 command -v callgrind_annotate >/dev/null || need+=(valgrind)
 command -v babeltrace2 >/dev/null || need+=(babeltrace2)
 command -v chromium >/dev/null || need+=(chromium)
+# `ulma export --format otf2` builds against the OTF2 library; otf2-print reads its archives
+pkg-config --exists otf2 2>/dev/null || need+=(libotf2-trace-dev)
+command -v otf2-print >/dev/null || need+=(otf2-tools)
 # MPI (docs/mpi.md): Open MPI's mpirun and mpicc, for libulma_mpi.so and the MPI tests
 command -v mpirun >/dev/null || need+=(openmpi-bin)
 command -v mpicc >/dev/null || need+=(libopenmpi-dev)
 # two MPI "hosts" as network namespaces (tests/py/test_mpi_hosts.py)
 command -v ip >/dev/null || need+=(iproute2)
 command -v unshare >/dev/null || need+=(util-linux)
+# the merge's peak memory (tests/py/test_mpi.py, bench/mpi.py)
+[ -x /usr/bin/time ] || need+=(time)
 if [ ${#need[@]} -gt 0 ]; then
   echo "installing: ${need[*]}"
   SUDO=""; [ "$(id -u)" = 0 ] || SUDO=sudo

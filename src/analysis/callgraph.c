@@ -17,6 +17,9 @@ void ulma_callgraph_free(struct ulma_callgraph *g)
 	free(g->funcs);
 	free(g->edges);
 	ulma_idmap_free(&g->edge_ids);
+	free(g->level_key);
+	free(g->level_of);
+	ulma_idmap_free(&g->level_ids);
 	memset(g, 0, sizeof(*g));
 }
 
@@ -78,12 +81,76 @@ static inline uint32_t key_of(const struct ulma_callgraph *g, const struct ulma_
 	return g->keys ? g->keys[func] : w->funcs[func].key;
 }
 
-/* One node of the tree into g; level: open nodes above it, per key and per edge. */
+/* The key of level `level` (> 1) of function key k, made on first use. */
+static int level_key(struct ulma_callgraph *g, uint32_t k, uint32_t level, uint32_t *out)
+{
+	uint64_t id = ((uint64_t)k << 8 | level) + 1;
+	if (ulma_idmap_get(&g->level_ids, id, out))
+		return 0;
+	uint32_t i = g->nlevel_keys;
+	if ((i & (i - 1)) == 0) { /* 0, 1, 2, 4...: full, double */
+		uint32_t ncap = i ? i * 2 : 16;
+		uint32_t *a = realloc(g->level_key, (size_t)ncap * sizeof(*a));
+		if (!a)
+			return -ENOMEM;
+		g->level_key = a;
+		uint8_t *b = realloc(g->level_of, ncap);
+		if (!b)
+			return -ENOMEM;
+		g->level_of = b;
+	}
+	g->level_key[i] = k;
+	g->level_of[i] = (uint8_t)level;
+	*out = g->nbase + i;
+	int err = ulma_idmap_put(&g->level_ids, id, *out);
+	if (!err)
+		g->nlevel_keys++;
+	return err ? err : ensure_funcs(g, *out + 1);
+}
+
+/* What the walk over the tree keeps per node and per function key. */
+struct tree_walk {
+	uint32_t *fn_open;      /* by key: its nodes open */
+	uint32_t *edge_open;    /* by edge: its nodes open */
+	uint32_t *edge_of_node; /* by node */
+	uint32_t *key_of_node;  /* by node: the key it counts under */
+	uint8_t *level_open;    /* by function key: level of its innermost open node (0: none) */
+	uint8_t *level_before;  /* by node: its function's level_open before it */
+};
+
+/* The key node n counts under, with recursion levels kept apart; *whole
+ * says that its edge carries its whole time (the last level, entered from
+ * another function). */
+static int node_key(struct ulma_callgraph *g, const struct ulma_walk *w, const struct ulma_calltree *t,
+		    struct tree_walk *tw, uint32_t n, uint32_t k, uint32_t *out, bool *whole)
+{
+	*out = k;
+	*whole = false;
+	if (g->levels < 2)
+		return 0;
+	uint32_t p = t->nodes[n].parent;
+	bool direct = p != 0 && key_of(g, w, t->nodes[p].key) == k;
+	uint32_t open = tw->level_open[k], level = direct ? open : open ? open + 1 : 1;
+	if (level > g->levels)
+		level = g->levels;
+	tw->level_before[n] = (uint8_t)open;
+	tw->level_open[k] = (uint8_t)level;
+	*whole = level == g->levels && !direct && open != 0;
+	return level > 1 ? level_key(g, k, level, out) : 0;
+}
+
+/* One node of the tree into g, with the counts of open nodes above it. */
 static int add_node(struct ulma_callgraph *g, const struct ulma_walk *w, const struct ulma_calltree *t,
-		    uint32_t n, uint32_t *fn_open, uint32_t *edge_open, uint32_t *edge_of_node)
+		    uint32_t n, struct tree_walk *tw)
 {
 	const struct ulma_ct_node *nd = &t->nodes[n];
-	uint32_t k = key_of(g, w, nd->key), e = ULMA_WALK_NONE;
+	uint32_t k, e = ULMA_WALK_NONE;
+	bool whole;
+	int err = node_key(g, w, t, tw, n, key_of(g, w, nd->key), &k, &whole);
+	if (err)
+		return err;
+	tw->key_of_node[n] = k;
+	uint32_t *fn_open = tw->fn_open, *edge_open = tw->edge_open;
 	struct ulma_cg_func *fn = &g->funcs[k];
 	bool outermost = fn_open[k]++ == 0;
 	fn->calls += nd->calls;
@@ -96,7 +163,7 @@ static int add_node(struct ulma_callgraph *g, const struct ulma_walk *w, const s
 		fn->root_calls += nd->calls;
 		fn->root_ns += nd->total_ns;
 	} else {
-		int err = edge_of(g, key_of(g, w, t->nodes[nd->parent].key), k, &e);
+		err = edge_of(g, tw->key_of_node[nd->parent], k, &e);
 		if (err)
 			return err;
 		if (e >= t->nnodes) /* edge_open has one count per node: one edge at most each */
@@ -109,10 +176,10 @@ static int add_node(struct ulma_callgraph *g, const struct ulma_walk *w, const s
 			ed->total_ns += nd->total_ns;
 		else
 			ed->reccalls += nd->calls;
-		if (outermost)
+		if (outermost || whole)
 			ed->incl_ns += nd->total_ns;
 	}
-	edge_of_node[n] = e;
+	tw->edge_of_node[n] = e;
 	return 0;
 }
 
@@ -129,15 +196,24 @@ int ulma_callgraph_from_tree(struct ulma_callgraph *g, const struct ulma_walk *w
 		g->edges = v;
 		g->cap_edges = t->nnodes;
 	}
-	uint32_t *fn_open = calloc(g->nfuncs, sizeof(*fn_open));
-	uint32_t *edge_open = calloc(t->nnodes, sizeof(*edge_open));
-	uint32_t *edge_of_node = malloc((size_t)t->nnodes * sizeof(*edge_of_node));
+	g->nbase = g->nfuncs;
+	/* keys: the functions', and at most one level key per node */
+	struct tree_walk tw = {
+		.fn_open = calloc((size_t)g->nbase + t->nnodes, sizeof(*tw.fn_open)),
+		.edge_open = calloc(t->nnodes, sizeof(*tw.edge_open)),
+		.edge_of_node = malloc((size_t)t->nnodes * sizeof(*tw.edge_of_node)),
+		.key_of_node = malloc((size_t)t->nnodes * sizeof(*tw.key_of_node)),
+		.level_open = calloc(g->nbase, 1),
+		.level_before = malloc(t->nnodes),
+	};
 	uint32_t *stack = malloc((size_t)t->nnodes * sizeof(*stack));
-	err = fn_open && edge_open && edge_of_node && stack ? 0 : -ENOMEM;
+	err = tw.fn_open && tw.edge_open && tw.edge_of_node && tw.key_of_node && tw.level_open && tw.level_before && stack
+		      ? 0
+		      : -ENOMEM;
 	/* depth first, counting the open nodes of each function and edge */
 	uint32_t depth = 0, n = t->nodes[0].first_child;
 	while (n && !err) {
-		err = add_node(g, w, t, n, fn_open, edge_open, edge_of_node);
+		err = add_node(g, w, t, n, &tw);
 		stack[depth++] = n;
 		if (t->nodes[n].first_child) {
 			n = t->nodes[n].first_child;
@@ -145,26 +221,32 @@ int ulma_callgraph_from_tree(struct ulma_callgraph *g, const struct ulma_walk *w
 		}
 		for (n = 0; depth && !n;) {
 			uint32_t done = stack[--depth];
-			fn_open[key_of(g, w, t->nodes[done].key)]--;
-			if (edge_of_node[done] != ULMA_WALK_NONE)
-				edge_open[edge_of_node[done]]--;
+			tw.fn_open[tw.key_of_node[done]]--;
+			if (g->levels >= 2)
+				tw.level_open[key_of(g, w, t->nodes[done].key)] = tw.level_before[done];
+			if (tw.edge_of_node[done] != ULMA_WALK_NONE)
+				tw.edge_open[tw.edge_of_node[done]]--;
 			n = t->nodes[done].next_sibling;
 		}
 	}
-	free(fn_open);
-	free(edge_open);
-	free(edge_of_node);
+	free(tw.fn_open);
+	free(tw.edge_open);
+	free(tw.edge_of_node);
+	free(tw.key_of_node);
+	free(tw.level_open);
+	free(tw.level_before);
 	free(stack);
 	return err;
 }
 
 int ulma_callgraph_export(FILE *in, const struct ulma_export_opts *o, FILE *out, struct ulma_export_result *res,
-			  int (*write)(FILE *out, const struct ulma_walk *w, const struct ulma_callgraph *g))
+			  uint32_t levels, int (*write)(FILE *out, const struct ulma_walk *w, const struct ulma_callgraph *g))
 {
 	struct ulma_walk w;
 	struct ulma_callgraph g;
 	struct ulma_calltree t;
 	ulma_callgraph_init(&g);
+	g.levels = levels;
 	int err = ulma_calltree_init(&t);
 	if (err)
 		return err;

@@ -14,6 +14,16 @@
  * it plus its root_ns (frames no kept frame called), and, under direct
  * recursion, also its self time plus incl_ns over the edges out of it.
  *
+ * With `levels` set (callgrind), a function re-entered through another
+ * function while it is active (mutual recursion) is counted under a key of
+ * its own for each level of re-entry, as callgrind's --separate-recs
+ * names them (`f'2`, `f'3`): its levels are then different functions, so
+ * tools that read a call graph find no cycle made of recursion, and an
+ * edge's incl_ns is the callee's whole time.  Direct recursion (f calling
+ * f) stays at its caller's level.  The last level takes every deeper one,
+ * and its edges from other functions carry their whole time (as
+ * callgrind's do, so a cycle at that depth is one KCachegrind sees).
+ *
  * Single-threaded.  Functions returning int give 0 or -ENOMEM.
  */
 #ifndef ULMA_CALLGRAPH_H
@@ -52,6 +62,15 @@ struct ulma_cg_edge {
 #define ULMA_CG_EDGE_CACHE 4096 /* recent (caller, callee) -> edge, before the hash */
 
 struct ulma_callgraph {
+	/* Optional, set by the caller: recursion levels kept apart (see
+	 * above; 0 or 1: none).  Keys from nbase up are levels 2 and deeper:
+	 * ulma_callgraph_level says of which function. */
+	uint32_t levels;
+	uint32_t nbase;      /* keys below this are the functions' own */
+	uint32_t *level_key; /* by key - nbase: the function's key */
+	uint8_t *level_of;   /* by key - nbase: its level (2 ... levels) */
+	uint32_t nlevel_keys;
+	struct ulma_idmap level_ids; /* (key << 8 | level) + 1 -> key */
 	/* Optional, set by the caller: the key each function's figures go
 	 * under (indexed by function, a function index itself), replacing the
 	 * walker's w->funcs[].key -- the pstats export merges functions cProfile
@@ -76,10 +95,23 @@ void ulma_callgraph_free(struct ulma_callgraph *g);
  * only feed the tree.  Returns 0 or -ENOMEM. */
 int ulma_callgraph_from_tree(struct ulma_callgraph *g, const struct ulma_walk *w, const struct ulma_calltree *t);
 
-/* Walk the trace `in` into a call graph, then hand both to `write`, which
- * renders them to `out` (the pstats and callgrind exporters).  Returns
- * the walk's or write's error, or 0. */
+/* The function key k counts for, and its recursion level (1 for the
+ * function's own key). */
+static inline uint32_t ulma_callgraph_level(const struct ulma_callgraph *g, uint32_t k, uint32_t *level)
+{
+	if (k < g->nbase || k - g->nbase >= g->nlevel_keys) {
+		*level = 1;
+		return k;
+	}
+	*level = g->level_of[k - g->nbase];
+	return g->level_key[k - g->nbase];
+}
+
+/* Walk the trace `in` into a call graph with recursion `levels` kept
+ * apart (0: none), then hand both to `write`, which renders them to `out`
+ * (the callgrind exporter).  Returns the walk's or write's error, or 0. */
 int ulma_callgraph_export(FILE *in, const struct ulma_export_opts *o, FILE *out, struct ulma_export_result *res,
+			  uint32_t levels,
 			  int (*write)(FILE *out, const struct ulma_walk *w, const struct ulma_callgraph *g));
 
 #endif

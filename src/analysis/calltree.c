@@ -135,6 +135,33 @@ static int sink_close(void *ctx, const struct ulma_walk *w, uint32_t thread, con
 
 const struct ulma_walk_sink ulma_calltree_sink_template = {NULL, NULL, NULL, sink_open, sink_close, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
 
+int ulma_calltree_fold_recursion(struct ulma_calltree *to, const struct ulma_calltree *from)
+{
+	uint32_t *into = malloc((size_t)(from->nnodes ? from->nnodes : 1) * sizeof(*into));
+	if (!into)
+		return -ENOMEM;
+	into[ULMA_CALLTREE_ROOT] = ULMA_CALLTREE_ROOT;
+	int err = 0;
+	/* a parent is made before its children, so index order visits it first */
+	for (uint32_t n = 1; n < from->nnodes && !err; n++) {
+		const struct ulma_ct_node *nd = &from->nodes[n];
+		bool folded = nd->parent != ULMA_CALLTREE_ROOT && from->nodes[nd->parent].key == nd->key;
+		if (folded)
+			into[n] = into[nd->parent];
+		else
+			err = child_of(to, into[nd->parent], nd->key, &into[n]);
+		if (err)
+			break;
+		struct ulma_ct_node *c = &to->nodes[into[n]];
+		c->calls += nd->calls;
+		c->self_ns += nd->self_ns;
+		if (!folded)
+			c->total_ns += nd->total_ns;
+	}
+	free(into);
+	return err;
+}
+
 int ulma_calltree_totals(const struct ulma_calltree *t, uint32_t nkeys, struct ulma_ct_totals *out)
 {
 	memset(out, 0, (size_t)nkeys * sizeof(*out));

@@ -79,6 +79,13 @@ struct ulma_ct_totals {
 };
 int ulma_calltree_totals(const struct ulma_calltree *t, uint32_t nkeys, struct ulma_ct_totals *out);
 
+/* Fill `to` (initialised, empty) with `from` where direct recursion is
+ * folded: a node of its parent's function is merged into the parent (its
+ * calls, self time and children), so no stack holds a function twice in a
+ * row.  Node times stay those of the outermost frames.  Returns 0 or
+ * -ENOMEM. */
+int ulma_calltree_fold_recursion(struct ulma_calltree *to, const struct ulma_calltree *from);
+
 /* A sink feeding the tree (set ctx and tree to it). */
 extern const struct ulma_walk_sink ulma_calltree_sink_template;
 

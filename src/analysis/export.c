@@ -13,6 +13,11 @@ const struct ulma_export_format ulma_export_formats[] = {
 	{"callgrind", "callgrind profile for KCachegrind and callgrind_annotate", ulma_export_callgrind, false},
 	{"html", "self-contained HTML report: flame graph, function table, timeline", ulma_export_html, false},
 	{"ctf", "CTF 1.8 directory for babeltrace2 and Trace Compass (entry/exit events, cpu_id)", ulma_export_ctf, true},
+#ifdef ULMA_HAVE_OTF2
+	{"otf2", "OTF2 archive directory for Vampir, Scalasca and otf2-print (enter/leave, metrics)", ulma_export_otf2, true},
+#else
+	{"otf2", "OTF2 archive directory (not in this build: it needs the OTF2 library)", NULL, true},
+#endif
 	{NULL, NULL, NULL, false},
 };
 

@@ -7,7 +7,8 @@
  * docs/exports.md describes each format and how it was checked.
  *
  * Each writer returns 0, -EPROTO for a corrupt trace (the reason in
- * st->error), -EIO if the output could not be written, or another negative
+ * st->error), -EIO if the output could not be written, -EFBIG for an
+ * output it refuses to write (the reason in why), or another negative
  * errno.
  */
 #ifndef ULMA_EXPORT_H
@@ -30,6 +31,7 @@ struct ulma_export_result {
 	uint64_t frames;  /* frames kept by the filters */
 	bool complete;    /* the trace had its END */
 	bool read_error;  /* the trace could not be read (an -EIO not about the output) */
+	char why[256];    /* with -EFBIG: why the output was refused (folded: its size) */
 };
 
 typedef int (*ulma_export_fn)(FILE *in, const struct ulma_export_opts *o, FILE *out, const char *dir,
@@ -38,14 +40,14 @@ typedef int (*ulma_export_fn)(FILE *in, const struct ulma_export_opts *o, FILE *
 struct ulma_export_format {
 	const char *name;
 	const char *about;  /* one line for the usage text */
-	ulma_export_fn write;
+	ulma_export_fn write; /* NULL: a format this build left out */
 	bool directory;     /* writes into dir, not out */
 };
 
 /* The formats, ended by a NULL name. */
 extern const struct ulma_export_format ulma_export_formats[];
 
-/* The format called name, or NULL. */
+/* The format called name, or NULL.  Its write may be NULL (see above). */
 const struct ulma_export_format *ulma_export_find(const char *name);
 
 int ulma_export_pstats(FILE *in, const struct ulma_export_opts *o, FILE *out, const char *dir,
@@ -64,6 +66,10 @@ int ulma_export_html(FILE *in, const struct ulma_export_opts *o, FILE *out, cons
 		     struct ulma_export_result *res);
 int ulma_export_ctf(FILE *in, const struct ulma_export_opts *o, FILE *out, const char *dir,
 		    struct ulma_export_result *res);
+/* export_otf2.c, built only with the OTF2 library (ULMA_HAVE_OTF2); the
+ * table lists otf2 either way, with a NULL write where it is missing. */
+int ulma_export_otf2(FILE *in, const struct ulma_export_opts *o, FILE *out, const char *dir,
+		     struct ulma_export_result *res);
 
 /* Shared by the writers: initialise w with o's filter, run it over in with
  * sink, fill res.  The caller frees w (ulma_walk_free) in every case. */

@@ -8,7 +8,14 @@
  * inclusive cost from the calls into it (callgrind_annotate sums them), so
  * an edge carries the callee's time only where the callee was not already
  * active on the thread (callgraph.h's incl_ns): recursion is then counted
- * once, as ulma's total time counts it.  The outermost frames of each
+ * once, as ulma's total time counts it.  But KCachegrind adds a function's
+ * self cost to the calls out of it, and finds cycles only through calls
+ * that cost something: so a function re-entered through another one is
+ * written, as callgrind's --separate-recs writes it, as another function
+ * per level, `f'2`, `f'3` (up to LEVELS, which takes the deeper ones), and
+ * the call into it carries its whole time.  Only direct recursion (f
+ * calling f), which the tools leave out of inclusive costs, is a call of
+ * 0 ns.  The outermost frames of each
  * thread are calls from one synthetic function, "(all threads)" in file
  * "~", so that a function that is sometimes a thread's root and sometimes
  * called (builtins.exec) keeps all its time.
@@ -28,6 +35,8 @@
 #include "export_text.h"
 #include "ulma/shm.h"
 
+#define LEVELS 8 /* recursion levels written as functions of their own (callgraph.h) */
+
 struct cg_names {
 	char **base;        /* per key: the cleaned name, NULL if never called */
 	char **fn;          /* per key: the name written (base, or base [file:line]) */
@@ -36,6 +45,7 @@ struct cg_names {
 	uint32_t nfiles;
 	bool *fn_written;   /* name already defined once */
 	bool *file_written;
+	uint32_t nkeys;     /* entries of base, fn, file_id, fn_written */
 };
 
 static void put_clean(struct ulma_sbuf *b, const char *s)
@@ -90,10 +100,28 @@ static int file_id_of(struct cg_names *n, const char *path, uint32_t *id)
 }
 
 /* Names for the keys that were called; shared names get their location. */
+/* Keys of g: the functions' and their recursion levels'. */
+static uint32_t nkeys(const struct ulma_walk *w, const struct ulma_callgraph *g)
+{
+	uint32_t n = g->nbase + g->nlevel_keys;
+	return n > w->nfuncs ? n : w->nfuncs;
+}
+
+/* The function key k names (at *level), or NULL for none that was called. */
+static const struct ulma_walk_func *func_of(const struct ulma_walk *w, const struct ulma_callgraph *g, uint32_t k,
+					    uint32_t *level)
+{
+	uint32_t base = ulma_callgraph_level(g, k, level);
+	if (base >= w->nfuncs || w->funcs[base].key != base || k >= g->nfuncs || g->funcs[k].calls == 0)
+		return NULL;
+	return &w->funcs[base];
+}
+
 static int make_names(const struct ulma_walk *w, const struct ulma_callgraph *g, struct cg_names *n)
 {
-	uint32_t nf = w->nfuncs ? w->nfuncs : 1, used = 0;
+	uint32_t nf = nkeys(w, g) ? nkeys(w, g) : 1, used = 0;
 	int err = 0;
+	n->nkeys = nf;
 	n->base = calloc(nf, sizeof(*n->base));
 	n->fn = calloc(nf, sizeof(*n->fn));
 	n->file_id = calloc(nf, sizeof(*n->file_id));
@@ -103,28 +131,37 @@ static int make_names(const struct ulma_walk *w, const struct ulma_callgraph *g,
 	char **sorted = calloc(nf, sizeof(*sorted));
 	if (!n->base || !n->fn || !n->file_id || !n->files || !n->fn_written || !n->file_written || !sorted)
 		err = -ENOMEM;
-	for (uint32_t k = 0; k < w->nfuncs && !err; k++) {
-		if (w->funcs[k].key != k || k >= g->nfuncs || g->funcs[k].calls == 0)
+	for (uint32_t k = 0; k < nf && !err; k++) {
+		uint32_t level;
+		const struct ulma_walk_func *f = func_of(w, g, k, &level);
+		if (!f)
 			continue;
-		if (!(n->base[k] = clean(w->funcs[k].name)))
+		if (!(n->base[k] = clean(f->name)))
 			err = -ENOMEM;
 		else
-			err = file_id_of(n, w->funcs[k].file, &n->file_id[k]);
+			err = file_id_of(n, f->file, &n->file_id[k]);
 		n->fn[k] = n->base[k];
-		sorted[used++] = n->base[k];
+		if (level == 1) /* a function's levels share its name */
+			sorted[used++] = n->base[k];
 	}
 	if (!err)
 		qsort(sorted, used, sizeof(*sorted), cmp_str);
-	for (uint32_t k = 0; k < w->nfuncs && !err; k++) {
+	for (uint32_t k = 0; k < nf && !err; k++) {
 		if (!n->base[k])
 			continue;
 		char **hit = bsearch(&n->base[k], sorted, used, sizeof(*sorted), cmp_str);
 		bool shared = hit && ((hit > sorted && strcmp(hit[-1], n->base[k]) == 0) ||
 				      (hit + 1 < sorted + used && strcmp(hit[1], n->base[k]) == 0));
-		if (!shared)
+		uint32_t level;
+		const struct ulma_walk_func *f = func_of(w, g, k, &level);
+		if (!shared && level == 1)
 			continue;
 		struct ulma_sbuf b = {0};
-		ulma_sbuf_printf(&b, "%s [%s:%u]", n->base[k], n->files[n->file_id[k] - 1], w->funcs[k].line);
+		ulma_sbuf_puts(&b, n->base[k]);
+		if (shared)
+			ulma_sbuf_printf(&b, " [%s:%u]", n->files[n->file_id[k] - 1], f->line);
+		if (level > 1)
+			ulma_sbuf_printf(&b, "'%u", level);
 		if (b.nomem)
 			err = -ENOMEM;
 		n->fn[k] = b.p;
@@ -133,9 +170,9 @@ static int make_names(const struct ulma_walk *w, const struct ulma_callgraph *g,
 	return err;
 }
 
-static void free_names(const struct ulma_walk *w, struct cg_names *n)
+static void free_names(struct cg_names *n)
 {
-	for (uint32_t k = 0; n->fn && n->base && k < w->nfuncs; k++) {
+	for (uint32_t k = 0; n->fn && n->base && k < n->nkeys; k++) {
 		if (n->fn[k] != n->base[k])
 			free(n->fn[k]);
 		free(n->base[k]);
@@ -181,14 +218,16 @@ static int write_roots(struct ulma_sbuf *b, const struct ulma_walk *w, const str
 		return err;
 	ulma_sbuf_puts(b, "\n");
 	put_file(b, n, "fl", tilde);
-	ulma_sbuf_printf(b, "fn=(%u) (all threads)\n0 0\n", w->nfuncs + 1);
-	for (uint32_t k = 0; k < w->nfuncs && k < g->nfuncs; k++) {
+	ulma_sbuf_printf(b, "fn=(%u) (all threads)\n0 0\n", n->nkeys + 1);
+	for (uint32_t k = 0; k < n->nkeys && k < g->nfuncs; k++) {
 		const struct ulma_cg_func *cf = &g->funcs[k];
-		if (!n->fn[k] || cf->root_calls == 0)
+		uint32_t level;
+		const struct ulma_walk_func *f = func_of(w, g, k, &level);
+		if (!f || !n->fn[k] || cf->root_calls == 0)
 			continue;
 		put_file(b, n, "cfi", n->file_id[k]);
 		put_fn(b, n, "cfn", k);
-		ulma_sbuf_printf(b, "calls=%llu %u\n0 %llu\n", (unsigned long long)cf->root_calls, w->funcs[k].line,
+		ulma_sbuf_printf(b, "calls=%llu %u\n0 %llu\n", (unsigned long long)cf->root_calls, f->line,
 				 (unsigned long long)cf->root_ns);
 	}
 	return 0;
@@ -200,8 +239,9 @@ static int write_callgrind(FILE *out, const struct ulma_walk *w, const struct ul
 	struct ulma_sbuf b = {0};
 	int err = make_names(w, g, &n);
 	uint64_t total = 0;
-	for (uint32_t k = 0; k < w->nfuncs && k < g->nfuncs; k++)
-		if (w->funcs[k].key == k)
+	uint32_t level;
+	for (uint32_t k = 0; k < nkeys(w, g) && k < g->nfuncs; k++)
+		if (func_of(w, g, k, &level))
 			total += g->funcs[k].self_ns;
 	char note[ULMA_WALK_NOTE_MAX];
 	ulma_walk_times_note(w, note, sizeof(note));
@@ -210,11 +250,11 @@ static int write_callgrind(FILE *out, const struct ulma_walk *w, const struct ul
 	ulma_sbuf_printf(&b, "\npositions: line\nevents: ns\nsummary: %llu\n", (unsigned long long)total);
 	if (!err)
 		err = write_roots(&b, w, g, &n);
-	for (uint32_t k = 0; k < w->nfuncs && k < g->nfuncs && !err; k++) {
+	for (uint32_t k = 0; k < n.nkeys && k < g->nfuncs && !err; k++) {
 		const struct ulma_cg_func *cf = &g->funcs[k];
-		if (!n.fn || !n.fn[k])
+		const struct ulma_walk_func *f = func_of(w, g, k, &level);
+		if (!n.fn || !n.fn[k] || !f)
 			continue;
-		const struct ulma_walk_func *f = &w->funcs[k];
 		ulma_sbuf_puts(&b, "\n");
 		put_file(&b, &n, "fl", n.file_id[k]);
 		put_fn(&b, &n, "fn", k);
@@ -223,8 +263,10 @@ static int write_callgrind(FILE *out, const struct ulma_walk *w, const struct ul
 			const struct ulma_cg_edge *ed = &g->edges[e];
 			put_file(&b, &n, "cfi", n.file_id[ed->callee]);
 			put_fn(&b, &n, "cfn", ed->callee);
+			uint32_t callee_level;
 			ulma_sbuf_printf(&b, "calls=%llu %u\n%u %llu\n", (unsigned long long)ed->calls,
-					 w->funcs[ed->callee].line, f->line, (unsigned long long)ed->incl_ns);
+					 func_of(w, g, ed->callee, &callee_level)->line, f->line,
+					 (unsigned long long)ed->incl_ns);
 		}
 		if (b.len >= 65536)
 			err = ulma_sbuf_flush(&b, out);
@@ -233,7 +275,7 @@ static int write_callgrind(FILE *out, const struct ulma_walk *w, const struct ul
 	if (!err)
 		err = ulma_sbuf_flush(&b, out);
 	ulma_sbuf_free(&b);
-	free_names(w, &n);
+	free_names(&n);
 	return err;
 }
 
@@ -241,5 +283,5 @@ int ulma_export_callgrind(FILE *in, const struct ulma_export_opts *o, FILE *out,
 			  struct ulma_export_result *res)
 {
 	(void)dir;
-	return ulma_callgraph_export(in, o, out, res, write_callgrind);
+	return ulma_callgraph_export(in, o, out, res, LEVELS, write_callgrind);
 }

@@ -6,7 +6,15 @@
  * where VALUE is the stack's self time in whole microseconds (or, with
  * --counts, how many times it was entered).  Frames are `name (file:line)`
  * for Python functions, zones and native functions with debug information,
- * and `name` for C functions and other native ones.  The format has no
+ * and `name` for C functions and other native ones; the file is short
+ * (short_path.h: relative to the program's directory, `<stdlib>/` and
+ * `<site>/` for the standard library and installed packages).
+ *
+ * Direct recursion is folded (calltree.h): f calling f is one frame f,
+ * holding the calls and self time of all of them, so a recursion 100,000
+ * deep is one line, not 100,000 lines of up to 100,000 frames.  Mutual
+ * recursion still nests; an output that would pass MAX_BYTES is refused
+ * before anything is written, with the size it would reach.  The format has no
  * quoting, so a frame never holds ';', '%', a control character or a
  * Unicode line separator raw: their UTF-8 bytes are written %XX (e.g. %3B),
  * which keeps names readable and reversible (URL percent-decoding).
@@ -23,7 +31,10 @@
 #include "calltree.h"
 #include "export.h"
 #include "export_text.h"
+#include "short_path.h"
 #include "ulma/shm.h"
+
+#define MAX_BYTES (UINT64_C(1) << 30)
 
 static void put_frame_text(struct ulma_sbuf *b, const char *s)
 {
@@ -51,7 +62,7 @@ static void put_frame_text(struct ulma_sbuf *b, const char *s)
 }
 
 /* The frame label of every function key. */
-static char **make_labels(const struct ulma_walk *w)
+static char **make_labels(const struct ulma_walk *w, const char *program_dir)
 {
 	char **labels = calloc(w->nfuncs ? w->nfuncs : 1, sizeof(*labels));
 	if (!labels)
@@ -63,8 +74,10 @@ static char **make_labels(const struct ulma_walk *w)
 		struct ulma_sbuf b = {0};
 		put_frame_text(&b, *f->name ? f->name : "?");
 		if (ulma_walk_func_located(f)) {
+			const char *prefix, *tail = ulma_short_path(program_dir, f->file, &prefix);
 			ulma_sbuf_puts(&b, " (");
-			put_frame_text(&b, f->file);
+			ulma_sbuf_puts(&b, prefix);
+			put_frame_text(&b, tail);
 			ulma_sbuf_printf(&b, ":%u)", f->line);
 		}
 		if (b.nomem) {
@@ -79,14 +92,60 @@ static char **make_labels(const struct ulma_walk *w)
 	return labels;
 }
 
-static int write_folded(FILE *out, const struct ulma_walk *w, const struct ulma_calltree *t, bool counts)
+static void human_bytes(uint64_t b, char *buf, size_t cap)
 {
-	char **labels = make_labels(w);
+	static const char *const units[] = {"bytes", "KiB", "MiB", "GiB", "TiB", "PiB"};
+	double v = (double)b;
+	int u = 0;
+	while (v >= 1024 && u < 5) {
+		v /= 1024;
+		u++;
+	}
+	snprintf(buf, cap, u ? "%.1f %s" : "%.0f %s", v, units[u]);
+}
+
+/* 0, or -EFBIG with the reason in res when the lines would pass MAX_BYTES
+ * (each node's stack and a value of up to 20 digits: an upper bound). */
+static int check_size(const struct ulma_calltree *t, char **labels, struct ulma_export_result *res)
+{
+	uint64_t *len = malloc((size_t)t->nnodes * sizeof(*len)), bytes = 0;
+	uint32_t deepest = 0;
+	if (!len)
+		return -ENOMEM;
+	len[ULMA_CALLTREE_ROOT] = 0;
+	for (uint32_t n = 1; n < t->nnodes; n++) { /* parents come first */
+		const struct ulma_ct_node *nd = &t->nodes[n];
+		const char *label = labels[nd->key] ? labels[nd->key] : "?";
+		len[n] = len[nd->parent] + (nd->parent != ULMA_CALLTREE_ROOT) + strlen(label);
+		if (nd->self_ns || nd->calls)
+			bytes += len[n] + 22;
+		if (nd->depth > deepest)
+			deepest = nd->depth;
+	}
+	free(len);
+	if (bytes <= MAX_BYTES)
+		return 0;
+	char size[32], max[32];
+	human_bytes(bytes, size, sizeof(size));
+	human_bytes(MAX_BYTES, max, sizeof(max));
+	snprintf(res->why, sizeof(res->why),
+		 "folded stacks would take up to %s (%u frames deep with direct recursion folded), over the %s limit:"
+		 " narrow it with --min-duration, --from/--to, --thread or --exclude",
+		 size, deepest, max);
+	return -EFBIG;
+}
+
+static int write_folded(FILE *out, const struct ulma_walk *w, const struct ulma_calltree *t, bool counts,
+			struct ulma_export_result *res)
+{
+	char dir[4096];
+	ulma_short_path_program(w, dir, sizeof(dir));
+	char **labels = make_labels(w, dir);
 	size_t *cut = NULL; /* path length before each depth's frame */
 	uint32_t cut_cap = 0;
 	struct ulma_sbuf path = {0}, line = {0};
 	uint64_t cum_ns = 0, written_us = 0;
-	int err = labels ? 0 : -ENOMEM;
+	int err = labels ? check_size(t, labels, res) : -ENOMEM;
 	uint32_t n = t->nodes[ULMA_CALLTREE_ROOT].first_child;
 	while (n && !err) {
 		const struct ulma_ct_node *nd = &t->nodes[n];
@@ -153,18 +212,26 @@ int ulma_export_folded(FILE *in, const struct ulma_export_opts *o, FILE *out, co
 		       struct ulma_export_result *res)
 {
 	struct ulma_walk w;
-	struct ulma_calltree t;
+	struct ulma_calltree t, folded;
 	(void)dir;
 	int err = ulma_calltree_init(&t);
 	if (err)
 		return err;
+	err = ulma_calltree_init(&folded);
+	if (err) {
+		ulma_calltree_free(&t);
+		return err;
+	}
 	struct ulma_walk_sink sink = ulma_calltree_sink_template;
 	sink.ctx = &t;
 	sink.tree = &t;
 	err = ulma_export_walk(in, o, &w, &sink, res);
 	if (!err)
-		err = write_folded(out, &w, &t, o->counts);
+		err = ulma_calltree_fold_recursion(&folded, &t);
 	ulma_calltree_free(&t);
+	if (!err)
+		err = write_folded(out, &w, &folded, o->counts, res);
+	ulma_calltree_free(&folded);
 	ulma_walk_free(&w);
 	return err;
 }

@@ -127,7 +127,7 @@ struct pf_thread {
 	uint64_t memory_ns;         /* that sequence's clock */
 };
 
-/* A process's Python allocations, for its memory counter. */
+/* A process's allocations (every domain the trace records), for its memory counter. */
 struct pf_process {
 	uint32_t pid;
 	uint64_t live, peak, written; /* bytes */
@@ -540,14 +540,14 @@ static struct pf_process *process_of(struct perfetto *c, uint32_t pid)
 	return p;
 }
 
-/* The process's live bytes as a value of its "python memory" counter, on
+/* The process's live bytes as a value of its memory counter, on
  * the thread's memory sequence. */
 static void memory_value(struct perfetto *c, const struct ulma_walk *w, uint32_t thread, struct pf_process *p,
 			 uint64_t at_ns)
 {
 	struct pf_thread *pt = &c->threads[thread];
 	if (!p->track) {
-		child_descriptor(c, UUID_MEMORY | p->pid, UUID_PROCESS | p->pid, "python memory (live bytes)", true);
+		child_descriptor(c, UUID_MEMORY | p->pid, UUID_PROCESS | p->pid, "memory (live bytes)", true);
 		p->track = true;
 	}
 	if (!pt->memory_started) {

@@ -31,6 +31,7 @@ void ulma_mpi_view_free(struct ulma_mpi_view *v)
 	for (uint32_t i = 0; i < v->nthreads; i++)
 		free(v->threads[i].stack);
 	free(v->ranks);
+	free(v->own_host);
 	free(v->messages);
 	free(v->is_mpi);
 	free(v->threads);
@@ -43,8 +44,15 @@ void ulma_mpi_view_free(struct ulma_mpi_view *v)
 
 int ulma_mpi_view_rank(struct ulma_mpi_view *v, const struct ulma_trace_rank *rk)
 {
-	if (!rk->merged)
-		return 0; /* a rank's own trace: nothing to match across ranks */
+	if (!rk->merged) { /* a rank's own trace: nothing to match across ranks */
+		free(v->own_host);
+		if (!(v->own_host = ulma_strndup(rk->host, rk->host_len)))
+			return -ENOMEM;
+		v->is_rank = true;
+		v->own_rank = rk->rank;
+		v->own_size = rk->size;
+		return 0;
+	}
 	if (ulma_array_grow((void **)&v->ranks, &v->cap_ranks, v->nranks, sizeof(*v->ranks)) < 0)
 		return -ENOMEM;
 	struct ulma_mpi_rank_row *r = &v->ranks[v->nranks];

@@ -44,6 +44,9 @@ struct ulma_mpi_message {
 };
 
 struct ulma_mpi_view {
+	bool is_rank;                 /* a rank's own trace: the three below say which */
+	uint32_t own_rank, own_size;
+	char *own_host;
 	bool merged;                  /* the trace has rank records of a merge */
 	struct ulma_trace_merge merge; /* what the merge did */
 	struct ulma_mpi_rank_row *ranks;

@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "display_width.h"
 #include "export_text.h"
 #include "overhead.h"
 #include "profile_objects.h"
@@ -204,30 +205,40 @@ const char *ulma_summary_split_method(const struct ulma_summary *s)
 /* s with each character the terminal must not get raw shown as '?': a
  * control (newlines, escape sequences, U+2028, ...) or invalid UTF-8
  * (ulma_terminal_char).  Function names and command lines are the traced
- * program's to choose.  At most `max` (> 3) characters: a longer s is cut
- * before a whole character and ends in "...", so the cut shows.  Returns
- * the characters written. */
+ * program's to choose.  At most `max` (> 3) columns (display_width.h: a
+ * CJK character or an emoji takes two, a combining mark none): a wider s
+ * is cut before a whole character and ends in "...", so the cut shows.
+ * Returns the columns written. */
 size_t ulma_summary_put_printable(FILE *out, const char *s, size_t max)
 {
 	const unsigned char *p = (const unsigned char *)s;
-	size_t n = strlen(s), chars = 0;
+	size_t n = strlen(s), cols = 0;
 	bool printable;
-	for (size_t left = n; left; chars++) /* count first: is there a cut? */
-		left -= ulma_terminal_char(p + (n - left), left, &printable);
-	bool cut = chars > max;
-	size_t keep = cut ? max - (sizeof(CUT_MARK) - 1) : chars;
-	for (size_t i = 0; i < keep; i++) {
+	for (size_t left = n; left;) { /* measure first: is there a cut? */
+		size_t k = ulma_terminal_char(p + (n - left), left, &printable);
+		cols += printable ? ulma_display_width(ulma_utf8_code_point(p + (n - left), k)) : 1;
+		left -= k;
+	}
+	bool cut = cols > max;
+	size_t room = cut ? max - (sizeof(CUT_MARK) - 1) : cols, written = 0;
+	while (n) {
 		size_t k = ulma_terminal_char(p, n, &printable);
+		size_t w = printable ? ulma_display_width(ulma_utf8_code_point(p, k)) : 1;
+		if (written + w > room)
+			break;
 		if (printable)
 			fwrite(p, 1, k, out);
 		else
 			fputc('?', out);
+		written += w;
 		p += k;
 		n -= k;
 	}
-	if (cut)
+	if (cut) {
 		fputs(CUT_MARK, out);
-	return cut ? max : chars;
+		written += sizeof(CUT_MARK) - 1;
+	}
+	return written;
 }
 
 /* One row per process, in order of appearance, with its command where known. */

@@ -53,7 +53,7 @@ void ulma_summary_memory_func_json(FILE *out, const struct ulma_summary *s, uint
 		return;
 	uint32_t count, first = ulma_obj_rows_of(objects, nobjects, func, &count);
 	fputs(", \"objects\": ", out);
-	objects_json(out, s->profile, objects + first, count);
+	objects_json(out, s->profile, count ? objects + first : NULL, count); /* objects is NULL without rows */
 	struct ulma_mem_func m = ulma_profile_memory_func(s->profile, func);
 	fprintf(out,
 		", \"alloc_count\": %llu, \"alloc_bytes\": %llu, \"free_count\": %llu, \"net_bytes\": %llu, "

@@ -25,6 +25,11 @@ static const char *func_name(const struct ulma_summary *s, uint32_t f)
 void ulma_summary_mpi_json(FILE *out, const struct ulma_summary *s)
 {
 	const struct ulma_mpi_view *v = s->mpi;
+	if (v && v->is_rank && !v->merged) {
+		fprintf(out, "\"mpi_rank\": {\"rank\": %u, \"size\": %u, \"host\": ", v->own_rank, v->own_size);
+		ulma_summary_json_string(out, v->own_host);
+		fputs("},\n", out);
+	}
 	if (!v || !v->merged)
 		return;
 	fputs("\"ranks\": [", out);
@@ -82,6 +87,11 @@ void ulma_summary_mpi_json(FILE *out, const struct ulma_summary *s)
 void ulma_summary_mpi_text(FILE *out, const struct ulma_summary *s)
 {
 	const struct ulma_mpi_view *v = s->mpi;
+	if (v && v->is_rank && !v->merged) {
+		fprintf(out, "\nMPI: rank %u of %u, on ", v->own_rank, v->own_size);
+		ulma_summary_put_printable(out, v->own_host, 64);
+		fputs("; `ulma merge` its directory for every rank's view (docs/mpi.md)\n", out);
+	}
 	if (!v || !v->merged)
 		return;
 	uint64_t matched = 0;

