@@ -84,14 +84,33 @@ bool ulma_is_own_method(const PyMethodDef *ml);
 #define ULMA_REQUEST_EXTRA _PyEval_RequestCodeExtraIndex
 #endif
 
-static inline uint32_t ulma_code_id(PyCodeObject *co)
+#if PY_VERSION_HEX < 0x030C0000
+/* What co_extra points to on 3.9-3.11 (CPython's _PyCodeObjectExtra,
+ * internal/pycore_code.h, the same since 3.6): read inline by the profile
+ * hook, which saves _PyCode_GetExtra's call and type check on every event. */
+struct ulma_code_extra {
+	Py_ssize_t size;
+	void *extras[1];
+};
+
+static inline void *ulma_code_extra_get(PyCodeObject *co, Py_ssize_t index)
+{
+	const struct ulma_code_extra *ce = (const struct ulma_code_extra *)co->co_extra;
+	return ce && (size_t)index < (size_t)ce->size ? ce->extras[index] : NULL;
+}
+#else
+static inline void *ulma_code_extra_get(PyCodeObject *co, Py_ssize_t index)
 {
 	void *extra;
-	if (ULMA_LIKELY(ULMA_CODE_GET_EXTRA((PyObject *)co, ulma_tracer.extra_index, &extra) == 0)) {
-		uintptr_t v = (uintptr_t)extra;
-		if (ULMA_LIKELY((uint32_t)(v >> 32) == ulma_tracer.generation))
-			return (uint32_t)v;
-	}
+	return ULMA_CODE_GET_EXTRA((PyObject *)co, index, &extra) == 0 ? extra : NULL;
+}
+#endif
+
+static inline uint32_t ulma_code_id(PyCodeObject *co)
+{
+	uintptr_t v = (uintptr_t)ulma_code_extra_get(co, ulma_tracer.extra_index);
+	if (ULMA_LIKELY((uint32_t)(v >> 32) == ulma_tracer.generation))
+		return (uint32_t)v;
 	return ulma_code_id_slow(co);
 }
 
