@@ -6,7 +6,9 @@ Without --trace, records a call-heavy trace first (fib(31), about 8.7 M
 events).  Then times `ulma report` (decode + aggregate; the goal is 20 M
 events/s) and `ulma export` in every format, each the median of --rounds
 runs, writing to a file in a temporary directory, and prints events/s and
-the output's bytes per event.
+the output's bytes per event; and `ulma diff` of the trace with itself (it
+reads the trace twice: its events/s count the trace's events once), as
+JSON and with --html.
 (Peak memory is in docs/exports.md, measured with /usr/bin/time: a forked
 child's ru_maxrss counts its parent's pages from before exec.)
 """
@@ -63,6 +65,8 @@ def main():
     for fmt in FORMATS:
         dest = os.path.join(out, "out." + fmt)
         jobs.append((fmt, [ulma, "export", trace, "--format", fmt, "-o", dest]))
+    jobs.append(("diff", [ulma, "diff", trace, trace, "--format", "json"]))
+    jobs.append(("diff --html", [ulma, "diff", trace, trace, "--format", "json", "--html", os.path.join(out, "d.html")]))
     for name, cmd in jobs:
         times = []
         for _ in range(args.rounds):
@@ -70,7 +74,7 @@ def main():
                 subprocess.run(["rm", "-rf", cmd[-1]])
             times.append(run(cmd))
         t = statistics.median(times)
-        size = output_size(cmd[-1]) if name != "report" else 0
+        size = output_size(cmd[-1]) if name not in ("report", "diff") else 0
         print("%-12s %10.2f %13.1fM %12.1f" % (name, t, events / t / 1e6, size / events))
         sys.stdout.flush()
 

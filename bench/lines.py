@@ -30,7 +30,7 @@ import subprocess
 import sys
 import tempfile
 
-from benchlib import ulma_binary, timed
+from benchlib import callgrind_counts, ulma_binary, timed
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 WORKLOADS = os.path.join(HERE, "workloads")
@@ -47,30 +47,6 @@ def decorated_copy(script, function, out):
     with open(path, "w") as f:
         f.write(marked)
     return path
-
-
-def callgrind_counts(out):
-    """count(cmd): run cmd(python), where python is this interpreter under
-    callgrind, and return the instructions that interpreter ran."""
-    wrapper = os.path.join(out, "python-under-callgrind")
-    with open(wrapper, "w") as f:
-        f.write('#!/bin/sh\nexec valgrind --tool=callgrind --callgrind-out-file=%s/cg.%%p.out %s "$@"\n' % (
-            out, sys.executable))
-    os.chmod(wrapper, 0o755)
-
-    def count(cmd):
-        for name in os.listdir(out):
-            if name.startswith("cg."):
-                os.unlink(os.path.join(out, name))
-        subprocess.run(cmd(wrapper), check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        total = 0
-        for name in os.listdir(out):
-            if name.startswith("cg."):
-                with open(os.path.join(out, name)) as f:
-                    total += sum(int(line.split()[1]) for line in f if line.startswith("summary:"))
-        return total
-
-    return count
 
 
 def instructions(ulma, out):

@@ -6,9 +6,14 @@
    medians and the cost per MPI call;
 2. merge rate: `ulma merge` of --ranks ranks' traces of the same program
    with millions of native calls, events read per second of its CPU time
-   (median of --repeat), and its peak memory.
+   (median of --repeat), and its peak memory;
+3. merge memory: `ulma merge` of the program's traces at --merge-rounds
+   and 10x that many round trips (2 ranks, no other calls): peak RSS and
+   events per second of CPU at both sizes, side by side.  CPU time and
+   peak RSS come from /usr/bin/time (a child of this interpreter would
+   carry the interpreter's peak past its exec).
 
-Usage: python bench/mpi.py [--rounds N] [--calls-k K] [--ranks R] [--repeat N]
+Usage: python bench/mpi.py [--rounds N] [--calls-k K] [--ranks R] [--merge-rounds N] [--repeat N]
 """
 import argparse
 import os
@@ -38,13 +43,22 @@ def wall(cmd, cwd):
 
 
 def child_cpu_and_rss(cmd, cwd):
-    """CPU seconds and peak RSS (KiB) of cmd alone, from its wait4."""
-    p = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    _, status, ru = os.wait4(p.pid, 0)
-    p.returncode = os.waitstatus_to_exitcode(status)
+    """CPU seconds and peak RSS (KiB) of cmd alone, as /usr/bin/time measures them."""
+    p = subprocess.run(["/usr/bin/time", "-f", "%U %S %M"] + cmd, cwd=cwd, stdout=subprocess.DEVNULL,
+                       stderr=subprocess.PIPE)
     if p.returncode:
         sys.exit("bench: %s failed" % " ".join(cmd))
-    return ru.ru_utime + ru.ru_stime, ru.ru_maxrss
+    user, system, rss = p.stderr.decode().split()[-3:]
+    return float(user) + float(system), int(rss)
+
+
+def merge_figures(ulma, traces, repeat, cwd):
+    """Median CPU seconds, last peak RSS (KiB) and events of `ulma merge traces`."""
+    cpus, rss = [], 0
+    for _ in range(repeat):
+        cpu, rss = child_cpu_and_rss([ulma, "merge", traces, "-o", traces + ".trace"], cwd)
+        cpus.append(cpu)
+    return statistics.median(cpus), rss, events_of(ulma, traces + ".trace", cwd)
 
 
 def events_of(ulma, trace, cwd):
@@ -58,10 +72,13 @@ def main():
     ap.add_argument("--rounds", type=int, default=100000)
     ap.add_argument("--calls-k", type=int, default=4000)
     ap.add_argument("--ranks", type=int, default=4)
+    ap.add_argument("--merge-rounds", type=int, default=50000)
     ap.add_argument("--repeat", type=int, default=3)
     a = ap.parse_args()
     if not shutil.which("mpirun") or not shutil.which("mpicc"):
         sys.exit("bench: Open MPI (mpirun, mpicc) is needed")
+    if not os.access("/usr/bin/time", os.X_OK):
+        sys.exit("bench: /usr/bin/time is needed (Debian's time)")
     ulma = ulma_binary()
     with tempfile.TemporaryDirectory() as d:
         prog = os.path.join(d, "messages")
@@ -82,15 +99,19 @@ def main():
               "then %.2f us more per MPI call" % (mp, mt, mt / mp, fixed, (mt - mp - fixed) / per_rank_calls * 1e6))
         subprocess.run(mpirun(a.ranks, [ulma, "run", "--no-live", "--summary", "none", "-o", "big", prog, "1000",
                                         str(a.calls_k)]), cwd=d, check=True, stdout=subprocess.DEVNULL)
-        rates, rss = [], 0
-        for _ in range(a.repeat):
-            cpu, rss = child_cpu_and_rss([ulma, "merge", "big", "-o", "all.trace"], d)
-            rates.append(cpu)
-        events = events_of(ulma, "all.trace", d)
-        cpu = statistics.median(rates)
-        size = os.path.getsize(os.path.join(d, "all.trace"))
-        print("merge of %d ranks, %d events (%.1f MB merged): %.3f s of CPU, %.1f M events/s, peak RSS %.0f MB"
+        cpu, rss, events = merge_figures(ulma, "big", a.repeat, d)
+        size = os.path.getsize(os.path.join(d, "big.trace"))
+        print("merge of %d ranks, %d events (%.1f MB merged): %.3f s of CPU, %.1f M events/s, peak RSS %.1f MB"
               % (a.ranks, events, size / 1e6, cpu, events / cpu / 1e6, rss / 1024))
+        print("merge memory against messages (2 ranks, median of %d):" % a.repeat)
+        for rounds in (a.merge_rounds, 10 * a.merge_rounds):
+            traces = "msgs%d" % rounds
+            subprocess.run(mpirun(2, [ulma, "run", "--no-live", "--summary", "none", "-o", traces, prog, str(rounds),
+                                      "0"]), cwd=d, check=True, stdout=subprocess.DEVNULL)
+            cpu, rss, events = merge_figures(ulma, traces, a.repeat, d)
+            rate = "%.1f M events/s" % (events / cpu / 1e6) if cpu else "too fast to time"
+            print("  %7d round trips (%d messages), %d events: %.2f s of CPU, %s, peak RSS %.1f MB"
+                  % (rounds, 2 * rounds, events, cpu, rate, rss / 1024))
 
 
 if __name__ == "__main__":

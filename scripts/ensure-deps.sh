@@ -10,6 +10,8 @@ command -v ninja >/dev/null || need+=(ninja-build)
 # native symbols (docs/native.md): libdw through pkg-config; g++ builds the C++ test library
 command -v pkg-config >/dev/null || need+=(pkg-config)
 pkg-config --exists libdw 2>/dev/null || need+=(libdw-dev)
+# zlib: the perfetto export's compressed packets (docs/exports.md)
+pkg-config --exists zlib 2>/dev/null || need+=(zlib1g-dev)
 command -v g++ >/dev/null || need+=(g++)
 # readers the export tests check against (docs/exports.md)
 command -v callgrind_annotate >/dev/null || need+=(valgrind)
@@ -24,6 +26,8 @@ command -v mpicc >/dev/null || need+=(libopenmpi-dev)
 # two MPI "hosts" as network namespaces (tests/py/test_mpi_hosts.py)
 command -v ip >/dev/null || need+=(iproute2)
 command -v unshare >/dev/null || need+=(util-linux)
+# the merge's peak memory (tests/py/test_mpi.py, bench/mpi.py)
+[ -x /usr/bin/time ] || need+=(time)
 if [ ${#need[@]} -gt 0 ]; then
   echo "installing: ${need[*]}"
   SUDO=""; [ "$(id -u)" = 0 ] || SUDO=sudo

@@ -23,6 +23,7 @@
 struct ulma_export_opts {
 	struct ulma_walk_filter filter;
 	bool counts; /* folded: call counts instead of self microseconds */
+	bool no_compress; /* perfetto: packets as they are, not zlib-compressed batches */
 };
 
 struct ulma_export_result {

@@ -23,6 +23,12 @@
  * Instants are instant events on the thread; counter values are counter
  * events on a counter track of the process.  Processes are named with
  * their command, threads with their last thread-name mark.
+ *
+ * By default the packets are written in batches, each batch deflated
+ * (zlib) into one packet's compressed_packets (field 50), which the trace
+ * processor inflates and reads as the packets themselves; 6 times
+ * smaller.  --no-compress (opts.no_compress), or a build without zlib,
+ * writes the packets as they are.
  */
 #include <errno.h>
 #include <math.h>
@@ -32,6 +38,9 @@
 #include "export.h"
 #include "protobuf.h"
 #include "ulma/shm.h"
+#ifdef ULMA_HAVE_ZLIB
+#include <zlib.h>
+#endif
 
 /* Field numbers, from the Perfetto protos named above. */
 enum {
@@ -42,6 +51,7 @@ enum {
 	PKT_TRACK_EVENT = 11,
 	PKT_INTERNED_DATA = 12,
 	PKT_SEQUENCE_FLAGS = 13,
+	PKT_COMPRESSED = 50,          /* compressed_packets */
 	PKT_DEFAULTS = 59,            /* trace_packet_defaults */
 	PKT_TRACK_DESCRIPTOR = 60,
 	DEF_CLOCK_ID = 58,            /* TracePacketDefaults.timestamp_clock_id */
@@ -110,7 +120,9 @@ enum { CAT_C = 1, CAT_NATIVE = 2, CAT_ZONE = 3, CAT_INSTANT = 4, CAT_COUNTER = 5
 static const char *const states[] = {NULL, "blocked", "runnable", "GIL", "running"};
 enum { STATE_RUNNING_IID = 4 };
 
-#define OUT_CAP (1u << 17)
+/* The batch compressed into one packet; and the zlib level (bench/exports.py, docs/exports.md). */
+#define OUT_CAP (1u << 15)
+#define DEFLATE_LEVEL 1
 #define OUT_FLUSH (OUT_CAP - 256) /* room for one more event packet */
 
 struct pf_thread {
@@ -149,6 +161,12 @@ struct perfetto {
 	uint32_t nbegins;
 	uint8_t *buf; /* OUT_CAP bytes */
 	size_t len;
+#ifdef ULMA_HAVE_ZLIB
+	z_stream z;
+	bool deflating;   /* z is initialized: batches are compressed */
+	uint8_t *zbuf;    /* a compressed batch */
+	size_t zcap;
+#endif
 	int err;
 	struct pf_thread *threads;
 	uint32_t nthreads;
@@ -159,12 +177,85 @@ struct perfetto {
 	uint32_t nprocs;
 };
 
+static void write_out(struct perfetto *c, const uint8_t *p, size_t n)
+{
+	if (n && !c->err && fwrite(p, 1, n, c->out) != n)
+		c->err = -EIO;
+}
+
+#ifdef ULMA_HAVE_ZLIB
+/* Start compressing, if the options ask for it; false when they don't. */
+static int deflate_start(struct perfetto *c, const struct ulma_export_opts *o)
+{
+	if (o->no_compress)
+		return 0;
+	if (deflateInit(&c->z, DEFLATE_LEVEL) != Z_OK)
+		return -ENOMEM;
+	c->zcap = deflateBound(&c->z, OUT_CAP);
+	c->zbuf = malloc(c->zcap);
+	if (!c->zbuf) {
+		deflateEnd(&c->z);
+		return -ENOMEM;
+	}
+	c->deflating = true;
+	return 0;
+}
+
+static void deflate_end(struct perfetto *c)
+{
+	if (c->deflating)
+		deflateEnd(&c->z);
+	free(c->zbuf);
+}
+
+/* The batch, deflated, as one packet's compressed_packets. */
 static void flush(struct perfetto *c)
 {
-	if (c->len && !c->err && fwrite(c->buf, 1, c->len, c->out) != c->len)
-		c->err = -EIO;
+	if (!c->deflating || !c->len) {
+		write_out(c, c->buf, c->len);
+		c->len = 0;
+		return;
+	}
+	c->z.next_in = c->buf;
+	c->z.avail_in = (uInt)c->len;
+	c->z.next_out = c->zbuf;
+	c->z.avail_out = (uInt)c->zcap;
+	int rc = deflate(&c->z, Z_FINISH);
+	size_t n = c->zcap - c->z.avail_out;
+	deflateReset(&c->z);
+	c->len = 0;
+	if (rc != Z_STREAM_END) {
+		c->err = c->err ? c->err : -ENOMEM;
+		return;
+	}
+	uint8_t head[2 * ULMA_PB_FIELD_MAX];
+	uint8_t *e = ulma_pb_varint(ulma_pb_key(head, PKT_COMPRESSED, ULMA_PB_BYTES), n);
+	size_t inner = (size_t)(e - head) + n;
+	uint8_t outer[ULMA_PB_FIELD_MAX];
+	uint8_t *f = ulma_pb_varint(ulma_pb_key(outer, TRACE_PACKET, ULMA_PB_BYTES), inner);
+	write_out(c, outer, (size_t)(f - outer));
+	write_out(c, head, (size_t)(e - head));
+	write_out(c, c->zbuf, n);
+}
+#else
+static int deflate_start(struct perfetto *c, const struct ulma_export_opts *o)
+{
+	(void)c;
+	(void)o;
+	return 0;
+}
+
+static void deflate_end(struct perfetto *c)
+{
+	(void)c;
+}
+
+static void flush(struct perfetto *c)
+{
+	write_out(c, c->buf, c->len);
 	c->len = 0;
 }
+#endif
 
 /* Append a packet whose body is body[0..n). */
 static void put_packet(struct perfetto *c, const uint8_t *body, size_t n)
@@ -679,7 +770,8 @@ int ulma_export_perfetto(FILE *in, const struct ulma_export_opts *o, FILE *out, 
 	struct ulma_walk w;
 	(void)dir;
 	c.buf = malloc(OUT_CAP);
-	if (!c.buf) {
+	if (!c.buf || deflate_start(&c, o)) {
+		free(c.buf);
 		memset(res, 0, sizeof(*res));
 		return -ENOMEM;
 	}
@@ -708,6 +800,7 @@ int ulma_export_perfetto(FILE *in, const struct ulma_export_opts *o, FILE *out, 
 	ulma_idmap_free(&c.pids);
 	ulma_idmap_free(&c.counters);
 	free(c.buf);
+	deflate_end(&c);
 	ulma_walk_free(&w);
 	return err;
 }

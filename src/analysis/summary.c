@@ -280,8 +280,14 @@ static void print_lanes(FILE *out, const struct ulma_summary *s)
 		"off a CPU):\n",
 		(double)s->duration_ns / 1e9);
 	for (uint32_t i = 0; i < p->nthreads && i < 32; i++)
-		if (s->lanes[i])
-			fprintf(out, "%8u/%-8u |%s|\n", p->threads[i].pid, p->threads[i].tid, s->lanes[i]);
+		if (s->lanes[i]) {
+			fprintf(out, "%8u/%-8u |%s|", p->threads[i].pid, p->threads[i].tid, s->lanes[i]);
+			if (p->threads[i].name) { /* the thread's last name (docs/hooks.md, "Thread names") */
+				fputc(' ', out);
+				ulma_summary_put_printable(out, p->threads[i].name, 40);
+			}
+			fputc('\n', out);
+		}
 	if (p->nthreads > 32)
 		fprintf(out, "  (%u more threads in the JSON report)\n", p->nthreads - 32);
 }

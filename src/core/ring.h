@@ -23,7 +23,9 @@
 #define ULMA_RING_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "ulma/shm.h"
 
@@ -50,24 +52,38 @@ struct ulma_ring_writer {
  * Returns false if the record must be dropped. */
 bool ulma_ring_make_room(struct ulma_ring_writer *w);
 
+static_assert(offsetof(struct ulma_record, id) == 8 && offsetof(struct ulma_record, cpu) == 12 &&
+		      offsetof(struct ulma_record, kind) == 14 && offsetof(struct ulma_record, flags) == 15,
+	      "ulma_ring_write stores id, cpu, kind and flags as one little-endian word");
+
 /* Append one record.  Never blocks in drop mode; never fails loudly. */
 static inline void ulma_ring_write(struct ulma_ring_writer *w, uint64_t time, uint32_t id,
 				   uint32_t cpu, uint8_t kind)
 {
-	if (ULMA_UNLIKELY(w->head >= w->limit) && !ulma_ring_make_room(w)) {
-		w->lost++;
-		return;
+	uint64_t head = w->head; /* a local copy: the record's stores cannot make it reload */
+	if (ULMA_UNLIKELY(head >= w->limit)) {
+		if (!ulma_ring_make_room(w)) {
+			w->lost++;
+			return;
+		}
+		head = w->head; /* a LOST marker may have gone first */
 	}
-	struct ulma_record *r = &w->records[w->head & w->mask];
+	struct ulma_record *r = &w->records[head & w->mask];
 	r->time = time;
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	/* id, cpu, kind and flags (none) as one 8-byte store rather than four */
+	uint64_t word = id | (uint64_t)(uint16_t)cpu << 32 | (uint64_t)kind << 48;
+	memcpy((char *)r + offsetof(struct ulma_record, id), &word, sizeof word);
+#else
 	r->id = id;
 	r->cpu = (uint16_t)cpu;
 	r->kind = kind;
 	r->flags = 0;
-	w->head++;
-	if (ULMA_UNLIKELY((w->head & (ULMA_RING_BATCH - 1)) == 0))
+#endif
+	w->head = ++head;
+	if (ULMA_UNLIKELY((head & (ULMA_RING_BATCH - 1)) == 0))
 		/* release: the batch's bytes are visible before the consumer sees head */
-		atomic_store_explicit(&w->slot->head, w->head, memory_order_release);
+		atomic_store_explicit(&w->slot->head, head, memory_order_release);
 }
 
 /* Append a record for another thread (ULMA_RECF_PROXY): its frames open

@@ -12,6 +12,7 @@ int ulma_cmd_top(int argc, char **argv);    /* attach.c */
 int ulma_cmd_record(int argc, char **argv);
 int ulma_cmd_host(int argc, char **argv);   /* attach.c: the monitor of ulma.profile() */
 int ulma_cmd_export(int argc, char **argv);
+int ulma_cmd_diff(int argc, char **argv);   /* diff.c */
 int ulma_cmd_merge(int argc, char **argv);  /* merge.c: an MPI run's rank traces into one */
 /* `ulma report TRACE --html OUT`: the html export, unfiltered (export.c). */
 int ulma_report_html(const char *trace, const char *output, bool no_correction);

@@ -32,6 +32,7 @@ static void print_usage(FILE *f)
 		fprintf(f, "                         %-11s %s\n", x->name, x->about);
 	fputs("  -o, --output OUT     the file (or directory) to write; - for stdout\n"
 	      "  --counts             folded: call counts instead of self microseconds\n"
+	      "  --no-compress        perfetto: packets not zlib-compressed (larger, faster to write)\n"
 	      "  --no-correction      times as measured, the hook's own cost included (by default it is\n"
 	      "                       taken out as in the summary: docs/overhead.md)\n"
 	      "filters, which every format honours:\n"
@@ -270,6 +271,7 @@ int ulma_cmd_export(int argc, char **argv)
 		{"include", required_argument, NULL, 'i'},
 		{"exclude", required_argument, NULL, 'x'},
 		{"counts", no_argument, NULL, 'c'},
+		{"no-compress", no_argument, NULL, 'Z'},
 		{"no-correction", no_argument, NULL, 'K'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
@@ -325,6 +327,9 @@ int ulma_cmd_export(int argc, char **argv)
 		case 'c':
 			o.counts = true;
 			break;
+		case 'Z':
+			o.no_compress = true;
+			break;
 		case 'K':
 			o.filter.no_correction = true;
 			break;
@@ -368,5 +373,9 @@ int ulma_cmd_export(int argc, char **argv)
 		ulma_die_msg("the %s format writes a directory: -o needs a path", fmt->name);
 		return ULMA_EXIT_USAGE;
 	}
+#ifndef ULMA_HAVE_ZLIB
+	if (strcmp(fmt->name, "perfetto") == 0 && !o.no_compress)
+		fprintf(stderr, "ulma: built without zlib: the perfetto trace is written uncompressed\n");
+#endif
 	return export_one(fmt, argv[optind - 1], output, &o);
 }

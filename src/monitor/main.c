@@ -22,6 +22,8 @@ static const char usage[] =
 	"                                      summarise a trace file\n"
 	"  export TRACE --format FMT -o OUT    write a trace for another tool: pstats, folded, chrome,\n"
 	"                                      perfetto, speedscope, callgrind, ctf, html (docs/exports.md)\n"
+	"  diff A.trace B.trace [--format text|json] [--html OUT] [--fail-above PCT%]\n"
+	"                                      what changed between two runs, per function (docs/diff.md)\n"
 	"  merge DIR -o OUT.trace              merge an MPI run's rank traces into one (docs/mpi.md)\n"
 	"  version                             print the version\n"
 	"\n"
@@ -70,6 +72,8 @@ int main(int argc, char **argv)
 		return ulma_cmd_host(argc - 2, argv + 2);
 	if (strcmp(cmd, "export") == 0)
 		return ulma_cmd_export(argc - 2, argv + 2);
+	if (strcmp(cmd, "diff") == 0)
+		return ulma_cmd_diff(argc - 2, argv + 2);
 	if (strcmp(cmd, "merge") == 0)
 		return ulma_cmd_merge(argc - 2, argv + 2);
 	if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {

@@ -1,6 +1,7 @@
 /* merge.c - `ulma merge`: find the ranks' traces, read each once for its
- * MPI events and totals, check that they are one run's, align the clocks
- * and order the events (merge.h). */
+ * totals and clock offsets, check that they are one run's, align the
+ * clocks, replay the MPI events of all side by side into each rank's
+ * spill, and have merge_write.c write the result (merge.h). */
 #include "merge.h"
 
 #include <dirent.h>
@@ -14,6 +15,7 @@
 #include "../core/safe_file.h"
 #include "../core/trace_reader.h"
 #include "commands.h"
+#include "merge_feed.h"
 #include "../mpi/mpi_names.h"
 #include "ulma/shm.h"
 
@@ -33,7 +35,6 @@ struct pass1 {
 		uint64_t since;      /* ticks the outermost opened at */
 	} *threads;
 	uint32_t nthreads;
-	size_t cap;              /* of r->mpi.ev */
 	struct { uint64_t ticks; int64_t offset; } clock[2]; /* at init, at finalize */
 	unsigned nclock;
 	uint64_t mpi_ticks; /* inside MPI frames, every thread */
@@ -100,21 +101,6 @@ static int p1_mpi(void *ctx, const struct ulma_trace_mpi *m)
 		const int64_t lim = 1000000000000000000; /* as merge_rank_ns bounds times (a corrupt trace's) */
 		p->clock[k].offset = off > lim ? lim : off < -lim ? -lim : off;
 	}
-	if (r->mpi.n == p->cap) {
-		size_t nc = p->cap ? p->cap * 2 : 256;
-		struct ulma_merge_mpi *a = realloc(r->mpi.ev, nc * sizeof(*a));
-		if (!a)
-			return -ENOMEM;
-		r->mpi.ev = a;
-		p->cap = nc;
-	}
-	struct ulma_merge_mpi *e = &r->mpi.ev[r->mpi.n++];
-	memset(e, 0, sizeof(*e));
-	e->ns = (int64_t)m->ticks; /* ticks until the clock is known (after the pass) */
-	memcpy(e->args, m->args, sizeof(e->args));
-	e->op = m->op;
-	e->nargs = m->nargs;
-	e->seq = ULMA_MERGE_NO_SEQ;
 	return 0;
 }
 
@@ -131,7 +117,6 @@ static int p1_rank(void *ctx, const struct ulma_trace_rank *rk)
 	p->r->rank = rk->rank;
 	p->r->size = rk->size;
 	p->r->pid = rk->pid;
-	p->r->mpi.rank = rk->rank;
 	p->has_rank = true;
 	return 0;
 }
@@ -143,16 +128,8 @@ static int p1_end(void *ctx, const struct ulma_trace_end *e)
 	return 0;
 }
 
-static int by_time(const void *a, const void *b)
-{
-	const struct ulma_merge_mpi *x = a, *y = b;
-	if (x->ns != y->ns)
-		return x->ns < y->ns ? -1 : 1;
-	return x->seq < y->seq ? -1 : x->seq > y->seq; /* seq holds the read order here: stable */
-}
-
-/* The rank's clock, then its MPI events on rank 0's clock, in time order. */
-static int place_events(struct merge_rank *r, struct pass1 *p)
+/* The rank's clock, to its own ns and to rank 0's. */
+static void place_clock(struct merge_rank *r, const struct pass1 *p)
 {
 	if (p->r->complete && r->end.end_ticks > r->start_ticks && r->end.end_ns > r->start_ns)
 		r->ns_per_tick = (double)(r->end.end_ns - r->start_ns) / (double)(r->end.end_ticks - r->start_ticks);
@@ -171,19 +148,6 @@ static int place_events(struct merge_rank *r, struct pass1 *p)
 		}
 	}
 	r->mpi_ns = (uint64_t)((double)p->mpi_ticks * r->ns_per_tick); /* at the rate END gives */
-	for (size_t i = 0; i < r->mpi.n; i++) {
-		r->mpi.ev[i].ns = merge_rank_ns(r, (uint64_t)r->mpi.ev[i].ns);
-		r->mpi.ev[i].seq = i;
-	}
-	if (r->mpi.n && !(r->by_read = malloc(r->mpi.n * sizeof(*r->by_read))))
-		return -ENOMEM;
-	if (r->mpi.n > 1)
-		qsort(r->mpi.ev, r->mpi.n, sizeof(*r->mpi.ev), by_time);
-	for (size_t i = 0; i < r->mpi.n; i++) {
-		r->by_read[r->mpi.ev[i].seq] = (uint32_t)i;
-		r->mpi.ev[i].seq = ULMA_MERGE_NO_SEQ;
-	}
-	return 0;
 }
 
 /* First pass over one rank's trace.  Returns 0 or -1 after saying why. */
@@ -215,13 +179,12 @@ static int read_rank(struct merge_rank *r)
 		ulma_die_msg("%s is not an MPI rank's trace (it names no rank: record with `mpirun ... ulma run`)",
 			     r->path);
 		rc = -1;
-	} else if (place_events(r, &p) < 0) {
-		ulma_die_msg("out of memory");
-		rc = -1;
-	} else if (!r->complete) {
-		ulma_die_msg("warning: %s is cut short (its monitor did not finish: killed, or out of disk); "
-			     "rank %u is merged up to byte %llu",
-			     r->path, r->rank, (unsigned long long)st.bytes);
+	} else {
+		place_clock(r, &p);
+		if (!r->complete)
+			ulma_die_msg("warning: %s is cut short (its monitor did not finish: killed, or out of disk); "
+				     "rank %u is merged up to byte %llu",
+				     r->path, r->rank, (unsigned long long)st.bytes);
 	}
 	free(p.is_mpi);
 	free(p.threads);
@@ -316,13 +279,82 @@ static int check_ranks(struct merge_rank *ranks, uint32_t n, const char *dir)
 	return 0;
 }
 
+/* The replay's callbacks: events from the feed, results to the spills. */
+struct replay_io {
+	struct merge_rank *ranks;
+	struct merge_feed *feed;
+};
+
+static int io_next(void *ctx, uint32_t ri, struct ulma_merge_mpi *out)
+{
+	struct replay_io *io = ctx;
+	return merge_feed_next(io->feed, ri, out);
+}
+
+static int spill(FILE **f, int64_t a, int64_t b)
+{
+	int64_t rec[2] = {a, b};
+	if (!*f && !(*f = tmpfile()))
+		return -errno;
+	return fwrite(rec, sizeof(rec), 1, *f) == 1 ? 0 : -EIO;
+}
+
+static int io_shift(void *ctx, uint32_t ri, int64_t at_ns, int64_t shift_ns)
+{
+	struct replay_io *io = ctx;
+	io->ranks[ri].last_shift = shift_ns;
+	return spill(&io->ranks[ri].shifts, at_ns, shift_ns);
+}
+
+static int io_unmatched_recv(void *ctx, uint32_t ri, uint64_t index)
+{
+	struct replay_io *io = ctx;
+	return spill(&io->ranks[ri].unmatched_recvs, (int64_t)index, 0);
+}
+
+/* The logical-clock pass over ranks[0..n) (checked, clocks known), its
+ * results in each rank's spills and *out.  Returns 0 or -1 after saying why. */
+static int replay_ranks(struct merge_rank *ranks, uint32_t n, struct ulma_merge_replay **out,
+			struct ulma_merge_order_stats *order)
+{
+	uint32_t *rank_of = malloc((n ? n : 1) * sizeof(*rank_of));
+	struct replay_io ctx = {.ranks = ranks};
+	int err = rank_of ? merge_feed_start(ranks, n, &ctx.feed) : -ENOMEM;
+	if (!err) {
+		for (uint32_t i = 0; i < n; i++)
+			rank_of[i] = ranks[i].rank;
+		struct ulma_merge_replay_io io = {.ctx = &ctx, .next = io_next, .on_shift = io_shift,
+						  .on_unmatched_recv = io_unmatched_recv};
+		err = ulma_merge_replay_run(rank_of, n, ULMA_MERGE_MAX_IN_FLIGHT, &io, order, out);
+	}
+	merge_feed_stop(ctx.feed);
+	free(rank_of);
+	for (uint32_t i = 0; i < n && !err; i++) {
+		ranks[i].unmatched = ulma_merge_replay_unmatched(*out, i);
+		if ((ranks[i].shifts && fflush(ranks[i].shifts)) ||
+		    (ranks[i].unmatched_recvs && fflush(ranks[i].unmatched_recvs)))
+			err = -errno;
+	}
+	if (err == -EPROTO)
+		ulma_die_msg("a rank's trace changed while it was merged");
+	else if (err)
+		ulma_die_msg("cannot replay the ranks' MPI events: %s", strerror(-err));
+	if (!err && order->dropped)
+		ulma_die_msg("warning: more than %u messages were in flight at once: %llu sends past that are "
+			     "reported unmatched",
+			     ULMA_MERGE_MAX_IN_FLIGHT, (unsigned long long)order->dropped);
+	return err ? -1 : 0;
+}
+
 static void free_ranks(struct merge_rank *ranks, uint32_t n)
 {
 	for (uint32_t i = 0; i < n; i++) {
 		free(ranks[i].path);
 		free(ranks[i].host);
-		free(ranks[i].by_read);
-		ulma_merge_rank_mpi_free(&ranks[i].mpi);
+		if (ranks[i].shifts)
+			fclose(ranks[i].shifts);
+		if (ranks[i].unmatched_recvs)
+			fclose(ranks[i].unmatched_recvs);
 	}
 	free(ranks);
 }
@@ -374,23 +406,11 @@ int ulma_cmd_merge(int argc, char **argv)
 			goto done;
 	if (check_ranks(ranks, n, dir) < 0)
 		goto done;
-	struct ulma_merge_rank_mpi *mpi = calloc(n, sizeof(*mpi));
-	if (!mpi) {
-		ulma_die_msg("out of memory");
-		goto done;
-	}
-	for (uint32_t i = 0; i < n; i++)
-		mpi[i] = ranks[i].mpi;
 	struct ulma_merge_order_stats order;
-	int err = ulma_merge_order(mpi, n, &order);
-	for (uint32_t i = 0; i < n; i++)
-		ranks[i].mpi = mpi[i];
-	free(mpi);
-	if (err) {
-		ulma_die_msg("out of memory");
-		goto done;
-	}
-	rc = ulma_merge_write(ranks, n, dir, out, &order) < 0 ? 1 : 0;
+	struct ulma_merge_replay *replay = NULL;
+	if (replay_ranks(ranks, n, &replay, &order) == 0)
+		rc = ulma_merge_write(ranks, n, dir, out, replay, &order) < 0 ? 1 : 0;
+	ulma_merge_replay_free(replay);
 done:
 	free_ranks(ranks, n);
 	return rc;

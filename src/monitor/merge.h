@@ -2,15 +2,18 @@
  * MPI run's ranks, each written where its rank ran, into one trace where
  * every rank is a process, on one clock.
  *
- * Three steps.  merge.c reads each rank's trace once (a first pass that
- * keeps only its MPI events and a few totals) and checks that the traces
- * belong together; each rank's clock is mapped to rank 0's with the
- * offsets its ping-pong measured at MPI_Init and MPI_Finalize,
- * interpolated between the two.  merge_order.c then moves events later
- * where those clocks still contradict what happened.  merge_write.c reads
- * each trace again and writes its events, converted, into the output,
- * one rank after the other.  Memory: the MPI events of every rank and
- * one chunk of one trace at a time, not the other events.
+ * Three passes over the ranks' traces, none of which holds more than a
+ * few chunks and a few counters per rank, whatever the events.  merge.c
+ * reads each rank's trace for its totals and clock offsets and checks
+ * that the traces belong together; each rank's clock is mapped to rank
+ * 0's with the offsets its ping-pong measured at MPI_Init and
+ * MPI_Finalize, interpolated between the two.  It then replays the ranks'
+ * MPI events side by side (merge_feed.h reads them, merge_order.h moves
+ * events later where those clocks still contradict what happened),
+ * writing the moves and the receives that matched nothing to a spill
+ * file per rank.  merge_write.c reads each trace again with its spill
+ * and writes its events, converted, into the output, one rank after the
+ * other.
  * Internal to the `ulma` program.
  */
 #ifndef ULMA_MERGE_H
@@ -18,6 +21,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "../core/trace_writer.h"
 #include "merge_order.h"
@@ -43,9 +47,12 @@ struct merge_rank {
 	/* totals */
 	uint64_t events;
 	uint64_t mpi_ns; /* in MPI frames, all threads */
-	/* MPI events: mpi.ev sorted by time; by_read[k] is the k-th the reader delivered */
-	struct ulma_merge_rank_mpi mpi;
-	uint32_t *by_read;
+	/* the replay's results: records of two int64_t, in a temporary file
+	 * each (NULL: none) */
+	FILE *shifts;    /* (at ns before the pass, shift ns) per move, in order */
+	FILE *unmatched_recvs; /* (index among its MPI events, 0) per receive that matched nothing */
+	int64_t last_shift;
+	uint64_t unmatched; /* sends and receives */
 	uint32_t merged_pid_base; /* 0: its pids are kept; else they are offset (another rank had one) */
 };
 
@@ -66,9 +73,10 @@ static inline int64_t merge_rank_ns(const struct merge_rank *r, uint64_t ticks)
 	return ns > lim ? (int64_t)lim : ns < -lim ? -(int64_t)lim : (int64_t)ns;
 }
 
-/* Write ranks[0..n) (checked, ordered) into the trace at out.  Returns 0,
- * or -errno after saying what went wrong on stderr. */
+/* Write ranks[0..n) (checked, ordered, replayed by `replay`) into the
+ * trace at out.  Returns 0, or -errno after saying what went wrong on
+ * stderr. */
 int ulma_merge_write(struct merge_rank *ranks, uint32_t n, const char *dir, const char *out,
-		     const struct ulma_merge_order_stats *order);
+		     const struct ulma_merge_replay *replay, const struct ulma_merge_order_stats *order);
 
 #endif

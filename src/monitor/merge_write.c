@@ -1,6 +1,6 @@
-/* merge_write.c - the second pass of `ulma merge` (merge.h): each rank's
- * trace read again, its events on the merged clock written into the one
- * output trace, rank after rank.  Functions equal in kind, name, file and
+/* merge_write.c - the last pass of `ulma merge` (merge.h): each rank's
+ * trace read again beside its spill of the replay's results, its events
+ * on the merged clock written into the one output trace, rank after rank.  Functions equal in kind, name, file and
  * line are one function of the output, whichever rank defined them.
  */
 #include "merge.h"
@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "../core/array.h"
 #include "../core/idmap.h"
@@ -28,18 +29,61 @@ struct output {
 	bool overhead_written;
 };
 
-/* One rank's second pass. */
+/* A reader of a spill's records (merge.h) from the front: each reader
+ * its own position, so each thread of a rank reads the shifts at its pace. */
+struct spill_cursor {
+	FILE *f;  /* NULL: an empty spill */
+	off_t pos;
+	int64_t rec[64][2];
+	unsigned n, i;
+	int err;
+};
+
+/* The next record, not consumed; NULL at the end (or on a read error, kept in err). */
+static const int64_t *spill_peek(struct spill_cursor *c)
+{
+	if (c->i < c->n)
+		return c->rec[c->i];
+	if (!c->f)
+		return NULL;
+	ssize_t got = pread(fileno(c->f), c->rec, sizeof(c->rec), c->pos);
+	if (got < 0) {
+		c->err = -errno;
+		return NULL;
+	}
+	c->pos += got;
+	c->n = (unsigned)((size_t)got / sizeof(c->rec[0]));
+	c->i = 0;
+	return c->n ? c->rec[0] : NULL;
+}
+
+/* The shift of an event at ns (pass-1 clock): ns must not decrease per cursor. */
+static int64_t spill_shift_at(struct spill_cursor *c, int64_t *shift, int64_t ns)
+{
+	const int64_t *r;
+	while ((r = spill_peek(c)) && r[0] <= ns) {
+		*shift = r[1];
+		c->i++;
+	}
+	return *shift;
+}
+
+/* One rank's last pass. */
 struct pass2 {
 	struct output *o;
 	struct merge_rank *r;
+	const struct ulma_merge_replay *replay;
 	uint32_t *func;   /* dense index -> merged id */
 	uint32_t nfunc;
 	struct thread2 {
 		struct ulma_trace_stream *stream;
-		size_t shift_cursor;
+		struct spill_cursor shifts;
+		int64_t shift;
 	} *threads;
 	uint32_t nthreads;
-	size_t nmpi; /* MPI events delivered so far */
+	struct ulma_merge_numbering *numbering;
+	struct spill_cursor unmatched_recvs;
+	uint64_t nmpi; /* MPI events delivered so far */
 	int error;
 };
 
@@ -112,6 +156,7 @@ static int p2_thread(void *ctx, const struct ulma_trace_thread *t)
 	struct pass2 *p = ctx;
 	if (ulma_array_grow((void **)&p->threads, &p->nthreads, t->index, sizeof(*p->threads)) < 0)
 		return -ENOMEM;
+	p->threads[t->index].shifts.f = p->r->shifts;
 	return ulma_trace_stream_open(p->o->w, p->o->next_serial++, merged_pid(p->r, t->pid), t->tid,
 				      &p->threads[t->index].stream);
 }
@@ -140,7 +185,7 @@ static int p2_overhead(void *ctx, uint64_t ps)
 static inline uint64_t out_ticks(struct pass2 *p, struct thread2 *t, uint64_t ticks)
 {
 	int64_t ns = merge_rank_ns(p->r, ticks);
-	int64_t s = ulma_merge_shift_at(&p->r->mpi, &t->shift_cursor, ns);
+	int64_t s = spill_shift_at(&t->shifts, &t->shift, ns);
 	if (s) {
 		p->o->moved++;
 		if (s > p->o->max_move)
@@ -213,24 +258,31 @@ static int p2_mpi(void *ctx, const struct ulma_trace_mpi *m)
 {
 	struct pass2 *p = ctx;
 	struct thread2 *t = &p->threads[m->thread];
-	struct merge_rank *r = p->r;
-	if (p->nmpi >= r->mpi.n)
-		return -EPROTO; /* the file changed between the passes */
-	const struct ulma_merge_mpi *e = &r->mpi.ev[r->by_read[p->nmpi++]];
+	uint64_t index = p->nmpi++;
+	const int64_t *unmatched = spill_peek(&p->unmatched_recvs);
+	bool recv_matched = true;
+	if (unmatched && (uint64_t)unmatched[0] == index) {
+		recv_matched = false;
+		p->unmatched_recvs.i++;
+	}
+	uint64_t seq;
+	if (ulma_merge_number(p->numbering, p->replay, p->r->rank, m->op, m->nargs, m->args, recv_matched, &seq) < 0)
+		return -ENOMEM;
 	uint64_t args[ULMA_MPI_ARGS_MAX];
 	unsigned n = m->nargs;
 	memcpy(args, m->args, sizeof(args));
-	if ((m->op == ULMA_MPI_SEND || m->op == ULMA_MPI_RECV) && n == 4) { /* its message's number */
-		args[n++] = e->matched ? e->seq : ULMA_MPI_SEQ_NONE;
-	}
+	if ((m->op == ULMA_MPI_SEND || m->op == ULMA_MPI_RECV) && n == 4) /* its message's number */
+		args[n++] = seq == ULMA_MERGE_NO_SEQ ? ULMA_MPI_SEQ_NONE : seq;
 	ulma_trace_mpi(t->stream, out_ticks(p, t, m->ticks), m->op, args, n);
 	return 0;
 }
 
 /* Rank r's events into the output.  Returns 0 or -1 after saying why. */
-static int copy_rank(struct output *o, struct merge_rank *r)
+static int copy_rank(struct output *o, struct merge_rank *r, const struct ulma_merge_replay *replay,
+		     struct ulma_merge_numbering *numbering)
 {
-	struct pass2 p = {.o = o, .r = r};
+	struct pass2 p = {.o = o, .r = r, .replay = replay, .numbering = numbering};
+	p.unmatched_recvs.f = r->unmatched_recvs;
 	struct ulma_trace_visitor v = {.ctx = &p,
 				       .on_func = p2_func,
 				       .on_thread = p2_thread,
@@ -243,6 +295,10 @@ static int copy_rank(struct output *o, struct merge_rank *r)
 				       .on_overhead = p2_overhead};
 	struct ulma_trace_status st;
 	int err = ulma_trace_read_path(r->path, &v, &st);
+	for (uint32_t i = 0; i < p.nthreads && !err; i++)
+		err = p.threads[i].shifts.err;
+	if (!err)
+		err = p.unmatched_recvs.err;
 	free(p.func);
 	free(p.threads);
 	if (err == -EPROTO) {
@@ -257,7 +313,7 @@ static int copy_rank(struct output *o, struct merge_rank *r)
 }
 
 int ulma_merge_write(struct merge_rank *ranks, uint32_t n, const char *dir, const char *out,
-		     const struct ulma_merge_order_stats *order)
+		     const struct ulma_merge_replay *replay, const struct ulma_merge_order_stats *order)
 {
 	/* the output's clock: rank 0's ns, from the earliest start to the latest end */
 	uint64_t start = UINT64_MAX, endns = 0, events = 0, lost = 0, resynced = 0, monitor_cpu = 0;
@@ -269,8 +325,7 @@ int ulma_merge_write(struct merge_rank *ranks, uint32_t n, const char *dir, cons
 		int64_t s = merge_rank_ns(r, r->start_ticks);
 		uint64_t last = r->complete ? r->end.end_ticks : r->start_ticks;
 		int64_t e = merge_rank_ns(r, last);
-		if (r->mpi.nshifts)
-			e += r->mpi.shifts[r->mpi.nshifts - 1].shift_ns;
+		e += r->last_shift;
 		if (s > 0 && (uint64_t)s < start)
 			start = (uint64_t)s;
 		if (e > 0 && (uint64_t)e > endns)
@@ -306,12 +361,14 @@ int ulma_merge_write(struct merge_rank *ranks, uint32_t n, const char *dir, cons
 		struct ulma_trace_rank rk = {.pid = merged_pid(r, r->pid), .rank = r->rank, .size = r->size,
 					     .host = r->host, .host_len = strlen(r->host), .merged = true,
 					     .events = r->events, .mpi_ns = r->mpi_ns, .offset_init_ns = r->off0,
-					     .offset_final_ns = r->off1, .unmatched = r->mpi.unmatched};
+					     .offset_final_ns = r->off1, .unmatched = r->unmatched};
 		err = ulma_trace_mpi_rank(o.w, &rk);
 	}
+	struct ulma_merge_numbering numbering = {0};
 	for (uint32_t i = 0; i < n && !err; i++)
-		if (copy_rank(&o, &ranks[i]) < 0)
+		if (copy_rank(&o, &ranks[i], replay, &numbering) < 0)
 			err = -EPROTO;
+	ulma_merge_numbering_free(&numbering);
 	struct ulma_trace_merge mg = {.ranks = n, .moved = o.moved, .max_move_ns = (uint64_t)order->max_shift_ns,
 				      .max_offset_ns = (uint64_t)max_offset, .messages = order->messages,
 				      .unmatched = order->unmatched, .moves = order->moves};

@@ -77,7 +77,10 @@ static PyObject *on_py_exit(PyObject *self, PyObject *const *args, size_t nargsf
 	(void)self;
 	(void)nargsf;
 	(void)kwnames;
-	ulma_emit(ULMA_REC_EXIT, ulma_code_id((PyCodeObject *)args[0]));
+	uint32_t id = ulma_code_id((PyCodeObject *)args[0]);
+	ulma_emit(ULMA_REC_EXIT, id);
+	if (ULMA_UNLIKELY(id == ulma_tracer.rename_id) && id) /* a thread renamed (thread_names.c) */
+		ulma_thread_names_renamed(PyEval_GetFrame());
 	Py_RETURN_NONE;
 }
 

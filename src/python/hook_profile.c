@@ -22,15 +22,26 @@
 
 #if PY_VERSION_HEX < 0x030C0000
 
+/* The frame's code object, borrowed: a field before 3.11, where the
+ * frame struct is public, saving PyFrame_GetCode's call and reference. */
+static inline PyCodeObject *frame_code(PyFrameObject *frame)
+{
+#if PY_VERSION_HEX < 0x030B0000
+	return frame->f_code;
+#else
+	PyCodeObject *co = PyFrame_GetCode(frame);
+	Py_DECREF(co); /* the frame, alive through this event, holds it */
+	return co;
+#endif
+}
+
 int ulma_profile_event(PyObject *chained, PyFrameObject *frame, int what, PyObject *arg)
 {
 	uint32_t id = ULMA_ID_SKIP; /* what ulma recorded the event under; SKIP: nothing */
 	switch (what) {
 	case PyTrace_CALL:
 	case PyTrace_RETURN: {
-		PyCodeObject *co = PyFrame_GetCode(frame);
-		id = ulma_code_id(co);
-		Py_DECREF(co);
+		id = ulma_code_id(frame_code(frame));
 		ulma_emit(what == PyTrace_CALL ? ULMA_REC_ENTER : ULMA_REC_EXIT, id);
 		if (ULMA_UNLIKELY(ulma_lines.on)) {
 			if (what == PyTrace_CALL)
@@ -38,6 +49,8 @@ int ulma_profile_event(PyObject *chained, PyFrameObject *frame, int what, PyObje
 			else
 				ulma_line_return(frame);
 		}
+		if (ULMA_UNLIKELY(id == ulma_tracer.rename_id) && id && what == PyTrace_RETURN)
+			ulma_thread_names_renamed(frame); /* a thread renamed (thread_names.c) */
 		break;
 	}
 	case PyTrace_C_CALL:

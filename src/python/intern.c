@@ -91,6 +91,8 @@ uint32_t ulma_code_id_slow(PyCodeObject *co)
 			PyErr_Clear();
 			note_nomem();
 		}
+		if (ULMA_UNLIKELY(ulma_thread_names_is_setter(co)))
+			ulma_tracer.rename_id = id;
 		if (ULMA_UNLIKELY(ulma_lines.on)) /* once per code object and session, as is all of this */
 			ulma_lines_consider(co, id);
 	}

@@ -137,6 +137,7 @@ static PyObject *start(PyObject *module, PyObject *const *args, Py_ssize_t nargs
 	t->c_calls = (ulma_rt.session.hdr->flags & ULMA_SHM_NO_C_CALLS) == 0;
 	ulma_intern_reset();
 	t->generation++;
+	t->rename_id = 0; /* found again when the setter is interned in this generation */
 	t->load_ext = NULL;
 	PyObject *imp = PyImport_ImportModule("_imp");
 	PyObject *create = imp ? PyObject_GetAttrString(imp, "create_dynamic") : NULL;
@@ -181,6 +182,7 @@ static PyObject *start(PyObject *module, PyObject *const *args, Py_ssize_t nargs
 		return NULL;
 	}
 	ulma_rt_report_modules();
+	ulma_thread_names_start();
 	ulma_rt_set_active(true);
 	/* last: the frames already running are entered now, so the recorded
 	 * interval opens as start() returns to its caller */
@@ -206,6 +208,7 @@ static PyObject *stop(PyObject *module, PyObject *unused)
 	int rc = ulma_hook_remove();
 	ulma_rt_report_modules();
 	ulma_rt_stop(stopped_at, cpu);
+	ulma_thread_names_stop();
 	if (rc < 0)
 		return NULL;
 	Py_RETURN_NONE;

@@ -21,6 +21,7 @@
  * nothing of the program on its stack), and a C function a thread is
  * inside: it is not a frame, so its exit is dropped and its time is its
  * caller's self time.
+ * Each thread's Python name (thread_names.c) is written before its frames.
  * Python 3.9 and 3.10 keep no kernel thread id in a thread state.  There
  * the main thread's is the pid (we note its ident when this module is
  * imported in it), and another thread's comes from the threading module, so
@@ -151,6 +152,7 @@ struct open_thread {
 	size_t count;
 	size_t kept; /* the outermost `kept` of them are written */
 	uint32_t cpu; /* UNKNOWN_CPU: the calling thread's */
+	uint32_t name; /* mark id of its Python name, 0 if none (thread_names.c) */
 };
 
 #define UNKNOWN_CPU UINT32_MAX
@@ -202,6 +204,7 @@ static uint32_t gather(bool caller_too, struct open_thread *threads, uint32_t mo
 		uint64_t room = (th->writer->ring.mask + 1) / 2;
 		th->kept = th->count > room ? room : th->count;
 		th->cpu = last_cpu(tid, UNKNOWN_CPU);
+		th->name = ulma_thread_names_of((unsigned long)ts->thread_id, tid);
 		prefault(&th->writer->ring, th->kept);
 		n++;
 	}
@@ -225,6 +228,8 @@ void ulma_open_frames_record(bool caller_too)
 		struct open_thread *th = &threads[k];
 		struct ulma_ring_writer *ring = &th->writer->ring;
 		uint32_t cpu = th->cpu == UNKNOWN_CPU ? here : th->cpu;
+		if (th->name) /* named before its frames, as a thread starting now is */
+			ulma_ring_write_proxy(ring, now, th->name, cpu, ULMA_REC_THREAD_NAME);
 		for (size_t i = th->count; i-- > th->count - th->kept;)
 			ulma_ring_write_proxy(ring, now, th->ids[i], cpu, ULMA_REC_ENTER);
 		ulma_ring_publish(ring); /* a thread blocked in C shows at once */

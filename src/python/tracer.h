@@ -39,6 +39,7 @@ struct ulma_tracer {
 	struct ulma_idmap cfuncs; /* PyMethodDef* -> id, for this generation */
 	struct ulma_idmap new_ids; /* type -> id of its __new__ (intern.c), for this generation */
 	int tool_id; /* sys.monitoring tool, -1 if none */
+	uint32_t rename_id; /* code id of threading's Thread.name setter (thread_names.c), 0 until seen */
 	PyMethodDef *load_ext; /* _imp.create_dynamic's: after it returns, an extension module is
 				* loaded whose hooks may need rebinding (src/runtime/got.c) */
 };
@@ -83,14 +84,33 @@ bool ulma_is_own_method(const PyMethodDef *ml);
 #define ULMA_REQUEST_EXTRA _PyEval_RequestCodeExtraIndex
 #endif
 
-static inline uint32_t ulma_code_id(PyCodeObject *co)
+#if PY_VERSION_HEX < 0x030C0000
+/* What co_extra points to on 3.9-3.11 (CPython's _PyCodeObjectExtra,
+ * internal/pycore_code.h, the same since 3.6): read inline by the profile
+ * hook, which saves _PyCode_GetExtra's call and type check on every event. */
+struct ulma_code_extra {
+	Py_ssize_t size;
+	void *extras[1];
+};
+
+static inline void *ulma_code_extra_get(PyCodeObject *co, Py_ssize_t index)
+{
+	const struct ulma_code_extra *ce = (const struct ulma_code_extra *)co->co_extra;
+	return ce && (size_t)index < (size_t)ce->size ? ce->extras[index] : NULL;
+}
+#else
+static inline void *ulma_code_extra_get(PyCodeObject *co, Py_ssize_t index)
 {
 	void *extra;
-	if (ULMA_LIKELY(ULMA_CODE_GET_EXTRA((PyObject *)co, ulma_tracer.extra_index, &extra) == 0)) {
-		uintptr_t v = (uintptr_t)extra;
-		if (ULMA_LIKELY((uint32_t)(v >> 32) == ulma_tracer.generation))
-			return (uint32_t)v;
-	}
+	return ULMA_CODE_GET_EXTRA((PyObject *)co, index, &extra) == 0 ? extra : NULL;
+}
+#endif
+
+static inline uint32_t ulma_code_id(PyCodeObject *co)
+{
+	uintptr_t v = (uintptr_t)ulma_code_extra_get(co, ulma_tracer.extra_index);
+	if (ULMA_LIKELY((uint32_t)(v >> 32) == ulma_tracer.generation))
+		return (uint32_t)v;
 	return ulma_code_id_slow(co);
 }
 
@@ -134,6 +154,24 @@ bool ulma_zones_own_method(const PyMethodDef *ml);
 PyObject *ulma_py_instant(PyObject *module, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames);
 PyObject *ulma_py_counter(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
 PyObject *ulma_py_thread_name(PyObject *module, PyObject *name);
+
+/* zones.c: the mark id of name `name` (a str) in this session, as
+ * ulma.thread_name defines it; 0 if none.  Never raises. */
+uint32_t ulma_mark_id(PyObject *name);
+
+/* thread_names.c: each Python thread's name as a THREAD_NAME mark, by
+ * itself (see there).  start/stop: from start() before tracing is active,
+ * and from stop().  _of: the mark id of the name of the thread with
+ * PyThread ident `ident` and kernel id `tid` (0: none), for a ring
+ * prepared for it.  _is_setter: whether co is threading's Thread.name
+ * setter (intern.c, once per code object).  _renamed: the setter's frame
+ * returns (the hooks, when the code id is rename_id).  GIL held; never
+ * raise. */
+void ulma_thread_names_start(void);
+void ulma_thread_names_stop(void);
+uint32_t ulma_thread_names_of(unsigned long ident, uint32_t tid);
+bool ulma_thread_names_is_setter(PyCodeObject *co);
+void ulma_thread_names_renamed(PyFrameObject *setter);
 
 /* open_frames.c: write an entry, stamped now, for every frame already
  * running in this interpreter's threads (the calling thread's only if

@@ -398,8 +398,7 @@ static PyType_Spec zoned_spec = {
 	.slots = zoned_slots,
 };
 
-/* The mark id of `name` (a str) in this session; 0 if none can be had. */
-static uint32_t mark_of(PyObject *name)
+uint32_t ulma_mark_id(PyObject *name)
 {
 	if (marks_generation != ulma_rt.id_generation) {
 		PyDict_Clear(marks);
@@ -620,7 +619,7 @@ PyObject *ulma_py_instant(PyObject *module, PyObject *const *args, Py_ssize_t na
 		PyMem_Free(t.buf);
 		Py_RETURN_NONE;
 	}
-	ulma_rt_mark(ULMA_REC_INSTANT, mark_of(args[0]), 0);
+	ulma_rt_mark(ULMA_REC_INSTANT, ulma_mark_id(args[0]), 0);
 	Py_RETURN_NONE;
 }
 
@@ -650,7 +649,7 @@ PyObject *ulma_py_counter(PyObject *module, PyObject *const *args, Py_ssize_t na
 		PyErr_Clear();
 		value = negative > 0 ? -HUGE_VAL : HUGE_VAL;
 	}
-	ulma_rt_mark(ULMA_REC_COUNTER, mark_of(args[0]), value);
+	ulma_rt_mark(ULMA_REC_COUNTER, ulma_mark_id(args[0]), value);
 	Py_RETURN_NONE;
 }
 
@@ -661,7 +660,7 @@ PyObject *ulma_py_thread_name(PyObject *module, PyObject *name)
 		return NULL;
 	if (ULMA_LIKELY(!ulma_rt.active))
 		Py_RETURN_NONE;
-	ulma_rt_mark(ULMA_REC_THREAD_NAME, mark_of(name), 0);
+	ulma_rt_mark(ULMA_REC_THREAD_NAME, ulma_mark_id(name), 0);
 	Py_RETURN_NONE;
 }
 

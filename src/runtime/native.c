@@ -34,10 +34,13 @@ void ulma_rt_hook_exit(void *fn, void *site) NO_HOOK;
 ULMA_RT_API void __cyg_profile_func_enter(void *fn, void *site) NO_HOOK __attribute__((alias("ulma_rt_hook_enter")));
 ULMA_RT_API void __cyg_profile_func_exit(void *fn, void *site) NO_HOOK __attribute__((alias("ulma_rt_hook_exit")));
 
-static inline NO_HOOK void native_record(uint8_t kind, uintptr_t addr)
+/* Everything but the common case, out of line so that the common case
+ * needs no registers saved: no writer yet or not idle (w NULL), a full
+ * ring, no TSC, an address too wide for a record. */
+static NO_HOOK __attribute__((noinline)) void native_record_slow(uint8_t kind, uintptr_t addr,
+								 struct ulma_thread_writer *w)
 {
-	struct ulma_thread_writer *w = ulma_rt_writer();
-	if (ULMA_UNLIKELY(!w))
+	if (!w && !(w = ulma_rt_writer_slow()))
 		return;
 	if (ULMA_LIKELY(addr >> 48 == 0)) {
 		uint64_t t = ULMA_LIKELY(ULMA_RT.use_tsc) ? ulma_clock_rdtsc() : ulma_clock_monotonic_ns();
@@ -45,6 +48,19 @@ static inline NO_HOOK void native_record(uint8_t kind, uintptr_t addr)
 	} else {
 		w->ring.lost++; /* no address space this large on the machines we know */
 	}
+	ulma_rt_done(w);
+}
+
+static inline NO_HOOK void native_record(uint8_t kind, uintptr_t addr)
+{
+	struct ulma_thread_writer *w = ulma_rt_writer_fast();
+	if (ULMA_UNLIKELY(!w) || ULMA_UNLIKELY(addr >> 48 != 0) || ULMA_UNLIKELY(!ULMA_RT.use_tsc) ||
+	    ULMA_UNLIKELY(w->ring.head >= w->ring.limit)) {
+		native_record_slow(kind, addr, w);
+		return;
+	}
+	/* room for the record: ulma_ring_write's own check of it is the same test */
+	ulma_ring_write(&w->ring, ulma_clock_rdtsc(), (uint32_t)addr, (uint32_t)(addr >> 32), kind);
 	ulma_rt_done(w);
 }
 

@@ -112,6 +112,13 @@ ULMA_RT_API int ulma_rt_threads_init(void);
  * its events as lost. */
 ULMA_RT_API struct ulma_thread_writer *ulma_rt_thread_attach(void);
 
+/* Called, when set, by a thread that has just attached to the session with
+ * a writer of its own (not one start() prepared for it), before the event
+ * that attached it is written: it may record marks.  The CPython extension
+ * sets it to record the thread's Python name (src/python/thread_names.c).
+ * Set while no thread traces. */
+ULMA_RT_API extern void (*ulma_rt_on_attach)(void);
+
 /* A writer with a slot claimed for thread `tid` of this process, for the
  * caller to fill before that thread adopts it at its first event.  NULL
  * when no slot or memory is left (the failure bits say which). */
@@ -218,18 +225,26 @@ ULMA_RT_API void ulma_rt_mark(uint8_t kind, uint32_t id, double value);
  * Nothing is written when tracing is off.  Thread-safe (libulma_mpi.so). */
 ULMA_RT_API void ulma_rt_mpi_event(uint32_t op, const uint64_t *args, unsigned n);
 
-static inline struct ulma_thread_writer *ulma_rt_writer(void)
+/* The common case of ulma_rt_writer: the thread's writer, open and idle,
+ * with `busy` set; NULL where ulma_rt_writer_slow must decide. */
+static inline struct ulma_thread_writer *ulma_rt_writer_fast(void)
 {
 	struct ulma_thread_writer *w = ulma_tls_writer;
 	if (ULMA_UNLIKELY(!w) || ULMA_UNLIKELY(w->busy))
-		return ulma_rt_writer_slow();
+		return NULL;
 	w->busy = 1;
 	__asm__ __volatile__("" ::: "memory"); /* busy is stored before closed is read */
 	if (ULMA_UNLIKELY(w->closed | (w->generation != ULMA_RT.writer_generation))) {
 		w->busy = 0;
-		return ulma_rt_writer_slow();
+		return NULL;
 	}
 	return w;
+}
+
+static inline struct ulma_thread_writer *ulma_rt_writer(void)
+{
+	struct ulma_thread_writer *w = ulma_rt_writer_fast();
+	return ULMA_LIKELY(w != NULL) ? w : ulma_rt_writer_slow();
 }
 
 static inline void ulma_rt_done(struct ulma_thread_writer *w)

@@ -178,6 +178,8 @@ struct ulma_thread_writer *ulma_rt_thread_prepare(uint32_t tid)
 	return w;
 }
 
+ULMA_RT_API void (*ulma_rt_on_attach)(void);
+
 struct ulma_thread_writer *ulma_rt_thread_attach(void)
 {
 	struct ulma_rt *t = &ulma_rt;
@@ -226,7 +228,11 @@ struct ulma_thread_writer *ulma_rt_thread_attach(void)
 	pthread_mutex_unlock(&writers_lock);
 	ulma_tls_writer = w;
 	pthread_setspecific(exit_key, w);
-	return w->closed ? NULL : w;
+	if (w->closed)
+		return NULL;
+	if (ulma_rt_on_attach) /* before the event that attached it: its busy is still clear */
+		ulma_rt_on_attach();
+	return w;
 }
 
 void ulma_rt_stop(uint64_t stopped_at, uint32_t cpu)

@@ -118,6 +118,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		o.filter.ninclude = (sel & 64) ? 1 : 0;
 	}
 	o.counts = (sel & 16) != 0;
+	o.no_compress = (sel & 16) != 0; /* perfetto: both the compressed and the plain writer */
 
 	FILE *in = fmemopen(copy, size, "rb");
 	FILE *out = fmt->directory ? NULL : fopen("/dev/null", "wb");

@@ -1,5 +1,9 @@
 /* fuzz_report.c - libFuzzer target for `ulma report` (src/monitor/report.c):
- * the text and JSON summaries and the HTML report, rebuilt from a trace.
+ * the text and JSON summaries and the HTML report, rebuilt from a trace;
+ * and for `ulma diff` (src/monitor/diff.c), which reads two traces: the
+ * input against itself and against its first half (a trace cut short,
+ * so the two differ), as text, JSON with --fail-above, --html and
+ * --fail-on cpu.
  *
  * Each input is a trace; every complete chunk's CRC-32C is recomputed first
  * so that mutations reach the decoders.  Each input is reported in every
@@ -30,10 +34,9 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-
-/* The trace's file: one memfd, rewritten for each input. */
-static int trace_fd = -1;
-static char trace_path[64];
+/* The trace's file: one memfd, rewritten for each input; its first half in another. */
+static int trace_fd = -1, half_fd = -1;
+static char trace_path[64], half_path[64];
 
 static void setup(void)
 {
@@ -43,6 +46,12 @@ static void setup(void)
 		abort();
 	}
 	snprintf(trace_path, sizeof(trace_path), "/proc/self/fd/%d", trace_fd);
+	half_fd = memfd_create("fuzz-report-half", MFD_CLOEXEC);
+	if (half_fd < 0) {
+		perror("fuzz_report: memfd_create");
+		abort();
+	}
+	snprintf(half_path, sizeof(half_path), "/proc/self/fd/%d", half_fd);
 	if (!freopen("/dev/null", "w", stdout)) {
 		perror("fuzz_report: stdout on /dev/null");
 		abort();
@@ -58,7 +67,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	memcpy(copy, data, size);
 	ulma_fuzz_fix_checksums(copy, size);
-	if (ftruncate(trace_fd, 0) != 0 || pwrite(trace_fd, copy, size, 0) != (ssize_t)size) {
+	if (ftruncate(trace_fd, 0) != 0 || pwrite(trace_fd, copy, size, 0) != (ssize_t)size ||
+	    ftruncate(half_fd, 0) != 0 || pwrite(half_fd, copy, size / 2, 0) != (ssize_t)(size / 2)) {
 		perror("fuzz_report: writing the trace");
 		abort();
 	}
@@ -86,6 +96,26 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		}
 		if (status == 1 && fuzz_messages == 0) {
 			fprintf(stderr, "fuzz_report: report %s: exit status 1 without a message\n", argv[2] ? argv[2] : "");
+			abort();
+		}
+	}
+	char *diffs[][8] = {
+		{"diff", trace_path, trace_path, NULL},
+		{"diff", trace_path, half_path, "--format", "json", "--fail-above", "0%", NULL},
+		{"diff", half_path, trace_path, "--html", "-", NULL},
+		{"diff", half_path, trace_path, "--fail-above", "5", "--fail-on", "cpu", NULL},
+	};
+	for (size_t form = 0; form < sizeof(diffs) / sizeof(diffs[0]); form++) {
+		char **argv = diffs[form];
+		int argc = 0;
+		while (argv[argc + 1])
+			argc++;
+		fuzz_messages = 0;
+		int status = ulma_cmd_diff(argc, argv + 1);
+		fflush(stdout);
+		/* 0; 1 a regression; 3 unreadable: both said */
+		if ((status != 0 && status != 1 && status != 3) || (status != 0 && fuzz_messages == 0)) {
+			fprintf(stderr, "fuzz_report: diff form %zu exited %d after %u messages\n", form, status, fuzz_messages);
 			abort();
 		}
 	}

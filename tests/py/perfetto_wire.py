@@ -5,8 +5,11 @@ track_event/track_event.proto, interned_data.proto, clock_snapshot.proto,
 track_descriptor.proto), written from those files and not from ulma's
 encoder.  It replays what a reader does: sequences, interned names, the
 incremental clock, packet defaults, and rebuilds each track's slices.
+A packet's compressed_packets (field 50: a serialized Trace, zlib) is
+inflated with Python's zlib and its packets read in its place.
 """
 import struct
+import zlib
 
 
 def varint(buf, i):
@@ -47,6 +50,19 @@ def fields(buf):
         yield num, wt, v
 
 
+def packets(data, counts):
+    """The Trace's packets, those inside compressed_packets inflated in place."""
+    for num, wt, pkt in fields(data):
+        assert num == 1 and wt == 2, "a Trace holds only packets (field 1)"
+        packed = first(pkt, 50)
+        if packed is None:
+            yield pkt
+            continue
+        assert [f for f, _, _ in fields(pkt)] == [50], "compressed_packets alone in its packet"
+        counts["compressed"] += 1
+        yield from packets(zlib.decompress(packed), counts)
+
+
 def first(buf, num, default=None):
     for f, _, v in fields(buf):
         if f == num:
@@ -59,7 +75,7 @@ class Trace:
     counter values, thread and process names."""
 
     def __init__(self, data):
-        self.packets = 0
+        self.packets = 0  # packets read, those inflated from compressed_packets included
         self.tracks = {}      # uuid -> {"name", "pid", "tid", "parent", "counter"}
         self.slices = []      # (track uuid, name, category or None, start ns, end ns, depth)
         self.instants = []    # (track uuid, name, ns)
@@ -69,8 +85,8 @@ class Trace:
         self.process_names = {}
         seqs = {}
         stacks = {}
-        for num, wt, pkt in fields(data):
-            assert num == 1 and wt == 2, "a Trace holds only packets (field 1)"
+        counts = {"compressed": 0}
+        for pkt in packets(data, counts):
             self.packets += 1
             seq_id = first(pkt, 10, 0)
             seq = seqs.setdefault(seq_id, {"names": {}, "cats": {}, "clock": None, "track": None, "clock_id": 0,
@@ -125,6 +141,7 @@ class Trace:
             elif kind == 4:
                 self.counters.append((track, struct.unpack("<d", first(ev, 44))[0], ts))
         self.open_at_end = sum(len(s) for s in stacks.values())
+        self.compressed = counts["compressed"]  # packets that held compressed_packets
 
     def _descriptor(self, d):
         uuid = first(d, 1)

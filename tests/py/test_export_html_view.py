@@ -236,12 +236,12 @@ def test_search_redraws_everything(page, demo):
 
 
 def test_timeline_groups_threads_by_process_with_names(page, demo):
-    """Lanes: the program's process with its three threads (the main one,
+    """Lanes: the program's process with its three threads (MainThread,
     worker-0, worker-1), then the child; a click on a lane's name (not on
     its frames) closes it to one row."""
     lanes = view(page)["lanes"]
     names = [l[0] for l in lanes]
-    assert sum(n.startswith("worker-") for n in names) == 2 and sum(n.startswith("main thread") for n in names) == 2
+    assert sum(n.startswith("worker-") for n in names) == 2 and sum(n.startswith("MainThread") for n in names) == 2
     pids = [l[3] for l in lanes]
     assert pids == sorted(pids, key=pids.index)  # each process's threads together
     deepest = max(l[2] for l in lanes)

@@ -120,7 +120,7 @@ def test_threads_are_locations_of_one_process(known):
     a = known["archive"]
     names = {loc: d["name"] for loc, d in a["locations"].items()}
     assert len(names) == 3 and len(a["groups"]) == 1
-    main = [loc for loc, n in names.items() if "main thread" in n]
+    main = [loc for loc, n in names.items() if "MainThread" in n]
     workers = {i: [loc for loc, n in names.items() if "worker-%d " % i in n] for i in range(2)}
     assert len(main) == 1 and all(len(w) == 1 for w in workers.values()), names
     assert enters(a, "fib", main[0]) == 465

@@ -60,7 +60,7 @@ def test_categories_mark_c_functions(marks):
 
 def test_processes_threads_and_marks(marks):
     wire = marks["wire"]
-    assert sorted(wire.thread_names.values()) == ["main thread", "worker-0", "worker-1"]
+    assert sorted(wire.thread_names.values()) == ["MainThread", "worker-0", "worker-1"]  # the main thread by its Python name
     assert len(wire.process_names) == 1
     assert list(wire.process_names.values())[0].endswith("perfetto_marks.py")
     assert "(pid" not in list(wire.process_names.values())[0]
@@ -115,12 +115,25 @@ def test_thread_filter(marks, run_export, tmp_path):
 
 
 def test_size_per_event(export_trace, run_export, tmp_path):
-    """Call-heavy: about 11 bytes per event (docs/exports.md)."""
+    """Call-heavy: at most 8 bytes per event compressed (the default),
+    about 11 with --no-compress, and both hold the same slices
+    (docs/exports.md)."""
     t = export_trace("fib_calls.py")
-    out = tmp_path / "fib.pftrace"
-    run_export(t["trace"], "perfetto", out)
-    per_event = os.path.getsize(str(out)) / t["report"]["events"]
-    assert per_event <= 12.5, per_event
+    packed, plain = tmp_path / "fib.pftrace", tmp_path / "fib-plain.pftrace"
+    run_export(t["trace"], "perfetto", packed)
+    run_export(t["trace"], "perfetto", plain, "--no-compress")
+    events = t["report"]["events"]
+    assert os.path.getsize(str(packed)) / events <= 8, os.path.getsize(str(packed)) / events
+    assert os.path.getsize(str(plain)) / events <= 12.5, os.path.getsize(str(plain)) / events
+    a, b = Trace(packed.read_bytes()), Trace(plain.read_bytes())
+    assert a.compressed >= 1 and b.compressed == 0
+    assert a.slices == b.slices and a.slices and a.open_at_end == 0
+    assert collections.Counter(s[1] for s in a.slices)["fib"] == sum(
+        f["calls"] for f in t["report"]["functions"] if f["name"] == "fib")
+
+
+def test_marks_are_compressed(marks):
+    assert marks["wire"].compressed >= 1  # what the Perfetto UI test below reads
 
 
 def test_perfetto_ui_reads_it(marks, tmp_path):
@@ -137,7 +150,7 @@ def test_perfetto_ui_reads_it(marks, tmp_path):
         assert {r["name"]: r["n"] for r in rows} == dict(calls_by_name(marks["report"]))
         threads = ui.query("select t.name from thread t join process p using(upid) where p.pid = %d"
                            % list(marks["wire"].process_names)[0])
-        assert sorted(r["name"] for r in threads) == ["main thread", "worker-0", "worker-1"]
+        assert sorted(r["name"] for r in threads) == ["MainThread", "worker-0", "worker-1"]
         procs = ui.query("select name from process where name is not null")
         assert [r["name"] for r in procs] == list(marks["wire"].process_names.values())
         assert ui.query("select name from slice where dur = 0 and category = 'instant'") == [{"name": "go"}]

@@ -91,12 +91,13 @@ def test_processes_are_named_by_their_command(prog, run_ulma, report_json, tmp_p
     assert run_ulma(["export", trace, "--format", "chrome", "-o", str(chrome)]).returncode == 0
     names = {e["pid"]: e["args"]["name"] for e in json.loads(chrome.read_text())["traceEvents"]
              if e.get("ph") == "M" and e["name"] == "process_name"}
-    assert names == {pid: "%s (pid %d)" % (c, pid) for pid, c in commands.items()}, names
+    # the name alone: the viewers show the pid beside it (issue 18: not twice)
+    assert names == commands, names
 
     ss = tmp_path / "named.speedscope.json"
     assert run_ulma(["export", trace, "--format", "speedscope", "-o", str(ss)]).returncode == 0
     lanes = [p["name"] for p in json.loads(ss.read_text())["profiles"]]
-    assert "follow_children.py: main thread %d (pid %d)" % (program, program) in lanes, lanes
+    assert "follow_children.py: MainThread %d (pid %d)" % (program, program) in lanes, lanes
 
 
 def _without_process_chunks(src, dst):
@@ -126,13 +127,13 @@ def test_a_trace_without_process_names_names_the_program_by_its_command(prog, ru
     chrome, ss = tmp_path / "old.json", tmp_path / "old.speedscope.json"
     assert run_ulma(["export", old, "--format", "chrome", "-o", str(chrome)]).returncode == 0
     assert run_ulma(["export", old, "--format", "speedscope", "-o", str(ss)]).returncode == 0
-    names = [e["args"]["name"] for e in json.loads(chrome.read_text())["traceEvents"]
-             if e.get("ph") == "M" and e["name"] == "process_name"]
-    program = [n for n in names if n.startswith(path + " (pid ")]
-    assert len(program) == 1 and all(n.startswith("pid ") for n in names if n not in program), names
-    program_pid = int(program[0].rsplit(" ", 1)[1].rstrip(")"))
+    # a process with no name gets no process_name: the viewers show its pid
+    names = {e["pid"]: e["args"]["name"] for e in json.loads(chrome.read_text())["traceEvents"]
+             if e.get("ph") == "M" and e["name"] == "process_name"}
+    assert list(names.values()) == [path], names
+    program_pid = next(iter(names))
     lanes = [p["name"] for p in json.loads(ss.read_text())["profiles"]]
-    assert "%s: main thread %d (pid %d)" % (path, program_pid, program_pid) in lanes, lanes
+    assert "%s: MainThread %d (pid %d)" % (path, program_pid, program_pid) in lanes, lanes
 
 
 def test_the_session_behind_the_path_is_mode_0600(run_ulma, tmp_path):

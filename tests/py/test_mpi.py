@@ -25,6 +25,7 @@ from conftest import base_env
 HERE = os.path.dirname(os.path.abspath(__file__))
 MPI_PROGRAMS = os.path.join(HERE, "..", "mpi")
 SKEW_NS = 3_000_000_000
+MERGE_RSS_SLACK_KIB = 4096  # allocator and page noise; 10x the messages held would be ~20 MB
 
 mpirun = shutil.which("mpirun")
 mpicc = shutil.which("mpicc")
@@ -273,6 +274,39 @@ def test_64_ranks(built, ulma_bin):
     assert len(msgs) == 64 * 5 and d["unmatched"] == []
     assert {(m["src"], m["dst"]) for m in msgs} == {(r, (r + 1) % 64) for r in range(64)}
     assert all(m["recv_ns"] > m["send_ns"] for m in d["messages"])
+
+
+def merge_peak_rss_kib(ulma_bin, outdir, cwd):
+    """Peak RSS (KiB) of `ulma merge` of outdir, as /usr/bin/time measures
+    it (memory, not time).  Not from our own wait4: a child forked from
+    this interpreter carries the interpreter's peak past its exec."""
+    p = run(["/usr/bin/time", "-f", "%M", ulma_bin, "merge", outdir, "-o", outdir + ".trace"], cwd)
+    said = p.stderr.decode()
+    assert p.returncode == 0, said
+    return int(said.strip().splitlines()[-1])
+
+
+@pytest.mark.skipif(sys.version_info[:2] != (3, 12) or not os.access("/usr/bin/time", os.X_OK),
+                    reason="a C program and ulma's C side: once per suite, on 3.12, is enough; needs /usr/bin/time")
+def test_merge_memory_does_not_grow_with_the_messages(built, ulma_bin):
+    """The issue's scale check on memory: the ring on 4 ranks at 1x and 10x
+    the laps (16 and 160 thousand messages).  The merge reads the ranks'
+    traces side by side, so its peak RSS is the same for both, within
+    MERGE_RSS_SLACK_KIB; a merge that held each MPI event (about 70 bytes)
+    would need some 20 MB more at 10x (the merge before this one: 5.1 and
+    27.6 MB; this one: 3.6 and 3.7 MB)."""
+    rss, msgs = {}, {}
+    for laps in (4000, 40000):
+        out = str(built / ("ring-laps%d" % laps))
+        p = run(mpirun_argv([4, {}] + traced(ulma_bin, out, "./ring", str(laps))), built, timeout=300)
+        assert p.returncode == 0, p.stderr.decode()
+        rss[laps] = merge_peak_rss_kib(ulma_bin, out, str(built))
+        rep = run([ulma_bin, "report", out + ".trace", "--format", "json"], str(built))
+        d = json.loads(rep.stdout)
+        msgs[laps] = len([m for m in d["messages"] if m["tag"] == 3])
+        assert d["unmatched"] == [] and all(m["recv_ns"] > m["send_ns"] for m in d["messages"])
+    assert msgs == {4000: 4 * 4000, 40000: 4 * 40000}
+    assert rss[40000] - rss[4000] < MERGE_RSS_SLACK_KIB, rss
 
 
 def test_c_extension_calling_mpi(tmp_path, ulma_bin):

@@ -18,6 +18,9 @@
 #include "tap.h"
 #include "ulma/shm.h"
 #include "ulma/trace_format.h"
+#ifdef ULMA_HAVE_ZLIB
+#include <zlib.h>
+#endif
 
 static char trace_path[4096];
 
@@ -84,7 +87,8 @@ struct out {
 };
 
 /* Export the trace in format name (a file format) into o; returns the export's result. */
-static int export_to(const char *name, const struct ulma_walk_filter *flt, bool counts, struct out *o)
+static int export_with(const char *name, const struct ulma_walk_filter *flt, bool counts, bool no_compress,
+		       struct out *o)
 {
 	const struct ulma_export_format *fmt = ulma_export_find(name);
 	struct ulma_export_opts opts;
@@ -95,6 +99,7 @@ static int export_to(const char *name, const struct ulma_walk_filter *flt, bool 
 	else
 		ulma_walk_filter_init(&opts.filter);
 	opts.counts = counts;
+	opts.no_compress = no_compress;
 	o->p = NULL;
 	o->len = 0;
 	FILE *in = fopen(trace_path, "rb"), *out = open_memstream(&o->p, &o->len);
@@ -104,6 +109,11 @@ static int export_to(const char *name, const struct ulma_walk_filter *flt, bool 
 	if (out)
 		fclose(out);
 	return err;
+}
+
+static int export_to(const char *name, const struct ulma_walk_filter *flt, bool counts, struct out *o)
+{
+	return export_with(name, flt, counts, false, o);
 }
 
 /* Whether needle[0..n) occurs in o. */
@@ -174,8 +184,8 @@ static void test_chrome(void)
 static void test_perfetto(void)
 {
 	struct out o;
-	int err = export_to("perfetto", NULL, false, &o);
-	CHECK_EQ_I64(err, 0, "perfetto export");
+	int err = export_with("perfetto", NULL, false, true, &o);
+	CHECK_EQ_I64(err, 0, "perfetto export, --no-compress");
 	static const uint8_t main_begin[] = {0x0a, 0x0a, 0x50, 1, 0x40, 100, 0x5a, 4, 0x48, 1, 0x50, 1};
 	CHECK(has(&o, main_begin, sizeof(main_begin)), "main begins at 100 ns, no category: Python");
 	static const uint8_t zone[] = {0x0a, 0x0c, 0x50, 1, 0x40, 9, 0x5a, 6, 0x48, 1, 0x50, 2, 0x18, 3};
@@ -199,6 +209,65 @@ static void test_perfetto(void)
 	CHECK(!has_s(&o, "cpu state"), "no state track without OFF records");
 	free(o.p);
 }
+
+#ifdef ULMA_HAVE_ZLIB
+static uint64_t get_varint(const uint8_t **p, const uint8_t *end)
+{
+	uint64_t v = 0;
+	for (int shift = 0; *p < end && shift < 64; shift += 7) {
+		uint8_t b = *(*p)++;
+		v |= (uint64_t)(b & 0x7f) << shift;
+		if (!(b & 0x80))
+			break;
+	}
+	return v;
+}
+
+/* The compressed form, by default: each packet's compressed_packets
+ * (field 50, key 0x92 0x03) inflates back to the uncompressed export's
+ * packets, byte for byte. */
+static void test_perfetto_compressed(void)
+{
+	struct out plain, packed, inflated = {NULL, 0};
+	int err = export_with("perfetto", NULL, false, true, &plain);
+	err = err ? err : export_with("perfetto", NULL, false, false, &packed);
+	CHECK_EQ_I64(err, 0, "perfetto export, compressed and not");
+	FILE *f = open_memstream(&inflated.p, &inflated.len);
+	const uint8_t *p = (const uint8_t *)packed.p, *end = p + packed.len;
+	int packets = 0, bad = 0;
+	while (f && p < end && !bad) {
+		const uint8_t *start = p;
+		bad = *p++ != 0x0a;
+		uint64_t n = get_varint(&p, end);
+		if (bad || n > (uint64_t)(end - p)) {
+			bad = 1;
+			break;
+		}
+		if (n > 2 && p[0] == 0x92 && p[1] == 0x03) {
+			const uint8_t *q = p + 2;
+			uint64_t zn = get_varint(&q, p + n);
+			static uint8_t buf[1 << 20];
+			uLongf len = sizeof(buf);
+			bad = q + zn != p + n || uncompress(buf, &len, q, (uLong)zn) != Z_OK;
+			if (!bad)
+				fwrite(buf, 1, len, f);
+			packets++;
+		} else {
+			fwrite(start, 1, (size_t)(p + n - start), f);
+		}
+		p += n;
+	}
+	if (f)
+		fclose(f);
+	CHECK(!bad && packets >= 1, "every packet is a Trace packet; %d compressed", packets);
+	CHECK(inflated.len == plain.len && memcmp(inflated.p, plain.p, plain.len) == 0,
+	      "inflated, the packets are the uncompressed export's (%zu bytes, %zu)", inflated.len, plain.len);
+	CHECK(packed.len < plain.len, "and smaller: %zu bytes for %zu", packed.len, plain.len);
+	free(plain.p);
+	free(packed.p);
+	free(inflated.p);
+}
+#endif
 
 static void test_speedscope(void)
 {
@@ -430,6 +499,9 @@ int main(void)
 		return tap_done();
 	test_chrome();
 	test_perfetto();
+#ifdef ULMA_HAVE_ZLIB
+	test_perfetto_compressed();
+#endif
 	test_speedscope();
 	test_pstats();
 	test_callgrind();

@@ -1,0 +1,95 @@
+"""Instructions per traced call, counted with callgrind: the hooks' own cost.
+
+Usage: python bench/hook_instructions.py [--native]
+
+Counts, with callgrind, the instructions the traced process runs, at two
+sizes of each workload, and divides the difference by the difference in
+calls, so start-up cancels out.  Counts do not depend on the machine's
+load (timings here do); the monitor, another process, is not counted.
+
+- fib: naive recursive fib(18) against fib(20), untraced and under
+  `ulma run`: instructions per Python call (two events each).
+- randint: a list comprehension of random.randint calls, 20,000 against
+  40,000, as in bench/workloads/bootstrap.py's hot loop: instructions per
+  iteration (six Python calls and two C calls each).
+- --native: bench/native/kernel.c's `calls` built with
+  -finstrument-functions, 200,000 against 400,000 calls, with the hooks
+  present but tracing off and under `ulma run`: instructions per native
+  event (two per call).
+
+Under valgrind glibc registers no rseq area, so each Python event also
+counts sched_getcpu (about 35 instructions) that a real run reads from the
+rseq area in one load; native events read no CPU.  Asserts nothing.
+"""
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+
+from benchlib import callgrind_counts, ulma_binary
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+FIB = "import sys\ndef fib(n):\n    return n if n < 2 else fib(n - 1) + fib(n - 2)\nfib(int(sys.argv[1]))\n"
+RANDINT = ("import random, sys\nrandom.seed(1)\ndata = [random.random() for _ in range(100)]\n"
+           "sample = [data[random.randint(0, 99)] for _ in range(int(sys.argv[1]))]\n")
+
+
+def fib_calls(n):
+    a, b = 1, 1
+    for _ in range(n):
+        a, b = b, a + b
+    return 2 * a - 1
+
+
+def python_counts(ulma, out):
+    count = callgrind_counts(out)
+    trace = os.path.join(out, "w.trace")
+    print("Python %s, instructions per call (fib) or per iteration (randint), in the traced process"
+          % sys.version.split()[0])
+    for name, source, small, large, calls in (("fib", FIB, 18, 20, fib_calls),
+                                               ("randint", RANDINT, 20000, 40000, lambda n: n)):
+        script = os.path.join(out, name + ".py")
+        with open(script, "w") as f:
+            f.write(source)
+        per = {}
+        for variant in ("untraced", "ulma"):
+            def cmd(n):
+                if variant == "untraced":
+                    return lambda py: [py, script, str(n)]
+                return lambda py: [ulma, "run", "--no-live", "--summary", "none", "-o", trace,
+                                   "--python", py, script, str(n)]
+            per[variant] = (count(cmd(large)) - count(cmd(small))) / (calls(large) - calls(small))
+        print("%-8s untraced %7.0f  ulma %7.0f  added %7.0f" % (name, per["untraced"], per["ulma"],
+                                                             per["ulma"] - per["untraced"]))
+
+
+def native_counts(ulma, out):
+    import ulma as pkg
+
+    lib = os.path.dirname(pkg.__file__)
+    kernel = os.path.join(out, "kernel")
+    subprocess.run(["gcc", "-O2", "-g", os.path.join(HERE, "native", "kernel.c"), "-o", kernel,
+                    "-finstrument-functions", "-L" + lib, "-lulma_rt", "-Wl,-rpath," + lib], check=True)
+    count = callgrind_counts(out, kernel)
+    trace = os.path.join(out, "k.trace")
+    variants = {"hooks, off": lambda n: lambda w: [w, "calls", str(n)],
+                "ulma run": lambda n: lambda w: [ulma, "run", "--no-live", "--summary", "none", "-o", trace,
+                                                 "/bin/sh", w, "calls", str(n)]}
+    print("native kernel `calls`, instructions per native event (two per call), in the traced process")
+    for name, cmd in variants.items():
+        per = (count(cmd(400000)) - count(cmd(200000))) / 400000
+        print("%-11s %6.1f" % (name, per))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--native", action="store_true", help="count the -finstrument-functions hooks instead")
+    args = ap.parse_args()
+    ulma = ulma_binary()
+    with tempfile.TemporaryDirectory() as out:
+        (native_counts if args.native else python_counts)(ulma, out)
+
+
+if __name__ == "__main__":
+    main()
