@@ -434,6 +434,15 @@ static bool apply_rare(struct ulma_collector *c, struct ulma_collector_slot *cs,
 	}
 }
 
+/* The records at which schedstat's off-CPU time is interpolated: those that
+ * are events of the trace (ulma_profile_feed_event interpolates at those
+ * alone), so that `ulma report` splits the time at the same points and gives
+ * the same figures to the nanosecond.  Marks, memory, values and MPI records
+ * are not events. */
+#define SAMPLED_AT                                                                                             \
+	(1u << ULMA_REC_ENTER | 1u << ULMA_REC_EXIT | 1u << ULMA_REC_NATIVE_ENTER | 1u << ULMA_REC_NATIVE_EXIT | \
+	 1u << ULMA_REC_LINE | 1u << ULMA_REC_LINE_RESUME | 1u << ULMA_REC_LOST)
+
 /* How a thread's records are applied: what apply_loop is specialised for. */
 enum apply_mode {
 	APPLY_STREAM = 1u << 0,   /* there is a trace stream to append to */
@@ -473,7 +482,8 @@ apply_loop(struct ulma_collector *c, struct ulma_collector_slot *cs, const struc
 		if (mode & APPLY_SAMPLED) {
 			if (t > horizon)
 				break;
-			sampled_off(c, cs, t);
+			if (r->kind < 32 && (SAMPLED_AT >> r->kind & 1))
+				sampled_off(c, cs, t);
 		}
 		if ((mode & APPLY_SWITCHES) && ULMA_UNLIKELY(t >= wake)) {
 			CURSOR_PUT();
