@@ -51,6 +51,32 @@ def test_chrome_rss_rises_and_falls(traced, run_ulma, tmp_path):
     assert inner["ts"] + inner["dur"] <= grow["ts"] + grow["dur"]
 
 
+def test_chrome_rss_at_its_own_times_inside_grow(traced, run_ulma, tmp_path):
+    """Each sample carries the time it was read: while grow() holds the
+    bytearray (its records reach the monitor only after the sleep), the
+    samples lie inside grow()'s slice at many distinct times, and the
+    climb by 200 MiB shows there, not at one earlier time."""
+    events = chrome_events(run_ulma, traced[0], tmp_path / "r.json")
+    (grow,) = [e for e in events if e.get("ph") == "X" and e["name"] == "grow"]
+    start, end = grow["ts"], grow["ts"] + grow["dur"]
+    inside = [(t, v) for t, v in rss_samples(events) if start <= t <= end]
+    before = [v for t, v in rss_samples(events) if t < start]
+    # 0.5 s of sleep at one sample per 15 ms: dozens; 10 leaves room for a loaded machine
+    assert len({t for t, _ in inside}) >= 10, inside
+    assert before and max(v for _, v in inside) >= before[-1] + GROWN, (before[-1:], inside)
+    # the samples while the bytearray is held come after its pages were touched
+    (inner,) = [e for e in events if e.get("ph") == "X" and e["name"] == "time.sleep" and start < e["ts"] < end]
+    held = [v for t, v in inside if inner["ts"] <= t <= inner["ts"] + inner["dur"]]
+    assert len(held) >= 5 and min(held) >= before[-1] + GROWN, (before[-1], held)
+
+
+def test_call_counts_unchanged(traced):
+    _, live = traced
+    counts = {f["name"]: f["calls"] for f in live["functions"]}
+    assert counts["grow"] == 1 and counts["main"] == 1, counts
+    assert counts["time.sleep"] == 3, counts
+
+
 def test_json_peak_rss(traced, report_json):
     path, live = traced
     assert live["peak_rss_bytes"] >= GROWN, live["peak_rss_bytes"]
