@@ -4,7 +4,9 @@ every 15 ms into the counter mark "memory: RSS (bytes)", and the summary
 reports the highest as peak RSS.  Known answer: mem_rss.py touches a 200
 MiB bytearray, holds it, frees it; the counter rises by at least 200 MiB
 over where it ends once the bytearray is freed, read back from the
-Chrome export; peak_rss_bytes in the JSON (from `ulma run` and from `ulma report`
+Chrome export, and each sample sits at the time it was read: inside
+grow()'s slice, at many distinct times (not at the time of the thread's
+last record drained, as before); peak_rss_bytes in the JSON (from `ulma run` and from `ulma report`
 of the trace) is at least 200 MiB; without --memory there is no counter."""
 import json
 
