@@ -627,31 +627,19 @@ static long apply_records(struct ulma_collector *c, struct ulma_collector_slot *
 	return n;
 }
 
-/* With RSS samples held for the thread's process (collector_memory.h):
- * apply the records [*tailp, head) up to the first one later than the
- * oldest sample, write the samples before it, and again, while a record
- * passes a sample.  A thread's records are in time order, so a binary
- * search finds it. */
+/* With RSS samples held for the thread's process: apply the records
+ * [*tailp, head) up to the first one later than the oldest sample, write
+ * the samples before it, and again while a record passes one. */
 static long apply_rss(struct ulma_collector *c, struct ulma_collector_slot *cs, const struct ulma_record *ring,
 		      uint64_t mask, uint64_t *tailp, uint64_t head, uint64_t horizon, bool final)
 {
 	long n = 0;
-	uint64_t at;
-	while (*tailp < head && (at = ulma_collector_rss_next(c, cs->pid)) != UINT64_MAX) {
-		uint64_t lo = *tailp, hi = head; /* the first record after `at` is in [lo, hi] */
-		while (lo < hi) {
-			uint64_t mid = lo + (hi - lo) / 2;
-			if (ring[mid & mask].time > at)
-				hi = mid;
-			else
-				lo = mid + 1;
-		}
-		if (lo == head)
-			break; /* no record passes it yet */
-		n += apply_records(c, cs, ring, mask, tailp, lo, horizon, final);
-		if (*tailp < lo)
+	uint64_t next;
+	while ((next = ulma_collector_rss_passed(c, cs->pid, ring, mask, *tailp, head)) < head) {
+		n += apply_records(c, cs, ring, mask, tailp, next, horizon, final);
+		if (*tailp < next)
 			break; /* stopped early: a definition on its way, or the horizon */
-		set_error(c, ulma_collector_rss_write(c, cs->pid, cs->stream, ring[lo & mask].time - 1));
+		set_error(c, ulma_collector_rss_write(c, cs->pid, cs->stream, ring[next & mask].time - 1));
 	}
 	return n;
 }

@@ -100,7 +100,7 @@ int ulma_collector_object(struct ulma_collector *c, uint32_t thread, struct ulma
  * a second at most, whatever the program does.  Records reach the monitor
  * late and a stream's times only grow, so a sample is held until one of
  * the process's threads has drained a record later than it, and written
- * just before that record (ulma_collector_rss_next/_write): no event's
+ * just before that record (ulma_collector_rss_passed/_write): no event's
  * time moves and every sample sits at its own time.  At most RSS_HELD
  * wait per process (about 3.8 s of samples); when they are full the oldest
  * is written at once, at its thread's latest drained time (as all were
@@ -223,10 +223,21 @@ int ulma_collector_rss(struct ulma_collector *c, uint32_t pid, struct ulma_trace
 	return 0;
 }
 
-uint64_t ulma_collector_rss_next(struct ulma_collector *c, uint32_t pid)
+uint64_t ulma_collector_rss_passed(struct ulma_collector *c, uint32_t pid, const struct ulma_record *ring,
+				   uint64_t mask, uint64_t tail, uint64_t head)
 {
 	const struct ulma_collector_rss *r = find_rss(c, pid);
-	return r && r->nheld ? r->held[r->first].ticks : UINT64_MAX;
+	if (!r || !r->nheld)
+		return head;
+	uint64_t at = r->held[r->first].ticks, lo = tail, hi = head; /* the first record after `at` is in [lo, hi] */
+	while (lo < hi) { /* a thread's records are in time order */
+		uint64_t mid = lo + (hi - lo) / 2;
+		if (ring[mid & mask].time > at)
+			hi = mid;
+		else
+			lo = mid + 1;
+	}
+	return lo;
 }
 
 int ulma_collector_rss_write(struct ulma_collector *c, uint32_t pid, struct ulma_trace_stream *stream, uint64_t upto)

@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 struct ulma_collector;
+struct ulma_record;
 struct ulma_trace_stream;
 
 /* A thread's MEM_SIZE waiting for its ALLOC. */
@@ -48,8 +49,11 @@ uint64_t ulma_collector_rss_due(struct ulma_collector *c);
 int ulma_collector_rss(struct ulma_collector *c, uint32_t pid, struct ulma_trace_stream *stream, uint64_t drained,
 		       uint64_t round);
 
-/* The time of process pid's oldest held sample, UINT64_MAX if none. */
-uint64_t ulma_collector_rss_next(struct ulma_collector *c, uint32_t pid);
+/* Of the records [tail, head) of a thread of process pid (a ring of mask
+ * + 1), in time order, the index of the first one later than the
+ * process's oldest held sample; head if none is, or nothing is held. */
+uint64_t ulma_collector_rss_passed(struct ulma_collector *c, uint32_t pid, const struct ulma_record *ring,
+				   uint64_t mask, uint64_t tail, uint64_t head);
 
 /* Write process pid's held samples up to time `upto` on stream (one of
  * its threads', whose records after them are not written yet) as counter
