@@ -79,6 +79,28 @@ def test_call_counts_unchanged(traced):
     assert counts["time.sleep"] == 3, counts
 
 
+def test_rss_held_beyond_the_bound(prog, run_ulma, tmp_path):
+    """A native call longer than the samples a process may hold (256, about
+    3.8 s): the oldest are written early, at the thread's latest drained
+    time, and nothing else changes: the run succeeds, the samples inside the
+    sleep still sit at their own times holding the bytearray, and the sleep
+    keeps its 4.2 s (an event moved forward by a sample would shorten it)."""
+    path = str(tmp_path / "b.trace")
+    proc = run_ulma(["run", "--memory", "--no-live", "--summary", "none", "-o", path, prog("mem_rss.py"), "50", "0.1",
+                     "4.2"])
+    assert proc.returncode == 0, proc.stderr.decode(errors="replace")
+    events = chrome_events(run_ulma, path, tmp_path / "b.json")
+    (grow,) = [e for e in events if e.get("ph") == "X" and e["name"] == "grow"]
+    (inner,) = [e for e in events if e.get("ph") == "X" and e["name"] == "time.sleep"
+                and grow["ts"] < e["ts"] < grow["ts"] + grow["dur"]]
+    assert inner["dur"] >= 4.2e6 and inner["ts"] + inner["dur"] <= grow["ts"] + grow["dur"], (inner, grow)
+    samples = rss_samples(events)
+    before = [v for t, v in samples if t < grow["ts"]]
+    held = [(t, v) for t, v in samples if inner["ts"] <= t <= inner["ts"] + inner["dur"]]
+    assert before and len({t for t, _ in held}) >= 10, held
+    assert min(v for _, v in held) >= before[0] + (50 << 20), (before[0], held)
+
+
 def test_json_peak_rss(traced, report_json):
     path, live = traced
     assert live["peak_rss_bytes"] >= GROWN, live["peak_rss_bytes"]
