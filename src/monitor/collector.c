@@ -637,6 +637,23 @@ static long apply_records(struct ulma_collector *c, struct ulma_collector_slot *
 	return n;
 }
 
+/* With RSS samples held for the thread's process: apply the records
+ * [*tailp, head) up to the first one later than the oldest sample, write
+ * the samples before it, and again while a record passes one. */
+static long apply_rss(struct ulma_collector *c, struct ulma_collector_slot *cs, const struct ulma_record *ring,
+		      uint64_t mask, uint64_t *tailp, uint64_t head, uint64_t horizon, bool final)
+{
+	long n = 0;
+	uint64_t next;
+	while ((next = ulma_collector_rss_passed(c, cs->pid, ring, mask, *tailp, head)) < head) {
+		n += apply_records(c, cs, ring, mask, tailp, next, horizon, final);
+		if (*tailp < next)
+			break; /* stopped early: a definition on its way, or the horizon */
+		set_error(c, ulma_collector_rss_write(c, cs->pid, cs->stream, ring[next & mask].time - 1));
+	}
+	return n;
+}
+
 /* The process is gone: take the records it wrote after its last batch
  * publication.  They follow head in time order; a record from the ring's
  * previous lap is older than the last one consumed, and one of the slot's
@@ -686,7 +703,11 @@ static int snapshot_slot(struct ulma_collector *c, uint32_t i)
 static void finish_slot(struct ulma_collector *c, struct ulma_collector_slot *cs, uint32_t i, uint64_t end,
 			enum ulma_offcpu_at at)
 {
+	if (c->nrss) /* the RSS samples of its life, */
+		set_error(c, ulma_collector_rss_write(c, cs->pid, cs->stream, end));
 	close_frames(c, cs, end, at);
+	if (c->nrss && at == ULMA_OFFCPU_ENDS) /* and after its end if its process is gone */
+		set_error(c, ulma_collector_rss_write(c, cs->pid, cs->stream, UINT64_MAX));
 	stop_sampling(cs);
 	ulma_offcpu_release(&c->off, cs->off);
 	cs->off = NULL;
@@ -721,7 +742,8 @@ static long drain_slot(struct ulma_collector *c, uint32_t i, bool final, uint64_
 			horizon = ulma_schedline_last_ticks(&cs->line);
 	}
 	const struct ulma_record *ring = ulma_session_ring(s, i);
-	long n = apply_records(c, cs, ring, cap - 1, &tail, head, horizon, final);
+	long n = c->nrss ? apply_rss(c, cs, ring, cap - 1, &tail, head, horizon, final) : 0;
+	n += apply_records(c, cs, ring, cap - 1, &tail, head, horizon, final);
 	if ((final || dead_at) && cs->state == ULMA_SLOT_ACTIVE && tail == head)
 		n += salvage(c, cs, ring, cap, &tail);
 	ulma_ring_consume(slot, tail);
@@ -788,7 +810,7 @@ long ulma_collector_poll(struct ulma_collector *c, bool final)
 			note_pending_off(c, &c->slots[i]);
 	}
 	for (uint32_t i = 0; rss_round && i < used; i++)
-		if (c->slots[i].live && c->slots[i].last_ticks)
+		if (c->slots[i].live)
 			set_error(c, ulma_collector_rss(c, c->slots[i].pid, c->slots[i].stream, c->slots[i].last_ticks,
 							rss_round));
 	c->records += (uint64_t)total;
@@ -816,8 +838,13 @@ int ulma_collector_reap(struct ulma_collector *c, uint64_t now_ticks)
 
 void ulma_collector_close_all(struct ulma_collector *c, uint64_t end_ticks)
 {
-	for (uint32_t i = 0; i < c->session->hdr->slot_count; i++)
-		if (c->slots[i].live)
-			close_frames(c, &c->slots[i], end_ticks, ULMA_OFFCPU_ENDS);
+	for (uint32_t i = 0; i < c->session->hdr->slot_count; i++) {
+		if (!c->slots[i].live)
+			continue;
+		if (c->nrss) /* the RSS samples still held, before the frames close */
+			set_error(c, ulma_collector_rss_write(c, c->slots[i].pid, c->slots[i].stream, end_ticks));
+		close_frames(c, &c->slots[i], end_ticks, ULMA_OFFCPU_ENDS);
+	}
+	set_error(c, ulma_collector_rss_write_all(c)); /* of processes whose threads all ended */
 	ulma_profile_finish(&c->profile, end_ticks);
 }

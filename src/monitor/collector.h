@@ -77,10 +77,11 @@ struct ulma_collector {
 	uint64_t overhead_ps;  /* the hook's cost per event, once the program has measured it */
 	struct ulma_collector_lines *lines; /* source copies and --lines patterns (collector_lines.c), or NULL */
 	uint32_t mem_counters[2]; /* the memory counters' mark definitions + 1 (collector_memory.c), 0: not yet */
-	struct ulma_collector_rss *rss; /* per traced process (collector_memory.c) */
+	struct ulma_collector_rss **rss; /* per traced process (collector_memory.c) */
 	uint32_t nrss;
 	uint32_t rss_counter;  /* the RSS counter's mark definition + 1, 0: not yet */
 	uint64_t rss_at_ns;    /* monotonic time of the last RSS round */
+	uint64_t rss_round;    /* the last RSS round's number */
 	int error;             /* first -errno from the writer or allocation */
 };
 

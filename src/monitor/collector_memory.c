@@ -95,17 +95,33 @@ int ulma_collector_object(struct ulma_collector *c, uint32_t thread, struct ulma
 }
 
 /* RSS over time: every RSS_PERIOD_NS, one pread of each traced process's
- * /proc/PID/statm (its second field: resident pages), written as a counter
- * mark on one of its threads.  Never per event: a few hundred reads a
- * second at most, whatever the program does. */
+ * /proc/PID/statm (its second field: resident pages), stamped with the
+ * session clock's time of the read.  Never per event: a few hundred reads
+ * a second at most, whatever the program does.  Records reach the monitor
+ * late and a stream's times only grow, so a sample is held until one of
+ * the process's threads has drained a record later than it, and written
+ * just before that record (ulma_collector_rss_passed/_write): no event's
+ * time moves and every sample sits at its own time.  At most RSS_HELD
+ * wait per process (about 3.8 s of samples); when they are full the oldest
+ * is written at once, at its thread's latest drained time (as all were
+ * before), so none is lost. */
 #define RSS_PERIOD_NS 15000000u
+#define RSS_HELD 256
 static const char rss_counter_name[] = ULMA_MEM_RSS_COUNTER;
+
+struct rss_sample {
+	uint64_t ticks; /* when it was read, session clock */
+	uint64_t bytes;
+};
 
 struct ulma_collector_rss {
 	uint32_t pid;
 	int fd;          /* /proc/PID/statm + 1; 0: not opened yet */
 	bool gone;       /* could not be opened or read: not tried again */
 	uint64_t round;  /* the round it was last sampled in */
+	struct ulma_trace_stream *stream; /* a thread's of the process, for what is held at the end */
+	struct rss_sample held[RSS_HELD]; /* a ring, oldest at first */
+	uint32_t first, nheld;
 };
 
 uint64_t ulma_collector_rss_due(struct ulma_collector *c)
@@ -116,9 +132,7 @@ uint64_t ulma_collector_rss_due(struct ulma_collector *c)
 	if (now - c->rss_at_ns < RSS_PERIOD_NS)
 		return 0;
 	c->rss_at_ns = now;
-	uint32_t cpu;
-	uint64_t ticks = ulma_clock_now(c->use_tsc, &cpu);
-	return ticks ? ticks : 1;
+	return ++c->rss_round;
 }
 
 static uint64_t read_rss(struct ulma_collector_rss *r, uint32_t pid)
@@ -149,43 +163,113 @@ static uint64_t read_rss(struct ulma_collector_rss *r, uint32_t pid)
 	return (uint64_t)resident * (uint64_t)page;
 }
 
-int ulma_collector_rss(struct ulma_collector *c, uint32_t pid, struct ulma_trace_stream *stream, uint64_t ticks,
-		       uint64_t round)
+static struct ulma_collector_rss *find_rss(struct ulma_collector *c, uint32_t pid)
 {
-	if (!stream || !pid)
-		return 0;
-	uint32_t i = 0;
-	while (i < c->nrss && c->rss[i].pid != pid)
-		i++;
-	if (i == c->nrss) {
-		struct ulma_collector_rss *grown = realloc(c->rss, (i + 1) * sizeof(*grown));
-		if (!grown)
-			return -ENOMEM;
-		c->rss = grown;
-		c->rss[c->nrss++] = (struct ulma_collector_rss){.pid = pid};
-	}
-	struct ulma_collector_rss *r = &c->rss[i];
-	if (r->gone || r->round == round)
-		return 0;
-	r->round = round;
-	uint64_t bytes = read_rss(r, pid);
-	if (!bytes)
-		return 0; /* a zombie's statm reads 0 */
+	for (uint32_t i = 0; i < c->nrss; i++)
+		if (c->rss[i]->pid == pid)
+			return c->rss[i];
+	return NULL;
+}
+
+/* The oldest held sample as a counter mark on stream at ticks. */
+static int write_oldest(struct ulma_collector *c, struct ulma_collector_rss *r, struct ulma_trace_stream *stream,
+			uint64_t ticks)
+{
+	const struct rss_sample *smp = &r->held[r->first];
+	r->first = (r->first + 1) % RSS_HELD;
+	r->nheld--;
 	if (!c->rss_counter) {
 		uint32_t idx = ulma_collector_define(c, ULMA_DEF_MARK, rss_counter_name, strlen(rss_counter_name), "~", 1, 0);
 		if (idx == UINT32_MAX)
 			return -ENOMEM;
 		c->rss_counter = idx + 1;
 	}
-	ulma_trace_mark(stream, ticks, ULMA_EXT_COUNTER, c->rss_counter, (double)bytes);
-	return ulma_profile_mem_rss(&c->profile, pid, bytes);
+	ulma_trace_mark(stream, ticks, ULMA_EXT_COUNTER, c->rss_counter, (double)smp->bytes);
+	return ulma_profile_mem_rss(&c->profile, r->pid, smp->bytes);
+}
+
+int ulma_collector_rss(struct ulma_collector *c, uint32_t pid, struct ulma_trace_stream *stream, uint64_t drained,
+		       uint64_t round)
+{
+	if (!stream || !pid)
+		return 0;
+	struct ulma_collector_rss *r = find_rss(c, pid);
+	if (!r) {
+		struct ulma_collector_rss **grown = realloc(c->rss, (c->nrss + 1) * sizeof(*grown));
+		if (!grown)
+			return -ENOMEM;
+		c->rss = grown;
+		r = calloc(1, sizeof(*r));
+		if (!r)
+			return -ENOMEM;
+		r->pid = pid;
+		c->rss[c->nrss++] = r;
+	}
+	r->stream = stream;
+	if (r->gone || r->round == round)
+		return 0;
+	r->round = round;
+	uint64_t bytes = read_rss(r, pid);
+	uint32_t cpu;
+	uint64_t now = ulma_clock_now(c->use_tsc, &cpu);
+	if (!bytes)
+		return 0; /* a zombie's statm reads 0: its memory went before it became one */
+	if (r->nheld == RSS_HELD) {
+		int err = write_oldest(c, r, stream, r->held[r->first].ticks < drained ? r->held[r->first].ticks : drained);
+		if (err)
+			return err;
+	}
+	r->held[(r->first + r->nheld++) % RSS_HELD] = (struct rss_sample){.ticks = now ? now : 1, .bytes = bytes};
+	return 0;
+}
+
+uint64_t ulma_collector_rss_passed(struct ulma_collector *c, uint32_t pid, const struct ulma_record *ring,
+				   uint64_t mask, uint64_t tail, uint64_t head)
+{
+	const struct ulma_collector_rss *r = find_rss(c, pid);
+	if (!r || !r->nheld)
+		return head;
+	uint64_t at = r->held[r->first].ticks, lo = tail, hi = head; /* the first record after `at` is in [lo, hi] */
+	while (lo < hi) { /* a thread's records are in time order */
+		uint64_t mid = lo + (hi - lo) / 2;
+		if (ring[mid & mask].time > at)
+			hi = mid;
+		else
+			lo = mid + 1;
+	}
+	return lo;
+}
+
+int ulma_collector_rss_write(struct ulma_collector *c, uint32_t pid, struct ulma_trace_stream *stream, uint64_t upto)
+{
+	struct ulma_collector_rss *r = find_rss(c, pid);
+	if (!r || !stream)
+		return 0;
+	while (r->nheld && r->held[r->first].ticks <= upto) {
+		int err = write_oldest(c, r, stream, r->held[r->first].ticks);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+int ulma_collector_rss_write_all(struct ulma_collector *c)
+{
+	for (uint32_t i = 0; i < c->nrss; i++) {
+		int err = ulma_collector_rss_write(c, c->rss[i]->pid, c->rss[i]->stream, UINT64_MAX);
+		if (err)
+			return err;
+	}
+	return 0;
 }
 
 void ulma_collector_rss_free(struct ulma_collector *c)
 {
-	for (uint32_t i = 0; i < c->nrss; i++)
-		if (c->rss[i].fd)
-			close(c->rss[i].fd - 1);
+	for (uint32_t i = 0; i < c->nrss; i++) {
+		if (c->rss[i]->fd)
+			close(c->rss[i]->fd - 1);
+		free(c->rss[i]);
+	}
 	free(c->rss);
 	c->rss = NULL;
 	c->nrss = 0;

@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 struct ulma_collector;
+struct ulma_record;
 struct ulma_trace_stream;
 
 /* A thread's MEM_SIZE waiting for its ALLOC. */
@@ -38,14 +39,31 @@ int ulma_collector_object(struct ulma_collector *c, uint32_t thread, struct ulma
  * RSS_PERIOD old (and memory is recorded), a new round's nonzero id, else 0. */
 uint64_t ulma_collector_rss_due(struct ulma_collector *c);
 
-/* The resident bytes of process `pid`, read from /proc/PID/statm through
- * a descriptor kept open, as the counter mark "memory: RSS (bytes)" on
- * `stream` (one of its threads') at ticks, that thread's last
- * event's time (a mark never runs ahead of records still in the ring),
- * once per process per round.  A process gone (or a zombie, RSS 0) is skipped.  Errors:
- * -ENOMEM. */
-int ulma_collector_rss(struct ulma_collector *c, uint32_t pid, struct ulma_trace_stream *stream, uint64_t ticks,
+/* Read the resident bytes of process `pid` (/proc/PID/statm, through a
+ * descriptor kept open) once per round, stamped with the time of the read,
+ * and hold the sample until a thread of the process has drained a record
+ * past it; `stream` is one of its threads', `drained` that thread's latest
+ * drained time, where the oldest sample is written when too many are
+ * held.  A process gone (or a zombie, RSS 0) is skipped; without a stream
+ * nothing is sampled.  Errors: -ENOMEM. */
+int ulma_collector_rss(struct ulma_collector *c, uint32_t pid, struct ulma_trace_stream *stream, uint64_t drained,
 		       uint64_t round);
+
+/* Of the records [tail, head) of a thread of process pid (a ring of mask
+ * + 1), in time order, the index of the first one later than the
+ * process's oldest held sample; head if none is, or nothing is held. */
+uint64_t ulma_collector_rss_passed(struct ulma_collector *c, uint32_t pid, const struct ulma_record *ring,
+				   uint64_t mask, uint64_t tail, uint64_t head);
+
+/* Write process pid's held samples up to time `upto` on stream (one of
+ * its threads', whose records after them are not written yet) as counter
+ * marks "memory: RSS (bytes)", each at its own time, in order, and count
+ * them in the profile's peak RSS.  Errors: -ENOMEM. */
+int ulma_collector_rss_write(struct ulma_collector *c, uint32_t pid, struct ulma_trace_stream *stream, uint64_t upto);
+
+/* At the end: every process's samples still held, on the stream of the
+ * thread it was last sampled with.  Errors: -ENOMEM. */
+int ulma_collector_rss_write_all(struct ulma_collector *c);
 
 /* Close the descriptors and free the per-process state. */
 void ulma_collector_rss_free(struct ulma_collector *c);

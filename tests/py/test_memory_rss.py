@@ -4,7 +4,9 @@ every 15 ms into the counter mark "memory: RSS (bytes)", and the summary
 reports the highest as peak RSS.  Known answer: mem_rss.py touches a 200
 MiB bytearray, holds it, frees it; the counter rises by at least 200 MiB
 over where it ends once the bytearray is freed, read back from the
-Chrome export; peak_rss_bytes in the JSON (from `ulma run` and from `ulma report`
+Chrome export, and each sample sits at the time it was read: inside
+grow()'s slice, at many distinct times (not at the time of the thread's
+last record drained, as before); peak_rss_bytes in the JSON (from `ulma run` and from `ulma report`
 of the trace) is at least 200 MiB; without --memory there is no counter."""
 import json
 
@@ -49,6 +51,54 @@ def test_chrome_rss_rises_and_falls(traced, run_ulma, tmp_path):
     (inner,) = [e for e in events if e.get("ph") == "X" and e["name"] == "time.sleep"
                 and grow["ts"] < e["ts"] < grow["ts"] + grow["dur"]]
     assert inner["ts"] + inner["dur"] <= grow["ts"] + grow["dur"]
+
+
+def test_chrome_rss_at_its_own_times_inside_grow(traced, run_ulma, tmp_path):
+    """Each sample carries the time it was read: while grow() holds the
+    bytearray (its records reach the monitor only after the sleep), the
+    samples lie inside grow()'s slice at many distinct times, and the
+    climb by 200 MiB shows there, not at one earlier time."""
+    events = chrome_events(run_ulma, traced[0], tmp_path / "r.json")
+    (grow,) = [e for e in events if e.get("ph") == "X" and e["name"] == "grow"]
+    start, end = grow["ts"], grow["ts"] + grow["dur"]
+    inside = [(t, v) for t, v in rss_samples(events) if start <= t <= end]
+    before = [v for t, v in rss_samples(events) if t < start]
+    # 0.5 s of sleep at one sample per 15 ms: dozens; 10 leaves room for a loaded machine
+    assert len({t for t, _ in inside}) >= 10, inside
+    assert before and max(v for _, v in inside) >= before[-1] + GROWN, (before[-1:], inside)
+    # the samples while the bytearray is held come after its pages were touched
+    (inner,) = [e for e in events if e.get("ph") == "X" and e["name"] == "time.sleep" and start < e["ts"] < end]
+    held = [v for t, v in inside if inner["ts"] <= t <= inner["ts"] + inner["dur"]]
+    assert len(held) >= 5 and min(held) >= before[-1] + GROWN, (before[-1], held)
+
+
+def test_call_counts_unchanged(traced):
+    _, live = traced
+    counts = {f["name"]: f["calls"] for f in live["functions"]}
+    assert counts["grow"] == 1 and counts["main"] == 1, counts
+    assert counts["time.sleep"] == 3, counts
+
+
+def test_rss_held_beyond_the_bound(prog, run_ulma, tmp_path):
+    """A native call longer than the samples a process may hold (256, about
+    3.8 s): the oldest are written early, at the thread's latest drained
+    time, and nothing else changes: the run succeeds, the samples inside the
+    sleep still sit at their own times holding the bytearray, and the sleep
+    keeps its 4.2 s (an event moved forward by a sample would shorten it)."""
+    path = str(tmp_path / "b.trace")
+    proc = run_ulma(["run", "--memory", "--no-live", "--summary", "none", "-o", path, prog("mem_rss.py"), "50", "0.1",
+                     "4.2"])
+    assert proc.returncode == 0, proc.stderr.decode(errors="replace")
+    events = chrome_events(run_ulma, path, tmp_path / "b.json")
+    (grow,) = [e for e in events if e.get("ph") == "X" and e["name"] == "grow"]
+    (inner,) = [e for e in events if e.get("ph") == "X" and e["name"] == "time.sleep"
+                and grow["ts"] < e["ts"] < grow["ts"] + grow["dur"]]
+    assert inner["dur"] >= 4.2e6 and inner["ts"] + inner["dur"] <= grow["ts"] + grow["dur"], (inner, grow)
+    samples = rss_samples(events)
+    before = [v for t, v in samples if t < grow["ts"]]
+    held = [(t, v) for t, v in samples if inner["ts"] <= t <= inner["ts"] + inner["dur"]]
+    assert before and len({t for t, _ in held}) >= 10, held
+    assert min(v for _, v in held) >= before[0] + (50 << 20), (before[0], held)
 
 
 def test_json_peak_rss(traced, report_json):
