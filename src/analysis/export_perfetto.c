@@ -736,6 +736,55 @@ static int on_mpi(void *ctx, const struct ulma_walk *w, uint32_t thread, const s
 	return c->err;
 }
 
+/* A flow's end: an instant on a thread's track, on the flows sequence. */
+static void flow_instant(struct perfetto *c, uint32_t seq, uint64_t *clock, uint32_t thread, uint64_t at_ns,
+			 const char *name, uint32_t field, uint64_t id)
+{
+	struct ulma_sbuf p = {0}, te = {0};
+	uint8_t flow[ULMA_PB_FIELD_MAX];
+	uint8_t *q = ulma_pb_fixed64(flow, field, id);
+	uint64_t delta = at_ns > *clock ? at_ns - *clock : 0;
+	*clock += delta;
+	ulma_pb_put_uint(&te, EV_TYPE, TYPE_INSTANT);
+	ulma_pb_put_uint(&te, EV_TRACK_UUID, (uint64_t)thread + 1);
+	ulma_pb_put_string(&te, EV_NAME, name);
+	ulma_pb_put_string(&te, EV_CATEGORIES, "process");
+	ulma_sbuf_put(&te, (const char *)flow, (size_t)(q - flow));
+	ulma_pb_put_uint(&p, PKT_SEQUENCE_ID, seq);
+	ulma_pb_put_uint(&p, PKT_TIMESTAMP, delta);
+	ulma_pb_put_message(&p, PKT_TRACK_EVENT, &te);
+	put_packet_sbuf(c, &p);
+	ulma_sbuf_free(&p);
+	ulma_sbuf_free(&te);
+}
+
+/* Parent -> child process flows (ulma_walk_spawns): an instant "started
+ * pid N" on the parent's thread just before the child's first event, its
+ * flow ending at an instant "started by pid P" on the child's thread at
+ * that event, inside the child's first slice.  On a sequence of their
+ * own, after every thread's, in time order. */
+static int spawn_flows(struct perfetto *c, const struct ulma_walk *w)
+{
+	struct ulma_walk_spawn *s;
+	uint32_t n;
+	int err = ulma_walk_spawns(w, &s, &n);
+	if (err || !n)
+		return err;
+	uint32_t seq = (uint32_t)SEQ_EVENTS(w->nthreads);
+	uint64_t clock = 0;
+	start_sequence(c, w, seq, (uint64_t)s[0].parent_thread + 1, INT_NAMES, states, 1);
+	for (uint32_t i = 0; i < n; i++) {
+		char name[64];
+		uint64_t id = s[i].flow_id;
+		snprintf(name, sizeof(name), "started pid %u", s[i].pid);
+		flow_instant(c, seq, &clock, s[i].parent_thread, s[i].at_ns ? s[i].at_ns - 1 : 0, name, EV_FLOW_IDS, id);
+		snprintf(name, sizeof(name), "started by pid %u", s[i].ppid);
+		flow_instant(c, seq, &clock, s[i].child_thread, s[i].at_ns, name, EV_TERMINATING_FLOW_IDS, id);
+	}
+	free(s);
+	return c->err;
+}
+
 /* Threads' last names and processes' names, known at the end; each
  * thread's running time after its last OFF record. */
 static void finish(struct perfetto *c, const struct ulma_walk *w)
@@ -787,8 +836,9 @@ int ulma_export_perfetto(FILE *in, const struct ulma_export_opts *o, FILE *out, 
 	int err = ulma_export_walk(in, o, &w, &sink, res);
 	if (!err) {
 		finish(&c, &w);
+		err = spawn_flows(&c, &w);
 		flush(&c);
-		err = c.err;
+		err = err ? err : c.err;
 	}
 	for (uint32_t i = 0; i < c.nthreads; i++)
 		ulma_idmap_free(&c.threads[i].interned);

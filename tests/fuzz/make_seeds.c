@@ -47,7 +47,7 @@ static int write_basic(const char *path)
 	ulma_trace_define_func(w, 1, ULMA_DEF_PY, 0, 1, "<module>", 8);
 	ulma_trace_define_func(w, 2, ULMA_DEF_PY, 0, 4, "fib", 3);
 	ulma_trace_define_func(w, 3, ULMA_DEF_C, 1, 0, "print", 5);
-	if ((err = ulma_trace_process(w, 4242, "fib.py 20", 9)) ||
+	if ((err = ulma_trace_process(w, 4242, 4241, "fib.py 20", 9)) ||
 	    (err = ulma_trace_stream_open(w, 0, 4242, 4242, &a)) ||
 	    (err = ulma_trace_stream_open(w, 1, 4242, 4243, &b))) {
 		ulma_trace_writer_abandon(w);
@@ -214,7 +214,7 @@ static int write_native(const char *path)
 	ulma_trace_define_func(w, 6, ULMA_DEF_MARK, 0, 0, "queue", 5);
 	ulma_trace_define_func(w, 7, ULMA_DEF_MARK, 0, 0, "main-loop", 9);
 	ulma_trace_overhead(w, 1500);
-	if ((err = ulma_trace_process(w, 77, "api_prog", 8)) || (err = ulma_trace_stream_open(w, 0, 77, 77, &a)) ||
+	if ((err = ulma_trace_process(w, 77, 0, "api_prog", 8)) || (err = ulma_trace_stream_open(w, 0, 77, 77, &a)) ||
 	    (err = ulma_trace_stream_open(w, 1, 77, 78, &b))) {
 		ulma_trace_writer_abandon(w);
 		return err;
