@@ -30,6 +30,14 @@ EVENT = re.compile(
 )
 
 
+# ulma records every Python thread's name (docs/hooks.md, "Thread names"): a
+# thread_name event, which is a mark, not one of the trace's events
+THREAD_NAME = re.compile(
+    r'^\[[0-9:.]+\] \([+?0-9.]+\) ulma:thread_name: '
+    r"\{ pid = (?P<pid>\d+), tid = (?P<tid>\d+) \}, \{ cpu_id = (?P<cpu>\d+) \}, "
+    r'\{ name = "(?P<name>(?:[^"\\]|\\.)*)" \}$'
+)
+
 ESCAPES = {"?": "?", "n": "\n", "t": "\t", "r": "\r", "a": "\a", "b": "\b", "f": "\f", "v": "\v", '"': '"', "'": "'", "\\": "\\"}
 
 
@@ -45,10 +53,16 @@ def babeltrace(path):
     lines = proc.stdout.decode("utf-8").split("\n")
     assert lines[-1] == ""
     events = []
+    names = set()
     for line in lines[:-1]:
+        m = THREAD_NAME.match(line)
+        if m:
+            names.add(unescape(m.group("name")))
+            continue
         m = EVENT.match(line)
         assert m, "unexpected babeltrace2 line: %r" % line
         events.append(m.groupdict())
+    assert "MainThread" in names or not events, names
     return events
 
 
