@@ -18,7 +18,8 @@
  * matched message is a flow arrow: {"ph": "s"} at its send, inside the
  * sending call's slice, and {"ph": "f", "bp": "e"} at its receive, with
  * one id made of the message's source, destination, tag, communicator and
- * number.
+ * number.  A process another of the trace started is a flow arrow too,
+ * from its parent's main thread to the child's first slice.
  */
 #include <errno.h>
 #include <math.h>
@@ -298,6 +299,28 @@ static int on_mpi(void *ctx, const struct ulma_walk *w, uint32_t thread, const s
 	return end_event(c, &w->threads[thread]);
 }
 
+/* Parent -> child process flows (ulma_walk_spawns): {"ph": "s"} on the
+ * parent's thread just before the child's first event, {"ph": "f", "bp":
+ * "e"} on the child's thread at it, in its first slice. */
+static int spawn_flows(struct chrome *c, const struct ulma_walk *w)
+{
+	struct ulma_walk_spawn *s;
+	uint32_t n;
+	int err = ulma_walk_spawns(w, &s, &n);
+	for (uint32_t i = 0; i < n && !err; i++) {
+		for (int end = 0; end < 2 && !err; end++) {
+			separator(c);
+			ulma_sbuf_puts(&c->b, end ? "{\"ph\":\"f\",\"bp\":\"e\"" : "{\"ph\":\"s\"");
+			ulma_sbuf_printf(&c->b, ",\"cat\":\"process\",\"name\":\"pid %u started pid %u\",\"id\":%llu,\"ts\":",
+					 s[i].ppid, s[i].pid, (unsigned long long)s[i].flow_id);
+			put_us(&c->b, end || !s[i].at_ns ? s[i].at_ns : s[i].at_ns - 1);
+			err = end_event(c, &w->threads[end ? s[i].child_thread : s[i].parent_thread]);
+		}
+	}
+	free(s);
+	return err;
+}
+
 int ulma_export_chrome(FILE *in, const struct ulma_export_opts *o, FILE *out, const char *dir,
 		       struct ulma_export_result *res)
 {
@@ -307,6 +330,8 @@ int ulma_export_chrome(FILE *in, const struct ulma_export_opts *o, FILE *out, co
 	ulma_sbuf_puts(&c.b, "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n");
 	struct ulma_walk_sink sink = {&c, on_func, on_thread, NULL, on_close, NULL, NULL, on_mark, NULL, on_mpi, NULL, NULL};
 	int err = ulma_export_walk(in, o, &w, &sink, res);
+	if (!err)
+		err = spawn_flows(&c, &w);
 	if (!err) {
 		thread_names(&c, &w);
 		ulma_sbuf_puts(&c.b, "\n],\"otherData\":{\"producer\":\"ulma export\",\"command\":");

@@ -28,89 +28,16 @@
  * (zlib) into one packet's compressed_packets (field 50), which the trace
  * processor inflates and reads as the packets themselves; 6 times
  * smaller.  --no-compress (opts.no_compress), or a build without zlib,
- * writes the packets as they are.
+ * writes the packets as they are (the packet writer:
+ * export_perfetto_packets.c; what the files share: export_perfetto.h).
  */
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "export.h"
-#include "protobuf.h"
+#include "export_perfetto.h"
 #include "ulma/shm.h"
-#ifdef ULMA_HAVE_ZLIB
-#include <zlib.h>
-#endif
-
-/* Field numbers, from the Perfetto protos named above. */
-enum {
-	TRACE_PACKET = 1,             /* Trace.packet */
-	PKT_CLOCK_SNAPSHOT = 6,       /* TracePacket */
-	PKT_TIMESTAMP = 8,
-	PKT_SEQUENCE_ID = 10,         /* trusted_packet_sequence_id */
-	PKT_TRACK_EVENT = 11,
-	PKT_INTERNED_DATA = 12,
-	PKT_SEQUENCE_FLAGS = 13,
-	PKT_COMPRESSED = 50,          /* compressed_packets */
-	PKT_DEFAULTS = 59,            /* trace_packet_defaults */
-	PKT_TRACK_DESCRIPTOR = 60,
-	DEF_CLOCK_ID = 58,            /* TracePacketDefaults.timestamp_clock_id */
-	DEF_TRACK_EVENT = 11,         /* TracePacketDefaults.track_event_defaults */
-	TED_TRACK_UUID = 11,          /* TrackEventDefaults.track_uuid */
-	SNAP_CLOCKS = 1,              /* ClockSnapshot */
-	SNAP_PRIMARY = 2,
-	CLOCK_ID = 1,                 /* ClockSnapshot.Clock */
-	CLOCK_TIMESTAMP = 2,
-	CLOCK_INCREMENTAL = 3,
-	EV_CATEGORY_IIDS = 3,         /* TrackEvent */
-	EV_TYPE = 9,
-	EV_NAME_IID = 10,
-	EV_TRACK_UUID = 11,
-	EV_DOUBLE_COUNTER = 44,
-	EV_NAME = 23,
-	EV_CATEGORIES = 22,
-	EV_FLOW_IDS = 47,
-	EV_TERMINATING_FLOW_IDS = 48,
-	INT_CATEGORIES = 1,           /* InternedData.event_categories */
-	INT_NAMES = 2,                /* InternedData.event_names */
-	INTERNED_IID = 1,             /* EventCategory, EventName */
-	INTERNED_NAME = 2,
-	TD_UUID = 1,                  /* TrackDescriptor */
-	TD_NAME = 2,
-	TD_PROCESS = 3,
-	TD_THREAD = 4,
-	TD_PARENT = 5,
-	TD_COUNTER = 8,
-	PD_PID = 1,                   /* ProcessDescriptor */
-	PD_NAME = 6,
-	THD_PID = 1,                  /* ThreadDescriptor */
-	THD_TID = 2,
-	THD_NAME = 5,
-};
-
-enum { TYPE_BEGIN = 1, TYPE_END = 2, TYPE_INSTANT = 3, TYPE_COUNTER = 4 };
-enum { SEQ_CLEARED = 1 };
-enum { CLOCK_MONOTONIC_ID = 3, CLOCK_INCREMENTAL_ID = 64 };
-
-/* Track uuids: a thread's is its index + 1 (small, as it is in no event);
- * the others live in ranges of their own. */
-#define UUID_PROCESS (UINT64_C(1) << 32)
-#define UUID_STATE (UINT64_C(2) << 32)
-#define UUID_COUNTER (UINT64_C(3) << 32)
-#define UUID_MEMORY (UINT64_C(4) << 32)
-
-/* A thread's three sequences, each with its own clock: its frames and
- * marks, its state track, its allocations (the walker hands OFF records
- * and allocations on as they come, before the delayed opens of a filtered
- * walk, and an OFF record's running slice starts before the allocations
- * that precede it). */
-#define SEQ_EVENTS(thread) (3 * (uint64_t)(thread) + 1)
-#define SEQ_STATE(thread) (3 * (uint64_t)(thread) + 2)
-#define SEQ_MEMORY(thread) (3 * (uint64_t)(thread) + 3)
-
-/* A process's memory counter moves when the live bytes change by this
- * much (or 1/256 of their peak, if more) since the value last written. */
-#define MEMORY_STEP 65536
 
 /* Categories interned on every event sequence, by iid (Python frames carry none). */
 static const char *const categories[] = {NULL, "c", "native", "zone", "instant", "counter"};
@@ -119,169 +46,6 @@ enum { CAT_C = 1, CAT_NATIVE = 2, CAT_ZONE = 3, CAT_INSTANT = 4, CAT_COUNTER = 5
 /* Names interned on every state sequence, by iid: the state track's slices. */
 static const char *const states[] = {NULL, "blocked", "runnable", "GIL", "running"};
 enum { STATE_RUNNING_IID = 4 };
-
-/* The batch compressed into one packet; and the zlib level (bench/exports.py, docs/exports.md). */
-#define OUT_CAP (1u << 15)
-#define DEFLATE_LEVEL 1
-#define OUT_FLUSH (OUT_CAP - 256) /* room for one more event packet */
-
-struct pf_thread {
-	bool started;        /* its event sequence's first packet written */
-	bool state_started;  /* its state sequence's */
-	uint64_t last_ns;    /* the event sequence's clock */
-	uint64_t state_ns;   /* the state sequence's clock */
-	uint64_t on_since;   /* end of the latest OFF interval */
-	struct ulma_idmap interned; /* name iids interned on its event sequence */
-	uint32_t last_interned;     /* the latest key looked up there, + 1 (recursion repeats it) */
-	uint8_t seq_field[8];       /* its event sequence's id field, encoded */
-	uint8_t seq_len;
-	bool memory_started;        /* its memory sequence's first packet written */
-	uint64_t memory_ns;         /* that sequence's clock */
-};
-
-/* A process's allocations (every domain the trace records), for its memory counter. */
-struct pf_process {
-	uint32_t pid;
-	uint64_t live, peak, written; /* bytes */
-	bool track;                   /* its counter track described */
-	struct ulma_idmap blocks;     /* address + 1 -> size (0: freed), sizes capped at 4 GiB - 1 */
-};
-
-#define TE_SHORT 16 /* put_event's te has at least this many bytes */
-
-/* A function's begin TrackEvent, encoded. */
-struct pf_begin {
-	uint8_t te[TE_SHORT];
-	uint8_t len;
-};
-
-struct perfetto {
-	FILE *out;
-	struct pf_begin *begins; /* per function */
-	uint32_t nbegins;
-	uint8_t *buf; /* OUT_CAP bytes */
-	size_t len;
-#ifdef ULMA_HAVE_ZLIB
-	z_stream z;
-	bool deflating;   /* z is initialized: batches are compressed */
-	uint8_t *zbuf;    /* a compressed batch */
-	size_t zcap;
-#endif
-	int err;
-	struct pf_thread *threads;
-	uint32_t nthreads;
-	struct ulma_idmap pids;     /* pid + 1 -> 1: its process descriptor is written */
-	struct ulma_idmap counters; /* pid << 32 | name key + 1 -> counter index */
-	uint32_t ncounters;
-	struct pf_process *procs;   /* with allocations */
-	uint32_t nprocs;
-};
-
-static void write_out(struct perfetto *c, const uint8_t *p, size_t n)
-{
-	if (n && !c->err && fwrite(p, 1, n, c->out) != n)
-		c->err = -EIO;
-}
-
-#ifdef ULMA_HAVE_ZLIB
-/* Start compressing, if the options ask for it; false when they don't. */
-static int deflate_start(struct perfetto *c, const struct ulma_export_opts *o)
-{
-	if (o->no_compress)
-		return 0;
-	if (deflateInit(&c->z, DEFLATE_LEVEL) != Z_OK)
-		return -ENOMEM;
-	c->zcap = deflateBound(&c->z, OUT_CAP);
-	c->zbuf = malloc(c->zcap);
-	if (!c->zbuf) {
-		deflateEnd(&c->z);
-		return -ENOMEM;
-	}
-	c->deflating = true;
-	return 0;
-}
-
-static void deflate_end(struct perfetto *c)
-{
-	if (c->deflating)
-		deflateEnd(&c->z);
-	free(c->zbuf);
-}
-
-/* The batch, deflated, as one packet's compressed_packets. */
-static void flush(struct perfetto *c)
-{
-	if (!c->deflating || !c->len) {
-		write_out(c, c->buf, c->len);
-		c->len = 0;
-		return;
-	}
-	c->z.next_in = c->buf;
-	c->z.avail_in = (uInt)c->len;
-	c->z.next_out = c->zbuf;
-	c->z.avail_out = (uInt)c->zcap;
-	int rc = deflate(&c->z, Z_FINISH);
-	size_t n = c->zcap - c->z.avail_out;
-	deflateReset(&c->z);
-	c->len = 0;
-	if (rc != Z_STREAM_END) {
-		c->err = c->err ? c->err : -ENOMEM;
-		return;
-	}
-	uint8_t head[2 * ULMA_PB_FIELD_MAX];
-	uint8_t *e = ulma_pb_varint(ulma_pb_key(head, PKT_COMPRESSED, ULMA_PB_BYTES), n);
-	size_t inner = (size_t)(e - head) + n;
-	uint8_t outer[ULMA_PB_FIELD_MAX];
-	uint8_t *f = ulma_pb_varint(ulma_pb_key(outer, TRACE_PACKET, ULMA_PB_BYTES), inner);
-	write_out(c, outer, (size_t)(f - outer));
-	write_out(c, head, (size_t)(e - head));
-	write_out(c, c->zbuf, n);
-}
-#else
-static int deflate_start(struct perfetto *c, const struct ulma_export_opts *o)
-{
-	(void)c;
-	(void)o;
-	return 0;
-}
-
-static void deflate_end(struct perfetto *c)
-{
-	(void)c;
-}
-
-static void flush(struct perfetto *c)
-{
-	write_out(c, c->buf, c->len);
-	c->len = 0;
-}
-#endif
-
-/* Append a packet whose body is body[0..n). */
-static void put_packet(struct perfetto *c, const uint8_t *body, size_t n)
-{
-	uint8_t head[ULMA_PB_FIELD_MAX];
-	uint8_t *e = ulma_pb_varint(ulma_pb_key(head, TRACE_PACKET, ULMA_PB_BYTES), n);
-	size_t h = (size_t)(e - head);
-	if (c->len + h + n > OUT_CAP)
-		flush(c);
-	if (h + n > OUT_CAP) { /* a big descriptor: straight out */
-		if (!c->err && (fwrite(head, 1, h, c->out) != h || fwrite(body, 1, n, c->out) != n))
-			c->err = -EIO;
-		return;
-	}
-	memcpy(c->buf + c->len, head, h);
-	memcpy(c->buf + c->len + h, body, n);
-	c->len += h + n;
-}
-
-static void put_packet_sbuf(struct perfetto *c, struct ulma_sbuf *p)
-{
-	if (p->nomem)
-		c->err = c->err ? c->err : -ENOMEM;
-	else
-		put_packet(c, (const uint8_t *)p->p, p->len);
-}
 
 static int grow_threads(struct perfetto *c, uint32_t thread)
 {
@@ -297,45 +61,6 @@ static int grow_threads(struct perfetto *c, uint32_t thread)
 	return 0;
 }
 
-/* The first packet of a sequence: incremental state cleared, the defaults
- * (the track and the incremental clock), the clock's tie to MONOTONIC, and
- * the interned names every packet may use. */
-static void start_sequence(struct perfetto *c, const struct ulma_walk *w, uint32_t seq, uint64_t track,
-			   uint32_t names_field, const char *const *names, uint32_t nnames)
-{
-	struct ulma_sbuf p = {0}, m = {0}, n = {0};
-	ulma_pb_put_uint(&p, PKT_SEQUENCE_ID, seq);
-	ulma_pb_put_uint(&p, PKT_SEQUENCE_FLAGS, SEQ_CLEARED);
-	ulma_pb_put_uint(&n, TED_TRACK_UUID, track);
-	ulma_pb_put_uint(&m, DEF_CLOCK_ID, CLOCK_INCREMENTAL_ID);
-	ulma_pb_put_message(&m, DEF_TRACK_EVENT, &n);
-	ulma_pb_put_message(&p, PKT_DEFAULTS, &m);
-	m.len = 0;
-	for (uint32_t i = 1; i < nnames; i++) {
-		n.len = 0;
-		ulma_pb_put_uint(&n, INTERNED_IID, i);
-		ulma_pb_put_string(&n, INTERNED_NAME, names[i]);
-		ulma_pb_put_message(&m, names_field, &n);
-	}
-	ulma_pb_put_message(&p, PKT_INTERNED_DATA, &m);
-	m.len = 0;
-	n.len = 0; /* the incremental clock counts from the trace start, as MONOTONIC does */
-	ulma_pb_put_uint(&n, CLOCK_ID, CLOCK_INCREMENTAL_ID);
-	ulma_pb_put_uint(&n, CLOCK_TIMESTAMP, w->start_ns);
-	ulma_pb_put_uint(&n, CLOCK_INCREMENTAL, 1);
-	ulma_pb_put_message(&m, SNAP_CLOCKS, &n);
-	n.len = 0;
-	ulma_pb_put_uint(&n, CLOCK_ID, CLOCK_MONOTONIC_ID);
-	ulma_pb_put_uint(&n, CLOCK_TIMESTAMP, w->start_ns);
-	ulma_pb_put_message(&m, SNAP_CLOCKS, &n);
-	ulma_pb_put_uint(&m, SNAP_PRIMARY, CLOCK_MONOTONIC_ID);
-	ulma_pb_put_message(&p, PKT_CLOCK_SNAPSHOT, &m);
-	put_packet_sbuf(c, &p);
-	ulma_sbuf_free(&p);
-	ulma_sbuf_free(&m);
-	ulma_sbuf_free(&n);
-}
-
 static void process_descriptor(struct perfetto *c, const struct ulma_walk *w, uint32_t pid)
 {
 	struct ulma_sbuf p = {0}, d = {0}, pd = {0};
@@ -346,7 +71,7 @@ static void process_descriptor(struct perfetto *c, const struct ulma_walk *w, ui
 	ulma_pb_put_uint(&d, TD_UUID, UUID_PROCESS | pid);
 	ulma_pb_put_message(&d, TD_PROCESS, &pd);
 	ulma_pb_put_message(&p, PKT_TRACK_DESCRIPTOR, &d);
-	put_packet_sbuf(c, &p);
+	pf_put_packet_sbuf(c, &p);
 	ulma_sbuf_free(&p);
 	ulma_sbuf_free(&d);
 	ulma_sbuf_free(&pd);
@@ -365,25 +90,10 @@ static void thread_descriptor(struct perfetto *c, const struct ulma_walk *w, uin
 	ulma_pb_put_uint(&d, TD_UUID, (uint64_t)thread + 1);
 	ulma_pb_put_message(&d, TD_THREAD, &td);
 	ulma_pb_put_message(&p, PKT_TRACK_DESCRIPTOR, &d);
-	put_packet_sbuf(c, &p);
+	pf_put_packet_sbuf(c, &p);
 	ulma_sbuf_free(&p);
 	ulma_sbuf_free(&d);
 	ulma_sbuf_free(&td);
-}
-
-/* A named track under parent (a process's counter, a thread's state). */
-static void child_descriptor(struct perfetto *c, uint64_t uuid, uint64_t parent, const char *name, bool counter)
-{
-	struct ulma_sbuf p = {0}, d = {0};
-	ulma_pb_put_uint(&d, TD_UUID, uuid);
-	ulma_pb_put_uint(&d, TD_PARENT, parent);
-	ulma_pb_put_string(&d, TD_NAME, name);
-	if (counter)
-		ulma_pb_put_bytes(&d, TD_COUNTER, "", 0);
-	ulma_pb_put_message(&p, PKT_TRACK_DESCRIPTOR, &d);
-	put_packet_sbuf(c, &p);
-	ulma_sbuf_free(&p);
-	ulma_sbuf_free(&d);
 }
 
 static int on_thread(void *ctx, const struct ulma_walk *w, uint32_t thread)
@@ -400,7 +110,7 @@ static int on_thread(void *ctx, const struct ulma_walk *w, uint32_t thread)
 		process_descriptor(c, w, t->pid);
 	}
 	thread_descriptor(c, w, thread);
-	start_sequence(c, w, SEQ_EVENTS(thread), (uint64_t)thread + 1, INT_CATEGORIES, categories, NCATEGORIES);
+	pf_start_sequence(c, w, SEQ_EVENTS(thread), (uint64_t)thread + 1, INT_CATEGORIES, categories, NCATEGORIES);
 	struct pf_thread *pt = &c->threads[thread];
 	pt->started = true;
 	pt->seq_len = (uint8_t)(ulma_pb_uint(pt->seq_field, PKT_SEQUENCE_ID, SEQ_EVENTS(thread)) - pt->seq_field);
@@ -416,7 +126,7 @@ static inline void put_event(struct perfetto *c, uint32_t thread, uint64_t ns, c
 {
 	struct pf_thread *pt = &c->threads[thread];
 	if (__builtin_expect(c->len >= OUT_FLUSH, 0))
-		flush(c);
+		pf_flush(c);
 	uint64_t delta = ns > pt->last_ns ? ns - pt->last_ns : 0; /* never back: the walker's times only grow */
 	pt->last_ns += delta;
 	uint8_t *p = c->buf + c->len, *q = p + 2;
@@ -454,7 +164,7 @@ static int intern_slow(struct perfetto *c, const struct ulma_walk *w, uint32_t t
 	ulma_pb_put_string(&n, INTERNED_NAME, w->funcs[key].name);
 	ulma_pb_put_message(&m, INT_NAMES, &n);
 	ulma_pb_put_message(&p, PKT_INTERNED_DATA, &m);
-	put_packet_sbuf(c, &p);
+	pf_put_packet_sbuf(c, &p);
 	ulma_sbuf_free(&p);
 	ulma_sbuf_free(&m);
 	ulma_sbuf_free(&n);
@@ -536,7 +246,7 @@ static int counter_track(struct perfetto *c, const struct ulma_walk *w, uint32_t
 		int err = ulma_idmap_put(&c->counters, id, k);
 		if (err)
 			return err;
-		child_descriptor(c, UUID_COUNTER + k, UUID_PROCESS | pid, w->funcs[key].name, true);
+		pf_child_descriptor(c, UUID_COUNTER + k, UUID_PROCESS | pid, w->funcs[key].name, true);
 	}
 	*uuid = UUID_COUNTER + k;
 	return c->err;
@@ -586,7 +296,7 @@ static void state_slice(struct perfetto *c, uint32_t thread, uint64_t iid, uint6
 		p = ulma_pb_uint(p, PKT_TIMESTAMP, delta);
 		p = ulma_pb_varint(ulma_pb_key(p, PKT_TRACK_EVENT, ULMA_PB_BYTES), (uint64_t)(q - te));
 		memcpy(p, te, (size_t)(q - te));
-		put_packet(c, body, (size_t)(p + (q - te) - body));
+		pf_put_packet(c, body, (size_t)(p + (q - te) - body));
 	}
 }
 
@@ -599,8 +309,8 @@ static int on_off(void *ctx, const struct ulma_walk *w, uint32_t thread, uint8_t
 	if (!t->seen || ns == 0)
 		return 0; /* before its first traced event (the interpreter starting), or nothing */
 	if (!pt->state_started) {
-		child_descriptor(c, UUID_STATE | thread, (uint64_t)thread + 1, "cpu state", false);
-		start_sequence(c, w, SEQ_STATE(thread), UUID_STATE | thread, INT_NAMES, states, 5);
+		pf_child_descriptor(c, UUID_STATE | thread, (uint64_t)thread + 1, "cpu state", false);
+		pf_start_sequence(c, w, SEQ_STATE(thread), UUID_STATE | thread, INT_NAMES, states, 5);
 		pt->state_started = true;
 		pt->on_since = t->first_ns;
 	}
@@ -612,7 +322,7 @@ static int on_off(void *ctx, const struct ulma_walk *w, uint32_t thread, uint8_t
 	state_slice(c, thread, iid, at_ns, at_ns + ns);
 	pt->on_since = at_ns + ns;
 	if (c->len >= OUT_FLUSH)
-		flush(c);
+		pf_flush(c);
 	return c->err;
 }
 
@@ -638,11 +348,11 @@ static void memory_value(struct perfetto *c, const struct ulma_walk *w, uint32_t
 {
 	struct pf_thread *pt = &c->threads[thread];
 	if (!p->track) {
-		child_descriptor(c, UUID_MEMORY | p->pid, UUID_PROCESS | p->pid, "memory (live bytes)", true);
+		pf_child_descriptor(c, UUID_MEMORY | p->pid, UUID_PROCESS | p->pid, "memory (live bytes)", true);
 		p->track = true;
 	}
 	if (!pt->memory_started) {
-		start_sequence(c, w, (uint32_t)SEQ_MEMORY(thread), UUID_MEMORY | p->pid, INT_NAMES, states, 1);
+		pf_start_sequence(c, w, (uint32_t)SEQ_MEMORY(thread), UUID_MEMORY | p->pid, INT_NAMES, states, 1);
 		pt->memory_started = true;
 	}
 	uint8_t body[64], te[32], *q = te, *b;
@@ -657,7 +367,7 @@ static void memory_value(struct perfetto *c, const struct ulma_walk *w, uint32_t
 	b = ulma_pb_uint(b, PKT_TIMESTAMP, delta);
 	b = ulma_pb_varint(ulma_pb_key(b, PKT_TRACK_EVENT, ULMA_PB_BYTES), (uint64_t)(q - te));
 	memcpy(b, te, (size_t)(q - te));
-	put_packet(c, body, (size_t)(b + (q - te) - body));
+	pf_put_packet(c, body, (size_t)(b + (q - te) - body));
 	p->written = p->live;
 }
 
@@ -694,7 +404,7 @@ static int on_memory(void *ctx, const struct ulma_walk *w, uint32_t thread, cons
 	if (moved >= step || !p->track)
 		memory_value(c, w, thread, p, at_ns);
 	if (c->len >= OUT_FLUSH)
-		flush(c);
+		pf_flush(c);
 	return c->err;
 }
 
@@ -711,7 +421,7 @@ static int on_mpi(void *ctx, const struct ulma_walk *w, uint32_t thread, const s
 	if (!ulma_walk_mpi_message_id(m, &id))
 		return 0;
 	if (!pt->memory_started) {
-		start_sequence(c, w, (uint32_t)SEQ_MEMORY(thread), (uint64_t)thread + 1, INT_NAMES, states, 1);
+		pf_start_sequence(c, w, (uint32_t)SEQ_MEMORY(thread), (uint64_t)thread + 1, INT_NAMES, states, 1);
 		pt->memory_started = true;
 	}
 	struct ulma_sbuf p = {0}, te = {0};
@@ -730,9 +440,58 @@ static int on_mpi(void *ctx, const struct ulma_walk *w, uint32_t thread, const s
 	ulma_pb_put_uint(&p, PKT_SEQUENCE_ID, SEQ_MEMORY(thread));
 	ulma_pb_put_uint(&p, PKT_TIMESTAMP, delta);
 	ulma_pb_put_message(&p, PKT_TRACK_EVENT, &te);
-	put_packet_sbuf(c, &p);
+	pf_put_packet_sbuf(c, &p);
 	ulma_sbuf_free(&p);
 	ulma_sbuf_free(&te);
+	return c->err;
+}
+
+/* A flow's end: an instant on a thread's track, on the flows sequence. */
+static void flow_instant(struct perfetto *c, uint32_t seq, uint64_t *clock, uint32_t thread, uint64_t at_ns,
+			 const char *name, uint32_t field, uint64_t id)
+{
+	struct ulma_sbuf p = {0}, te = {0};
+	uint8_t flow[ULMA_PB_FIELD_MAX];
+	uint8_t *q = ulma_pb_fixed64(flow, field, id);
+	uint64_t delta = at_ns > *clock ? at_ns - *clock : 0;
+	*clock += delta;
+	ulma_pb_put_uint(&te, EV_TYPE, TYPE_INSTANT);
+	ulma_pb_put_uint(&te, EV_TRACK_UUID, (uint64_t)thread + 1);
+	ulma_pb_put_string(&te, EV_NAME, name);
+	ulma_pb_put_string(&te, EV_CATEGORIES, "process");
+	ulma_sbuf_put(&te, (const char *)flow, (size_t)(q - flow));
+	ulma_pb_put_uint(&p, PKT_SEQUENCE_ID, seq);
+	ulma_pb_put_uint(&p, PKT_TIMESTAMP, delta);
+	ulma_pb_put_message(&p, PKT_TRACK_EVENT, &te);
+	pf_put_packet_sbuf(c, &p);
+	ulma_sbuf_free(&p);
+	ulma_sbuf_free(&te);
+}
+
+/* Parent -> child process flows (ulma_walk_spawns): an instant "started
+ * pid N" on the parent's thread just before the child's first event, its
+ * flow ending at an instant "started by pid P" on the child's thread at
+ * that event, inside the child's first slice.  On a sequence of their
+ * own, after every thread's, in time order. */
+static int spawn_flows(struct perfetto *c, const struct ulma_walk *w)
+{
+	struct ulma_walk_spawn *s;
+	uint32_t n;
+	int err = ulma_walk_spawns(w, &s, &n);
+	if (err || !n)
+		return err;
+	uint32_t seq = (uint32_t)SEQ_EVENTS(w->nthreads);
+	uint64_t clock = 0;
+	pf_start_sequence(c, w, seq, (uint64_t)s[0].parent_thread + 1, INT_NAMES, states, 1);
+	for (uint32_t i = 0; i < n; i++) {
+		char name[64];
+		uint64_t id = s[i].flow_id;
+		snprintf(name, sizeof(name), "started pid %u", s[i].pid);
+		flow_instant(c, seq, &clock, s[i].parent_thread, s[i].at_ns ? s[i].at_ns - 1 : 0, name, EV_FLOW_IDS, id);
+		snprintf(name, sizeof(name), "started by pid %u", s[i].ppid);
+		flow_instant(c, seq, &clock, s[i].child_thread, s[i].at_ns, name, EV_TERMINATING_FLOW_IDS, id);
+	}
+	free(s);
 	return c->err;
 }
 
@@ -770,7 +529,7 @@ int ulma_export_perfetto(FILE *in, const struct ulma_export_opts *o, FILE *out, 
 	struct ulma_walk w;
 	(void)dir;
 	c.buf = malloc(OUT_CAP);
-	if (!c.buf || deflate_start(&c, o)) {
+	if (!c.buf || pf_deflate_start(&c, o)) {
 		free(c.buf);
 		memset(res, 0, sizeof(*res));
 		return -ENOMEM;
@@ -787,8 +546,9 @@ int ulma_export_perfetto(FILE *in, const struct ulma_export_opts *o, FILE *out, 
 	int err = ulma_export_walk(in, o, &w, &sink, res);
 	if (!err) {
 		finish(&c, &w);
-		flush(&c);
-		err = c.err;
+		err = spawn_flows(&c, &w);
+		pf_flush(&c);
+		err = err ? err : c.err;
 	}
 	for (uint32_t i = 0; i < c.nthreads; i++)
 		ulma_idmap_free(&c.threads[i].interned);
@@ -800,7 +560,7 @@ int ulma_export_perfetto(FILE *in, const struct ulma_export_opts *o, FILE *out, 
 	ulma_idmap_free(&c.pids);
 	ulma_idmap_free(&c.counters);
 	free(c.buf);
-	deflate_end(&c);
+	pf_deflate_end(&c);
 	ulma_walk_free(&w);
 	return err;
 }

@@ -70,6 +70,7 @@ void ulma_walk_free(struct ulma_walk *w)
 	ulma_pid_names_free(&w->names);
 	ulma_idmap_free(&w->keys);
 	ulma_idmap_free(&w->rank_of_pid);
+	ulma_idmap_free(&w->parent_of_pid);
 	ulma_profile_feed_free(&w->feed);
 	memset(w, 0, sizeof(*w));
 }
@@ -360,7 +361,10 @@ static int on_func(void *ctx, const struct ulma_trace_func *f)
 static int on_process(void *ctx, const struct ulma_trace_process *p)
 {
 	struct ulma_walk *w = ctx;
-	return ulma_pid_names_set(&w->names, p->pid, p->name, p->name_len);
+	int err = ulma_pid_names_set(&w->names, p->pid, p->name, p->name_len);
+	if (!err && p->ppid)
+		err = ulma_idmap_put(&w->parent_of_pid, (uint64_t)p->pid + 1, p->ppid);
+	return err;
 }
 
 static int on_thread(void *ctx, const struct ulma_trace_thread *th)

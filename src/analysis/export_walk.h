@@ -243,6 +243,7 @@ struct ulma_walk {
 	const struct ulma_walk_sink *sink;
 	struct ulma_idmap keys; /* hash of name, file, line -> func */
 	struct ulma_idmap rank_of_pid; /* a merged MPI trace's: pid + 1 -> rank + 1 */
+	struct ulma_idmap parent_of_pid; /* pid + 1 -> its parent's pid, where a PROCESS chunk says */
 	struct ulma_profile_feed feed; /* into sink->profile */
 	struct ulma_trace_end end;     /* END's facts, for the profile */
 };
@@ -255,6 +256,27 @@ void ulma_walk_free(struct ulma_walk *w);
  * chunk; for the program, a trace older than those chunks has the
  * session's command), else NULL. */
 const char *ulma_walk_process_name(const struct ulma_walk *w, uint32_t pid);
+
+/* The pid of process `pid`'s parent, where the trace says (its PROCESS
+ * chunk), else 0. */
+uint32_t ulma_walk_parent_pid(const struct ulma_walk *w, uint32_t pid);
+
+/* A process started by another of the trace, for the exporters' flows
+ * parent -> child: the child's earliest passing thread (the one with the
+ * first event) and a passing thread of the parent (its main thread, else
+ * its earliest).  Valid once the walk has run. */
+struct ulma_walk_spawn {
+	uint32_t pid, ppid;
+	uint32_t child_thread;  /* walk thread index */
+	uint32_t parent_thread; /* walk thread index */
+	uint64_t at_ns;         /* the child thread's first event */
+	uint64_t flow_id;       /* 2^53 + 2 * pid: beyond any MPI message's id
+				 * (ulma_walk_mpi_message_id), and still exact in a
+				 * JSON number (a double) */
+};
+/* Every such process, in an array *out (malloc'd, the caller frees it;
+ * NULL when *n is 0) sorted by at_ns.  0 or -ENOMEM. */
+int ulma_walk_spawns(const struct ulma_walk *w, struct ulma_walk_spawn **out, uint32_t *n);
 
 /* A thread's label for the exporters' lanes: "main thread 456 (pid 456)" or
  * "thread 457 (pid 456)", after "NAME: " where the process has a name;

@@ -48,6 +48,77 @@ const char *ulma_walk_process_name(const struct ulma_walk *w, uint32_t pid)
 	return name;
 }
 
+uint32_t ulma_walk_parent_pid(const struct ulma_walk *w, uint32_t pid)
+{
+	uint32_t ppid = 0;
+	ulma_idmap_get(&w->parent_of_pid, (uint64_t)pid + 1, &ppid);
+	return ppid;
+}
+
+/* Per pid with a passing, seen thread: its earliest such thread (+ 1), and
+ * the one a flow leaves from (its main thread, else its earliest). */
+static int process_threads(const struct ulma_walk *w, struct ulma_idmap *earliest, struct ulma_idmap *anchor)
+{
+	int err = 0;
+	for (uint32_t i = 0; i < w->nthreads && !err; i++) {
+		const struct ulma_walk_thread *t = &w->threads[i];
+		uint32_t e;
+		if (!t->pass || !t->seen)
+			continue;
+		uint64_t key = (uint64_t)t->pid + 1;
+		if (!ulma_idmap_get(earliest, key, &e) || t->first_ns < w->threads[e - 1].first_ns)
+			err = ulma_idmap_put(earliest, key, i + 1);
+		uint32_t a;
+		bool have = ulma_idmap_get(anchor, key, &a);
+		if (!err && (t->tid == t->pid || !have ||
+			     (w->threads[a - 1].tid != t->pid && t->first_ns < w->threads[a - 1].first_ns)))
+			err = ulma_idmap_put(anchor, key, i + 1);
+	}
+	return err;
+}
+
+static int by_time(const void *a, const void *b)
+{
+	const struct ulma_walk_spawn *x = a, *y = b;
+	return x->at_ns < y->at_ns ? -1 : x->at_ns > y->at_ns ? 1 : (x->pid > y->pid) - (x->pid < y->pid);
+}
+
+int ulma_walk_spawns(const struct ulma_walk *w, struct ulma_walk_spawn **out, uint32_t *n)
+{
+	struct ulma_idmap earliest = {0}, anchor = {0};
+	*out = NULL;
+	*n = 0;
+	int err = w->parent_of_pid.count ? process_threads(w, &earliest, &anchor) : 0;
+	for (size_t b = 0; !err && earliest.keys && b <= earliest.mask; b++) {
+		uint32_t child = earliest.values[b], parent, ppid;
+		if (!earliest.keys[b])
+			continue;
+		uint32_t pid = (uint32_t)(earliest.keys[b] - 1);
+		if (!ulma_idmap_get(&w->parent_of_pid, (uint64_t)pid + 1, &ppid) || ppid == pid ||
+		    !ulma_idmap_get(&anchor, (uint64_t)ppid + 1, &parent))
+			continue;
+		struct ulma_walk_spawn *p = realloc(*out, (size_t)(*n + 1) * sizeof(*p));
+		if (!p) {
+			err = -ENOMEM;
+			break;
+		}
+		*out = p;
+		p[(*n)++] = (struct ulma_walk_spawn){pid, ppid, child - 1, parent - 1, w->threads[child - 1].first_ns,
+						 (UINT64_C(1) << 53) + 2 * (uint64_t)pid};
+	}
+	ulma_idmap_free(&earliest);
+	ulma_idmap_free(&anchor);
+	if (err) {
+		free(*out);
+		*out = NULL;
+		*n = 0;
+		return err;
+	}
+	if (*n > 1)
+		qsort(*out, *n, sizeof(**out), by_time);
+	return 0;
+}
+
 void ulma_walk_thread_label(const struct ulma_walk *w, const struct ulma_walk_thread *t, char *out, size_t cap)
 {
 	const char *name = ulma_walk_process_name(w, t->pid);

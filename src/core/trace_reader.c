@@ -524,9 +524,17 @@ static int parse_process(struct reader *r, const uint8_t *p, const uint8_t *end)
 	NEED_VARINT(r, p, end, len, "process name length");
 	if (pid == 0 || pid > UINT32_MAX)
 		return corrupt(r, "process id %llu out of range", (unsigned long long)pid);
-	if (len > ULMA_TRACE_MAX_NAME || len != (uint64_t)(end - p))
+	if (len > ULMA_TRACE_MAX_NAME || len > (uint64_t)(end - p))
 		return corrupt(r, "process name of %llu bytes in a chunk of %td", (unsigned long long)len, end - p);
-	struct ulma_trace_process proc = {(uint32_t)pid, (const char *)p, (size_t)len};
+	struct ulma_trace_process proc = {(uint32_t)pid, (const char *)p, (size_t)len, 0};
+	p += len;
+	if (p < end) { /* optional: the parent's pid; later fields are skipped */
+		uint64_t ppid;
+		NEED_VARINT(r, p, end, ppid, "parent process id");
+		if (ppid > UINT32_MAX)
+			return corrupt(r, "parent process id %llu out of range", (unsigned long long)ppid);
+		proc.ppid = (uint32_t)ppid;
+	}
 	return r->v->on_process ? r->v->on_process(r->v->ctx, &proc) : 0;
 }
 

@@ -49,11 +49,13 @@ struct ulma_trace_thread {
 	uint32_t tid;
 };
 
-/* A process's name, as ulma_trace_process wrote it (not NUL-terminated). */
+/* A process's name, as ulma_trace_process wrote it (not NUL-terminated),
+ * and its parent's pid (0: the trace does not say). */
 struct ulma_trace_process {
 	uint32_t pid;
 	const char *name;
 	size_t name_len;
+	uint32_t ppid;
 };
 
 struct ulma_trace_event {

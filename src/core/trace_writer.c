@@ -504,14 +504,18 @@ int ulma_trace_mpi_merge(struct ulma_trace_writer *w, const struct ulma_trace_me
 	return write_chunk(w, ULMA_CHUNK_MPI_MERGE, p, n, NULL, 0);
 }
 
-int ulma_trace_process(struct ulma_trace_writer *w, uint32_t pid, const char *name, size_t len)
+int ulma_trace_process(struct ulma_trace_writer *w, uint32_t pid, uint32_t ppid, const char *name, size_t len)
 {
-	uint8_t p[2 * ULMA_VARINT_MAX];
+	uint8_t p[2 * ULMA_VARINT_MAX + ULMA_TRACE_MAX_NAME + ULMA_VARINT_MAX];
 	if (len > ULMA_TRACE_MAX_NAME)
 		len = ULMA_TRACE_MAX_NAME;
 	size_t n = ulma_varint_put(p, pid);
 	n += ulma_varint_put(p + n, len);
-	return write_chunk(w, ULMA_CHUNK_PROCESS, p, n, (const uint8_t *)name, len);
+	memcpy(p + n, name, len);
+	n += len;
+	if (ppid) /* optional: the parent, where the monitor knew it */
+		n += ulma_varint_put(p + n, ppid);
+	return write_chunk(w, ULMA_CHUNK_PROCESS, p, n, NULL, 0);
 }
 
 int ulma_trace_overhead(struct ulma_trace_writer *w, uint64_t ps_per_event)

@@ -246,11 +246,12 @@ int ulma_trace_writer_flush(struct ulma_trace_writer *w);
 uint64_t ulma_trace_writer_bytes(const struct ulma_trace_writer *w);
 
 /* What to call process `pid`: its command line as shown to users (at
- * most ULMA_TRACE_MAX_NAME bytes are kept).  Written at once, before or
- * after its threads; a reader keeps the last name of a pid.  Returns 0 or
+ * most ULMA_TRACE_MAX_NAME bytes are kept), and its parent's pid `ppid`
+ * (0: unknown, and then not written).  Written at once, before or after
+ * its threads; a reader keeps the last name of a pid.  Returns 0 or
  * -errno. */
 #define ULMA_TRACE_MAX_NAME 1024u
-int ulma_trace_process(struct ulma_trace_writer *w, uint32_t pid, const char *name, size_t len);
+int ulma_trace_process(struct ulma_trace_writer *w, uint32_t pid, uint32_t ppid, const char *name, size_t len);
 
 /* An MPI rank (version 6, docs/mpi.md): in a rank's own trace, who it
  * was; in a merged trace, also what the merge found of it. */

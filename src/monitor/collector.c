@@ -166,7 +166,8 @@ void ulma_collector_free(struct ulma_collector *c)
 
 /* Name a process when its first thread shows up, while it most likely
  * still runs: its command line, kept in the profile and, before its first
- * THREAD chunk, in the trace.  A process already gone stays unnamed. */
+ * THREAD chunk, in the trace with its parent's pid.  A process already
+ * gone stays unnamed. */
 static int name_process(struct ulma_collector *c, uint32_t pid)
 {
 	char name[ULMA_PROC_NAME_MAX];
@@ -174,7 +175,7 @@ static int name_process(struct ulma_collector *c, uint32_t pid)
 		return 0;
 	int err = ulma_pid_names_set(&c->profile.names, pid, name, strlen(name));
 	if (!err && c->writer)
-		err = ulma_trace_process(c->writer, pid, name, strlen(name));
+		err = ulma_trace_process(c->writer, pid, ulma_proc_ppid_read(pid), name, strlen(name));
 	return err;
 }
 

@@ -168,8 +168,10 @@ static int p2_process(void *ctx, const struct ulma_trace_process *proc)
 	int n = snprintf(name, sizeof(name), "rank %u: %.*s", p->r->rank, (int)proc->name_len, proc->name);
 	if (n < 0)
 		return 0;
-	return ulma_trace_process(p->o->w, merged_pid(p->r, proc->pid), name,
-				  (size_t)n < sizeof(name) ? (size_t)n : sizeof(name) - 1);
+	/* a parent in the rank's own trace keeps pointing at it; one outside
+	 * it (the launcher) points at nothing the merged trace has */
+	return ulma_trace_process(p->o->w, merged_pid(p->r, proc->pid), proc->ppid ? merged_pid(p->r, proc->ppid) : 0,
+				  name, (size_t)n < sizeof(name) ? (size_t)n : sizeof(name) - 1);
 }
 
 static int p2_overhead(void *ctx, uint64_t ps)

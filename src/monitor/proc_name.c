@@ -77,3 +77,22 @@ bool ulma_proc_name_read(uint32_t pid, char *out, size_t cap)
 	ulma_proc_name_format(buf, n > 0 ? (size_t)n : 0, out, cap);
 	return n > 0 && strcmp(out, "?") != 0;
 }
+
+uint32_t ulma_proc_ppid_read(uint32_t pid)
+{
+	char path[64], buf[512];
+	snprintf(path, sizeof(path), "/proc/%u/stat", pid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+	if (fd >= 0)
+		close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = 0;
+	const char *p = strrchr(buf, ')'); /* after "pid (comm", which may hold any byte */
+	unsigned long ppid = 0;
+	char state;
+	if (!p || sscanf(p + 1, " %c %lu", &state, &ppid) != 2 || ppid > UINT32_MAX)
+		return 0;
+	return (uint32_t)ppid;
+}

@@ -9,7 +9,7 @@
  * its file name: "python3 /srv/app/work.py" shows as "work.py".  The
  * collector reads a process's name once, when its first thread shows up,
  * and keeps it in the profile and the trace (src/analysis/pid_names.h), so
- * a process that has ended keeps the name it had.  Control bytes are left
+ * a process that has ended keeps the name it had; its parent's pid with it.  Control bytes are left
  * in: the caller cleans what it prints.  No allocation.
  */
 #ifndef ULMA_PROC_NAME_H
@@ -24,6 +24,11 @@
 /* The name of process `pid`, read now into `out`; "?" and false if it
  * cannot be read (gone, or not ours) or is empty. */
 bool ulma_proc_name_read(uint32_t pid, char *out, size_t cap);
+
+/* The parent of process `pid` (/proc/PID/stat's ppid), read now; 0 if
+ * it cannot be read.  A process whose parent has ended has been handed to
+ * init or a subreaper: read it while the process most likely starts. */
+uint32_t ulma_proc_ppid_read(uint32_t pid);
 
 /* Format a raw cmdline (NUL-separated arguments, `len` bytes) into `out`. */
 void ulma_proc_name_format(const char *cmdline, size_t len, char *out, size_t cap);

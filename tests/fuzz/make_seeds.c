@@ -38,7 +38,7 @@ static int write_basic(const char *path)
 {
 	struct ulma_trace_meta meta = {ULMA_META_TSC, 4242, 1000, 777000, 2500000000u, "python3 fib.py 20", 0};
 	struct ulma_trace_writer *w;
-	struct ulma_trace_stream *a, *b;
+	struct ulma_trace_stream *a, *b, *c;
 	int err = ulma_trace_writer_open(path, &meta, &w);
 	if (err)
 		return err;
@@ -47,9 +47,11 @@ static int write_basic(const char *path)
 	ulma_trace_define_func(w, 1, ULMA_DEF_PY, 0, 1, "<module>", 8);
 	ulma_trace_define_func(w, 2, ULMA_DEF_PY, 0, 4, "fib", 3);
 	ulma_trace_define_func(w, 3, ULMA_DEF_C, 1, 0, "print", 5);
-	if ((err = ulma_trace_process(w, 4242, "fib.py 20", 9)) ||
+	if ((err = ulma_trace_process(w, 4242, 4241, "fib.py 20", 9)) ||
 	    (err = ulma_trace_stream_open(w, 0, 4242, 4242, &a)) ||
-	    (err = ulma_trace_stream_open(w, 1, 4242, 4243, &b))) {
+	    (err = ulma_trace_stream_open(w, 1, 4242, 4243, &b)) ||
+	    (err = ulma_trace_process(w, 4300, 4242, "fib.py 20", 9)) || /* a child: the exports' flows */
+	    (err = ulma_trace_stream_open(w, 2, 4300, 4300, &c))) {
 		ulma_trace_writer_abandon(w);
 		return err;
 	}
@@ -63,6 +65,8 @@ static int write_basic(const char *path)
 	ulma_trace_off(b, 1157, ULMA_OFF_BLOCKED, 5);  /* time off the CPU (version 3) */
 	ulma_trace_off(b, 1162, ULMA_OFF_RUNNABLE, 2);
 	ulma_trace_exit(b, 1165, 1);
+	ulma_trace_enter(c, 1160, 2, 2, same_fn(2, 0));
+	ulma_trace_exit(c, 1164, 2);
 	ulma_trace_writer_flush(w);
 	ulma_trace_lost(a, 1170, 12);
 	ulma_trace_enter(a, 1180, 1, 3, same_fn(3, 2));
@@ -214,7 +218,7 @@ static int write_native(const char *path)
 	ulma_trace_define_func(w, 6, ULMA_DEF_MARK, 0, 0, "queue", 5);
 	ulma_trace_define_func(w, 7, ULMA_DEF_MARK, 0, 0, "main-loop", 9);
 	ulma_trace_overhead(w, 1500);
-	if ((err = ulma_trace_process(w, 77, "api_prog", 8)) || (err = ulma_trace_stream_open(w, 0, 77, 77, &a)) ||
+	if ((err = ulma_trace_process(w, 77, 0, "api_prog", 8)) || (err = ulma_trace_stream_open(w, 0, 77, 77, &a)) ||
 	    (err = ulma_trace_stream_open(w, 1, 77, 78, &b))) {
 		ulma_trace_writer_abandon(w);
 		return err;

@@ -132,7 +132,7 @@ static int names(const char *path)
 	if (!err)
 		err = ulma_trace_define_func(w, 2 + NODD, ULMA_DEF_MARK, 0, 0, odd_names[0], strlen(odd_names[0]));
 	if (!err)
-		err = ulma_trace_process(w, PID, odd_names[1], strlen(odd_names[1]));
+		err = ulma_trace_process(w, PID, 0, odd_names[1], strlen(odd_names[1]));
 	if (!err)
 		err = ulma_trace_stream_open(w, 0, PID, PID, &s);
 	if (err)

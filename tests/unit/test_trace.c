@@ -196,6 +196,7 @@ struct record {
 	uint32_t proc_pid[4];
 	char proc_name[4][1100];
 	size_t proc_len[4];
+	uint32_t proc_ppid[4];
 	int nprocs;
 	int order_bad;  /* a callback came before META or after END */
 	struct ulma_trace_mark marks[8];
@@ -295,6 +296,7 @@ static int rec_process(void *ctx, const struct ulma_trace_process *p)
 	if (r->nprocs < 4) {
 		r->proc_pid[r->nprocs] = p->pid;
 		r->proc_len[r->nprocs] = p->name_len;
+		r->proc_ppid[r->nprocs] = p->ppid;
 		copy_str(r->proc_name[r->nprocs], sizeof(r->proc_name[0]), p->name, p->name_len);
 	}
 	r->nprocs++;
@@ -1004,9 +1006,9 @@ static void test_process_names(void)
 	if (!CHECK_EQ_I64(err, 0, "open a writer"))
 		goto out;
 	struct ulma_trace_end end = {2000, 778000, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
-	err = ulma_trace_process(w, 42, "work.py --n 3", 13);
-	err = err ? err : ulma_trace_process(w, 43, long_name, sizeof(long_name));
-	err = err ? err : ulma_trace_process(w, 42, "renamed", 7);
+	err = ulma_trace_process(w, 42, 0, "work.py --n 3", 13);
+	err = err ? err : ulma_trace_process(w, 43, 42, long_name, sizeof(long_name));
+	err = err ? err : ulma_trace_process(w, 42, 7, "renamed", 7);
 	err = err ? err : ulma_trace_writer_close(w, &end);
 	CHECK_EQ_I64(err, 0, "three PROCESS chunks and the END written");
 	struct record r;
@@ -1019,6 +1021,34 @@ static void test_process_names(void)
 	CHECK(r.proc_pid[1] == 43 && r.proc_len[1] == ULMA_TRACE_MAX_NAME && r.proc_name[1][1023] == 'x',
 	      "a 2000-byte name is cut to %u bytes (%zu)", ULMA_TRACE_MAX_NAME, r.proc_len[1]);
 	CHECK(r.proc_pid[2] == 42 && strcmp(r.proc_name[2], "renamed") == 0, "a later name of pid 42 comes after");
+	CHECK(r.proc_ppid[0] == 0 && r.proc_ppid[1] == 42 && r.proc_ppid[2] == 7,
+	      "parents read back: none, 42, 7 (%u, %u, %u)", r.proc_ppid[0], r.proc_ppid[1], r.proc_ppid[2]);
+
+	/* the optional parent: read, a field after it skipped; cut short, or beyond 32 bits */
+	for (int c = 0; c < 4; c++) {
+		struct bytes b = {.len = 0}, p = {.len = 0};
+		b_file_header(&b);
+		b_meta_chunk(&b);
+		b_varint(&p, 9);
+		b_varint(&p, 3);
+		b_raw(&p, "abc", 3);
+		if (c < 2)
+			b_varint(&p, 8);
+		if (c == 1)
+			b_varint(&p, 123456);
+		if (c == 2)
+			b_raw(&p, "\x80", 1);
+		if (c == 3)
+			b_varint(&p, UINT64_C(1) << 32);
+		b_chunk(&b, ULMA_CHUNK_PROCESS, &p);
+		int rc = read_bytes(b.data, b.len, &r, &st);
+		if (c < 2)
+			CHECK(rc == 0 && r.nprocs == 1 && r.proc_pid[0] == 9 && r.proc_ppid[0] == 8 &&
+				      strcmp(r.proc_name[0], "abc") == 0,
+			      "PROCESS with a parent%s: pid 9 'abc', parent 8 (rc %d)", c ? " and a later field" : "", rc);
+		else
+			CHECK(rc == -EPROTO && st.error[0], "corrupt parent %d: -EPROTO (%s)", c, st.error);
+	}
 	free(r.events);
 
 	for (int c = 0; c < 3; c++) {

@@ -1,0 +1,173 @@
+/* export_perfetto_packets.c - the perfetto exporter's packet writer:
+ * packets appended to a batch buffer of OUT_CAP bytes, each batch written
+ * out as it is or deflated (zlib) into one packet's compressed_packets
+ * (field 50), which the trace processor inflates and reads as the packets
+ * themselves; and the packets that start a sequence or describe a child
+ * track, which every part of the exporter writes (export_perfetto.h).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "export_perfetto.h"
+
+static void pf_write_out(struct perfetto *c, const uint8_t *p, size_t n)
+{
+	if (n && !c->err && fwrite(p, 1, n, c->out) != n)
+		c->err = -EIO;
+}
+
+#ifdef ULMA_HAVE_ZLIB
+/* Start compressing, if the options ask for it; false when they don't. */
+int pf_deflate_start(struct perfetto *c, const struct ulma_export_opts *o)
+{
+	if (o->no_compress)
+		return 0;
+	if (deflateInit(&c->z, DEFLATE_LEVEL) != Z_OK)
+		return -ENOMEM;
+	c->zcap = deflateBound(&c->z, OUT_CAP);
+	c->zbuf = malloc(c->zcap);
+	if (!c->zbuf) {
+		deflateEnd(&c->z);
+		return -ENOMEM;
+	}
+	c->deflating = true;
+	return 0;
+}
+
+void pf_deflate_end(struct perfetto *c)
+{
+	if (c->deflating)
+		deflateEnd(&c->z);
+	free(c->zbuf);
+}
+
+/* The batch, deflated, as one packet's compressed_packets. */
+void pf_flush(struct perfetto *c)
+{
+	if (!c->deflating || !c->len) {
+		pf_write_out(c, c->buf, c->len);
+		c->len = 0;
+		return;
+	}
+	c->z.next_in = c->buf;
+	c->z.avail_in = (uInt)c->len;
+	c->z.next_out = c->zbuf;
+	c->z.avail_out = (uInt)c->zcap;
+	int rc = deflate(&c->z, Z_FINISH);
+	size_t n = c->zcap - c->z.avail_out;
+	deflateReset(&c->z);
+	c->len = 0;
+	if (rc != Z_STREAM_END) {
+		c->err = c->err ? c->err : -ENOMEM;
+		return;
+	}
+	uint8_t head[2 * ULMA_PB_FIELD_MAX];
+	uint8_t *e = ulma_pb_varint(ulma_pb_key(head, PKT_COMPRESSED, ULMA_PB_BYTES), n);
+	size_t inner = (size_t)(e - head) + n;
+	uint8_t outer[ULMA_PB_FIELD_MAX];
+	uint8_t *f = ulma_pb_varint(ulma_pb_key(outer, TRACE_PACKET, ULMA_PB_BYTES), inner);
+	pf_write_out(c, outer, (size_t)(f - outer));
+	pf_write_out(c, head, (size_t)(e - head));
+	pf_write_out(c, c->zbuf, n);
+}
+#else
+int pf_deflate_start(struct perfetto *c, const struct ulma_export_opts *o)
+{
+	(void)c;
+	(void)o;
+	return 0;
+}
+
+void pf_deflate_end(struct perfetto *c)
+{
+	(void)c;
+}
+
+void pf_flush(struct perfetto *c)
+{
+	pf_write_out(c, c->buf, c->len);
+	c->len = 0;
+}
+#endif
+
+/* Append a packet whose body is body[0..n). */
+void pf_put_packet(struct perfetto *c, const uint8_t *body, size_t n)
+{
+	uint8_t head[ULMA_PB_FIELD_MAX];
+	uint8_t *e = ulma_pb_varint(ulma_pb_key(head, TRACE_PACKET, ULMA_PB_BYTES), n);
+	size_t h = (size_t)(e - head);
+	if (c->len + h + n > OUT_CAP)
+		pf_flush(c);
+	if (h + n > OUT_CAP) { /* a big descriptor: straight out */
+		if (!c->err && (fwrite(head, 1, h, c->out) != h || fwrite(body, 1, n, c->out) != n))
+			c->err = -EIO;
+		return;
+	}
+	memcpy(c->buf + c->len, head, h);
+	memcpy(c->buf + c->len + h, body, n);
+	c->len += h + n;
+}
+
+void pf_put_packet_sbuf(struct perfetto *c, struct ulma_sbuf *p)
+{
+	if (p->nomem)
+		c->err = c->err ? c->err : -ENOMEM;
+	else
+		pf_put_packet(c, (const uint8_t *)p->p, p->len);
+}
+
+/* The first packet of a sequence: incremental state cleared, the defaults
+ * (the track and the incremental clock), the clock's tie to MONOTONIC, and
+ * the interned names every packet may use. */
+void pf_start_sequence(struct perfetto *c, const struct ulma_walk *w, uint32_t seq, uint64_t track,
+			   uint32_t names_field, const char *const *names, uint32_t nnames)
+{
+	struct ulma_sbuf p = {0}, m = {0}, n = {0};
+	ulma_pb_put_uint(&p, PKT_SEQUENCE_ID, seq);
+	ulma_pb_put_uint(&p, PKT_SEQUENCE_FLAGS, SEQ_CLEARED);
+	ulma_pb_put_uint(&n, TED_TRACK_UUID, track);
+	ulma_pb_put_uint(&m, DEF_CLOCK_ID, CLOCK_INCREMENTAL_ID);
+	ulma_pb_put_message(&m, DEF_TRACK_EVENT, &n);
+	ulma_pb_put_message(&p, PKT_DEFAULTS, &m);
+	m.len = 0;
+	for (uint32_t i = 1; i < nnames; i++) {
+		n.len = 0;
+		ulma_pb_put_uint(&n, INTERNED_IID, i);
+		ulma_pb_put_string(&n, INTERNED_NAME, names[i]);
+		ulma_pb_put_message(&m, names_field, &n);
+	}
+	ulma_pb_put_message(&p, PKT_INTERNED_DATA, &m);
+	m.len = 0;
+	n.len = 0; /* the incremental clock counts from the trace start, as MONOTONIC does */
+	ulma_pb_put_uint(&n, CLOCK_ID, CLOCK_INCREMENTAL_ID);
+	ulma_pb_put_uint(&n, CLOCK_TIMESTAMP, w->start_ns);
+	ulma_pb_put_uint(&n, CLOCK_INCREMENTAL, 1);
+	ulma_pb_put_message(&m, SNAP_CLOCKS, &n);
+	n.len = 0;
+	ulma_pb_put_uint(&n, CLOCK_ID, CLOCK_MONOTONIC_ID);
+	ulma_pb_put_uint(&n, CLOCK_TIMESTAMP, w->start_ns);
+	ulma_pb_put_message(&m, SNAP_CLOCKS, &n);
+	ulma_pb_put_uint(&m, SNAP_PRIMARY, CLOCK_MONOTONIC_ID);
+	ulma_pb_put_message(&p, PKT_CLOCK_SNAPSHOT, &m);
+	pf_put_packet_sbuf(c, &p);
+	ulma_sbuf_free(&p);
+	ulma_sbuf_free(&m);
+	ulma_sbuf_free(&n);
+}
+
+/* A named track under parent (a process's counter, a thread's state). */
+void pf_child_descriptor(struct perfetto *c, uint64_t uuid, uint64_t parent, const char *name, bool counter)
+{
+	struct ulma_sbuf p = {0}, d = {0};
+	ulma_pb_put_uint(&d, TD_UUID, uuid);
+	ulma_pb_put_uint(&d, TD_PARENT, parent);
+	ulma_pb_put_string(&d, TD_NAME, name);
+	if (counter)
+		ulma_pb_put_bytes(&d, TD_COUNTER, "", 0);
+	ulma_pb_put_message(&p, PKT_TRACK_DESCRIPTOR, &d);
+	pf_put_packet_sbuf(c, &p);
+	ulma_sbuf_free(&p);
+	ulma_sbuf_free(&d);
+}
+
