@@ -21,7 +21,8 @@
  * second sequence (the walker hands OFF records on before the delayed
  * opens of a filtered walk, so they keep a clock of their own).
  * Instants are instant events on the thread; counter values are counter
- * events on a counter track of the process.  Processes are named with
+ * events on a counter track of the process; CPU lanes are the scheduler's
+ * switches (export_perfetto_lanes.c).  Processes are named with
  * their command, threads with their last thread-name mark.
  *
  * By default the packets are written in batches, each batch deflated
@@ -308,6 +309,7 @@ static int on_off(void *ctx, const struct ulma_walk *w, uint32_t thread, uint8_t
 	const struct ulma_walk_thread *t = &w->threads[thread];
 	if (!t->seen || ns == 0)
 		return 0; /* before its first traced event (the interpreter starting), or nothing */
+	pf_lane_off(c, w, thread, state, at_ns, ns);
 	if (!pt->state_started) {
 		pf_child_descriptor(c, UUID_STATE | thread, (uint64_t)thread + 1, "cpu state", false);
 		pf_start_sequence(c, w, SEQ_STATE(thread), UUID_STATE | thread, INT_NAMES, states, 5);
@@ -546,6 +548,7 @@ int ulma_export_perfetto(FILE *in, const struct ulma_export_opts *o, FILE *out, 
 	int err = ulma_export_walk(in, o, &w, &sink, res);
 	if (!err) {
 		finish(&c, &w);
+		pf_lanes_finish(&c, &w);
 		err = spawn_flows(&c, &w);
 		pf_flush(&c);
 		err = err ? err : c.err;
@@ -557,6 +560,7 @@ int ulma_export_perfetto(FILE *in, const struct ulma_export_opts *o, FILE *out, 
 	for (uint32_t i = 0; i < c.nprocs; i++)
 		ulma_idmap_free(&c.procs[i].blocks);
 	free(c.procs);
+	pf_lanes_free(&c);
 	ulma_idmap_free(&c.pids);
 	ulma_idmap_free(&c.counters);
 	free(c.buf);

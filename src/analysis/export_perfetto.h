@@ -106,6 +106,8 @@ struct pf_thread {
 	uint8_t seq_len;
 	bool memory_started;        /* its memory sequence's first packet written */
 	uint64_t memory_ns;         /* that sequence's clock */
+	bool lane_started;          /* an OFF record seen: it has CPU lanes */
+	uint64_t lane_since;        /* raw end of its latest OFF interval (export_perfetto_lanes.c) */
 };
 
 /* A process's allocations (every domain the trace records), for its memory counter. */
@@ -144,6 +146,9 @@ struct perfetto {
 	uint32_t ncounters;
 	struct pf_process *procs;   /* with allocations */
 	uint32_t nprocs;
+	struct ulma_sbuf *cpus;     /* per CPU: its sched_switch events not yet written */
+	uint32_t ncpus;
+	bool lanes_tied;            /* BOOTTIME's clock snapshot written */
 };
 
 /* Start compressing the batches, unless o->no_compress (or a build
@@ -168,5 +173,14 @@ void pf_start_sequence(struct perfetto *c, const struct ulma_walk *w, uint32_t s
 
 /* A named track under parent (a process's counter, a thread's state). */
 void pf_child_descriptor(struct perfetto *c, uint64_t uuid, uint64_t parent, const char *name, bool counter);
+
+/* CPU lanes (export_perfetto_lanes.c): a passing, seen thread's OFF
+ * record (on_off's arguments) as sched_switch events; at the end, each
+ * thread's last interval, and every CPU's events written out; then the
+ * buffers freed (also after an error).  Errors go to c->err. */
+void pf_lane_off(struct perfetto *c, const struct ulma_walk *w, uint32_t thread, uint8_t state, uint64_t at_ns,
+		 uint64_t ns);
+void pf_lanes_finish(struct perfetto *c, const struct ulma_walk *w);
+void pf_lanes_free(struct perfetto *c);
 
 #endif
