@@ -2,7 +2,8 @@
 walked field by field (https://protobuf.dev/programming-guides/encoding/),
 with the field numbers of Perfetto's protos (trace_packet.proto,
 track_event/track_event.proto, interned_data.proto, clock_snapshot.proto,
-track_descriptor.proto), written from those files and not from ulma's
+track_descriptor.proto, ftrace/ftrace_event_bundle.proto,
+ftrace/ftrace_event.proto, ftrace/sched.proto), written from those files and not from ulma's
 encoder.  It replays what a reader does: sequences, interned names, the
 incremental clock, packet defaults, and rebuilds each track's slices.
 A packet's compressed_packets (field 50: a serialized Trace, zlib) is
@@ -83,6 +84,8 @@ class Trace:
         self.flows = []       # (track uuid, name, ns, flow id, True where it starts, False where it ends)
         self.thread_names = {}
         self.process_names = {}
+        self.switches = []    # (cpu, ns, prev pid, prev state, next pid, prev comm, next comm): ftrace sched_switch
+        self.clocks = []      # the global clock snapshots: {clock id: ns}
         seqs = {}
         stacks = {}
         counts = {"compressed": 0}
@@ -103,9 +106,16 @@ class Trace:
                 for f, _, v in fields(interned):
                     if f in (1, 2):
                         (seq["cats"] if f == 1 else seq["names"])[first(v, 1)] = first(v, 2).decode()
+            bundle = first(pkt, 1)  # ftrace_events: FtraceEventBundle {cpu = 1, event = 2}
+            if bundle is not None:
+                self._ftrace(bundle)
+                continue
             snap = first(pkt, 6)
             if snap is not None:
                 clocks = {first(c, 1): first(c, 2) for f, _, c in fields(snap) if f == 1}
+                if 64 not in clocks:  # no incremental clock: a global tie between clocks
+                    self.clocks.append(clocks)
+                    continue
                 seq["clock"] = clocks[64] - clocks[3]  # ns since MONOTONIC's value, kept as MONOTONIC
                 seq["mono"] = clocks[3]
                 continue
@@ -142,6 +152,18 @@ class Trace:
                 self.counters.append((track, struct.unpack("<d", first(ev, 44))[0], ts))
         self.open_at_end = sum(len(s) for s in stacks.values())
         self.compressed = counts["compressed"]  # packets that held compressed_packets
+
+    def _ftrace(self, bundle):
+        cpu = first(bundle, 1)
+        for f, _, ev in fields(bundle):
+            if f != 2:
+                continue
+            sw = first(ev, 4)  # FtraceEvent {timestamp = 1, pid = 2, sched_switch = 4}
+            assert sw is not None, "only sched_switch events"
+            prev_pid = first(sw, 2)
+            assert first(ev, 2) == prev_pid, "the event's pid is the task switched out"
+            self.switches.append((cpu, first(ev, 1), prev_pid, first(sw, 4), first(sw, 6),
+                                  first(sw, 1).decode(), first(sw, 5).decode()))
 
     def _descriptor(self, d):
         uuid = first(d, 1)

@@ -104,6 +104,56 @@ def test_state_track_shows_the_sleep(marks):
         assert all(a[1] <= b[0] for a, b in zip(spans, spans[1:]))
 
 
+def lanes_or_skip(marks):
+    if marks["report"]["split_method"] != "switches":
+        pytest.skip("perf_event_open refused here: the trace has no OFF records, so no CPU lanes")
+    return marks["wire"].switches
+
+
+def running_ns(switches, tid):
+    """The thread's time on a CPU: from each switch to it to the next switch from it on that CPU."""
+    total, since = 0, {}
+    for cpu, ns, prev, _, nxt, _, _ in sorted(switches, key=lambda s: s[1]):
+        if nxt == tid:
+            since[cpu] = ns
+        elif prev == tid:
+            total += ns - since.pop(cpu)
+    return total
+
+
+def test_cpu_lanes_alternate(marks):
+    """Each traced thread's sched_switch events: on every CPU, in time
+    order, a switch from idle to it, then one from it to idle, and so on;
+    every thread of the trace has them and nobody else, named as the
+    thread was then; each worker leaves its CPU blocked (S) for its 30 ms nap; and
+    the main thread's time on a CPU (it spins tens of ms) is its on-CPU
+    time in the report, give or take a quarter."""
+    switches = lanes_or_skip(marks)
+    threads = {t["tid"]: t for t in marks["report"]["thread_list"]}
+    tids = {s[2] for s in switches} | {s[4] for s in switches}
+    assert tids == set(threads) | {0}
+    assert marks["wire"].clocks == [{3: marks["wire"].clocks[0][3], 6: marks["wire"].clocks[0][3]}]
+    for tid, t in threads.items():
+        mine = sorted((s for s in switches if tid in (s[2], s[4])), key=lambda s: s[1])
+        assert len(mine) >= 2 and len(mine) % 2 == 0
+        for cpu in {s[0] for s in mine}:
+            on = [s for s in mine if s[0] == cpu]
+            for i, (_, _, prev, state, nxt, prev_comm, next_comm) in enumerate(on):
+                if i % 2 == 0:
+                    assert (prev, state, nxt) == (0, 0, tid), on[i]
+                else:
+                    assert (prev, nxt, prev_comm) == (tid, 0, on[i - 1][6]) and state in (0, 1), on[i]
+        assert mine[-1][5] == t["name"]  # named as the thread was then: at its end, its last name
+        if t["name"].startswith("worker"):
+            naps = [b[1] - a[1] for a, b in zip(mine, mine[1:]) if a[2] == tid and a[3] == 1 and b[4] == tid]
+            assert max(naps) >= 29_000_000, naps
+    main = [t for t in threads.values() if t["name"] == "MainThread"][0]
+    spin = [f for f in marks["report"]["functions"] if f["name"] == "spin"][0]
+    ran = running_ns(switches, main["tid"])
+    assert 0.75 * main["on_cpu_ns"] <= ran <= 1.25 * main["on_cpu_ns"] + 2_000_000, (ran, main)
+    assert ran >= 0.75 * spin["total_on_cpu_ns"], (ran, spin)
+
+
 def test_thread_filter(marks, run_export, tmp_path):
     tid = [t["tid"] for t in thread_tracks(marks["wire"]).values()
            if marks["wire"].thread_names.get(t["tid"]) == "worker-1"][0]
@@ -157,6 +207,20 @@ def test_perfetto_ui_reads_it(marks, tmp_path):
         values = ui.query("select c.value from counter c join counter_track t on c.track_id = t.id "
                           "where t.name = 'queue' order by c.ts")
         assert [r["value"] for r in values] == [0.0, 1.5, 3.0, 4.5, 6.0]
+        threads = {t["tid"]: t for t in marks["report"]["thread_list"]}
+        if marks["report"]["split_method"] == "switches":  # CPU lanes: the trace processor's own sched table
+            rows = ui.query("select t.tid, t.name, count(distinct s.cpu) cpus, sum(s.dur) ran from sched s "
+                            "join thread t using(utid) where t.tid != 0 group by t.tid")
+            assert {r["tid"] for r in rows} == set(threads), rows
+            wire = marks["wire"].switches
+            for r in rows:
+                assert r["name"] == threads[r["tid"]]["name"]
+                assert r["ran"] == running_ns(wire, r["tid"]), r
+            main = [r for r in rows if r["name"] == "MainThread"][0]
+            on_cpu = threads[main["tid"]]["on_cpu_ns"]
+            assert 0.75 * on_cpu <= main["ran"] <= 1.25 * on_cpu + 2_000_000, (main, on_cpu)
+            upids = ui.query("select distinct t.upid from sched s join thread t using(utid) where t.tid != 0")
+            assert len(upids) == 1 and upids[0]["upid"] is not None  # the traced process's threads
         depth = ui.query("select max(depth) d from slice where name = 'fib'")[0]["d"]
         assert depth >= 9  # fib(10) nests ten deep, under worker
         ui.wait_for_text("perfetto_marks.py")

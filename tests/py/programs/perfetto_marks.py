@@ -1,7 +1,8 @@
 """Known answers for the Perfetto export (tests/py/test_export_perfetto.py):
 two threads named by marks, each calling fib(10) (177 calls) and sleeping
 30 ms in nap(); the main thread makes one instant "go" and five values of
-the counter "queue" (0, 1.5, ..., 6), then sleeps in nap() too."""
+the counter "queue" (0, 1.5, ..., 6), then sleeps in nap() too, and
+spins on its CPU in spin() (a loop of fixed length, tens of ms)."""
 import threading
 import time
 
@@ -22,6 +23,13 @@ def worker(k):
     nap()
 
 
+def spin():
+    n = 0
+    for i in range(2_000_000):
+        n += i
+    return n
+
+
 def main():
     ulma.instant("go")
     for i in range(5):
@@ -32,6 +40,7 @@ def main():
     for t in threads:
         t.join()
     nap()
+    spin()
 
 
 main()
