@@ -19,7 +19,8 @@
  * CLOCK_MONOTONIC ns; a clock snapshot says BOOTTIME, ftrace's default
  * clock, agrees with MONOTONIC over the trace.  An interval that would
  * begin before the previous one ended (a backlog of OFF records the
- * monitor placed at one time) is left out, as the state track does.
+ * monitor placed at one time) is left out, as the state track does, and
+ * so is one on a CPU id of LANE_CPUS or more (only a corrupt trace has it).
  *
  * Memory is one bundle per CPU, written out as a packet when it holds
  * LANE_FLUSH bytes; the trace processor sorts the events.
@@ -49,8 +50,9 @@ enum {
 
 enum { PRIO_NORMAL = 120, TASK_RUNNING = 0, TASK_INTERRUPTIBLE = 1 };
 #define LANE_FLUSH 16384
+#define LANE_CPUS 65536 /* CPU ids beyond this (a corrupt trace's) get no lane: bounded memory */
 
-/* The bundle of cpu, made on its first event. */
+/* The bundle of cpu (< LANE_CPUS), made on its first event. */
 static struct ulma_sbuf *lane_of(struct perfetto *c, uint32_t cpu)
 {
 	if (cpu >= c->ncpus) {
@@ -146,6 +148,8 @@ static void ran(struct perfetto *c, const struct ulma_walk *w, uint32_t thread, 
 {
 	const struct ulma_walk_thread *t = &w->threads[thread];
 	const char *comm = comm_of(w, t);
+	if (t->cpu >= LANE_CPUS)
+		return;
 	if (!c->lanes_tied)
 		tie_boottime(c, w);
 	put_switch(c, w, t->cpu, from, 0, "swapper", TASK_RUNNING, t->tid, comm);
