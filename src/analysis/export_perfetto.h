@@ -67,7 +67,7 @@ enum {
 
 enum { TYPE_BEGIN = 1, TYPE_END = 2, TYPE_INSTANT = 3, TYPE_COUNTER = 4 };
 enum { SEQ_CLEARED = 1 };
-enum { CLOCK_MONOTONIC_ID = 3, CLOCK_INCREMENTAL_ID = 64 };
+enum { CLOCK_MONOTONIC_ID = 3, CLOCK_BOOTTIME_ID = 6, CLOCK_INCREMENTAL_ID = 64 };
 
 /* Track uuids: a thread's is its index + 1 (small, as it is in no event);
  * the others live in ranges of their own. */
@@ -170,6 +170,10 @@ void pf_put_packet_sbuf(struct perfetto *c, struct ulma_sbuf *p);
  * names_field by iid. */
 void pf_start_sequence(struct perfetto *c, const struct ulma_walk *w, uint32_t seq, uint64_t track,
 		       uint32_t names_field, const char *const *names, uint32_t nnames);
+
+/* Append to packet p a ClockSnapshot: clock `other` reads ns where
+ * MONOTONIC (the primary clock) does; incremental: a sequence's own. */
+void pf_put_clock_snapshot(struct ulma_sbuf *p, uint64_t ns, uint32_t other, bool incremental);
 
 /* A named track under parent (a process's counter, a thread's state). */
 void pf_child_descriptor(struct perfetto *c, uint64_t uuid, uint64_t parent, const char *name, bool counter);

@@ -45,7 +45,6 @@ enum {
 	SW_NEXT_COMM = 5,
 	SW_NEXT_PID = 6,
 	SW_NEXT_PRIO = 7,
-	CLOCK_BOOTTIME_ID = 6,
 };
 
 enum { PRIO_NORMAL = 120, TASK_RUNNING = 0, TASK_INTERRUPTIBLE = 1 };
@@ -125,20 +124,10 @@ static const char *comm_of(const struct ulma_walk *w, const struct ulma_walk_thr
 /* The clock snapshot tying ftrace's clock to the trace's, once. */
 static void tie_boottime(struct perfetto *c, const struct ulma_walk *w)
 {
-	struct ulma_sbuf p = {0}, m = {0}, n = {0};
-	ulma_pb_put_uint(&n, CLOCK_ID, CLOCK_MONOTONIC_ID);
-	ulma_pb_put_uint(&n, CLOCK_TIMESTAMP, w->start_ns);
-	ulma_pb_put_message(&m, SNAP_CLOCKS, &n);
-	n.len = 0;
-	ulma_pb_put_uint(&n, CLOCK_ID, CLOCK_BOOTTIME_ID);
-	ulma_pb_put_uint(&n, CLOCK_TIMESTAMP, w->start_ns);
-	ulma_pb_put_message(&m, SNAP_CLOCKS, &n);
-	ulma_pb_put_uint(&m, SNAP_PRIMARY, CLOCK_MONOTONIC_ID);
-	ulma_pb_put_message(&p, PKT_CLOCK_SNAPSHOT, &m);
+	struct ulma_sbuf p = {0};
+	pf_put_clock_snapshot(&p, w->start_ns, CLOCK_BOOTTIME_ID, false);
 	pf_put_packet_sbuf(c, &p);
 	ulma_sbuf_free(&p);
-	ulma_sbuf_free(&m);
-	ulma_sbuf_free(&n);
 	c->lanes_tied = true;
 }
 

@@ -117,6 +117,26 @@ void pf_put_packet_sbuf(struct perfetto *c, struct ulma_sbuf *p)
 		pf_put_packet(c, (const uint8_t *)p->p, p->len);
 }
 
+/* A ClockSnapshot into packet p: clock `other` reads ns where MONOTONIC,
+ * the trace's primary clock, does (incremental: a sequence's own). */
+void pf_put_clock_snapshot(struct ulma_sbuf *p, uint64_t ns, uint32_t other, bool incremental)
+{
+	struct ulma_sbuf m = {0}, n = {0};
+	ulma_pb_put_uint(&n, CLOCK_ID, other);
+	ulma_pb_put_uint(&n, CLOCK_TIMESTAMP, ns);
+	if (incremental)
+		ulma_pb_put_uint(&n, CLOCK_INCREMENTAL, 1);
+	ulma_pb_put_message(&m, SNAP_CLOCKS, &n);
+	n.len = 0;
+	ulma_pb_put_uint(&n, CLOCK_ID, CLOCK_MONOTONIC_ID);
+	ulma_pb_put_uint(&n, CLOCK_TIMESTAMP, ns);
+	ulma_pb_put_message(&m, SNAP_CLOCKS, &n);
+	ulma_pb_put_uint(&m, SNAP_PRIMARY, CLOCK_MONOTONIC_ID);
+	ulma_pb_put_message(p, PKT_CLOCK_SNAPSHOT, &m);
+	ulma_sbuf_free(&m);
+	ulma_sbuf_free(&n);
+}
+
 /* The first packet of a sequence: incremental state cleared, the defaults
  * (the track and the incremental clock), the clock's tie to MONOTONIC, and
  * the interned names every packet may use. */
@@ -138,18 +158,8 @@ void pf_start_sequence(struct perfetto *c, const struct ulma_walk *w, uint32_t s
 		ulma_pb_put_message(&m, names_field, &n);
 	}
 	ulma_pb_put_message(&p, PKT_INTERNED_DATA, &m);
-	m.len = 0;
-	n.len = 0; /* the incremental clock counts from the trace start, as MONOTONIC does */
-	ulma_pb_put_uint(&n, CLOCK_ID, CLOCK_INCREMENTAL_ID);
-	ulma_pb_put_uint(&n, CLOCK_TIMESTAMP, w->start_ns);
-	ulma_pb_put_uint(&n, CLOCK_INCREMENTAL, 1);
-	ulma_pb_put_message(&m, SNAP_CLOCKS, &n);
-	n.len = 0;
-	ulma_pb_put_uint(&n, CLOCK_ID, CLOCK_MONOTONIC_ID);
-	ulma_pb_put_uint(&n, CLOCK_TIMESTAMP, w->start_ns);
-	ulma_pb_put_message(&m, SNAP_CLOCKS, &n);
-	ulma_pb_put_uint(&m, SNAP_PRIMARY, CLOCK_MONOTONIC_ID);
-	ulma_pb_put_message(&p, PKT_CLOCK_SNAPSHOT, &m);
+	/* the incremental clock counts from the trace start, as MONOTONIC does */
+	pf_put_clock_snapshot(&p, w->start_ns, CLOCK_INCREMENTAL_ID, true);
 	pf_put_packet_sbuf(c, &p);
 	ulma_sbuf_free(&p);
 	ulma_sbuf_free(&m);
