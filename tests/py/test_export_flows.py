@@ -59,7 +59,12 @@ def test_perfetto_flows_parent_to_child(tree, run_export, tmp_path):
     assert chromium(), "chromium is missing (scripts/ensure-deps.sh)"
     with PerfettoUI(str(out), tmp_path) as ui:
         errors = ui.query("select name, value from stats where severity in ('error', 'data_loss') and value > 0")
-        assert errors == []
+        # CPU lanes (docs/exports.md): where two processes' switch records
+        # disagree, their running intervals overlap on a CPU, which the trace
+        # processor counts here (a few, never more than one per switch)
+        lanes = [e for e in errors if e["name"] == "mismatched_sched_switch_tids"]
+        assert [e for e in errors if e not in lanes] == []
+        assert sum(e["value"] for e in lanes) <= len(wire.switches)
         got = {(r["ppid"], r["pid"]) for r in ui.query(FLOW_PIDS)}
         assert got == tree["pairs"]
 
