@@ -167,6 +167,11 @@ static int flush_stream(struct ulma_trace_stream *s)
 	return err;
 }
 
+int ulma_trace_stream_flush(struct ulma_trace_stream *s)
+{
+	return flush_stream(s);
+}
+
 int ulma_trace_writer_open(const char *path, const struct ulma_trace_meta *meta,
 			   struct ulma_trace_writer **out)
 {
@@ -310,6 +315,7 @@ void ulma_trace_begin_slow(struct ulma_trace_stream *s, uint64_t *ticks, uint32_
 		s->last_ticks = *ticks;
 		s->first_cpu = s->cpu = cpu;
 		s->mem_addr = 0;
+		s->has_memory = false;
 	}
 	if (*ticks < s->last_ticks)
 		*ticks = s->last_ticks;
@@ -361,6 +367,7 @@ static void put_addr(struct ulma_trace_stream *s, uint64_t addr)
 	uint64_t d = addr - s->mem_addr;
 	s->len += ulma_varint_put(s->body + s->len, d << 1 ^ (uint64_t)((int64_t)d >> 63));
 	s->mem_addr = addr;
+	s->has_memory = true;
 }
 
 void ulma_trace_alloc(struct ulma_trace_stream *s, uint64_t ticks, uint64_t addr, uint64_t size, unsigned domain)

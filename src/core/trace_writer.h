@@ -36,6 +36,7 @@ struct ulma_trace_stream {
 	uint32_t cpu;       /* cpu the decoder currently assumes */
 	uint32_t first_cpu;
 	uint64_t mem_addr;  /* the chunk's previous block address (ULMA_EXT_ALLOC, _FREE) */
+	bool has_memory;    /* the pending chunk holds an ALLOC or a FREE */
 	size_t cap;
 	struct ulma_trace_writer *owner;
 	uint64_t serial;
@@ -237,6 +238,16 @@ void ulma_trace_mpi(struct ulma_trace_stream *s, uint64_t ticks, unsigned op, co
 /* A schedstat sample of the stream's thread.  Samples are written before
  * the events they bracket. */
 void ulma_trace_sched(struct ulma_trace_stream *s, const struct ulma_trace_sched *sample);
+
+/* Write the stream's pending EVENTS chunk (and the definitions and
+ * samples before it) now.  Returns 0 or the first write error (-errno). */
+int ulma_trace_stream_flush(struct ulma_trace_stream *s);
+
+/* Whether the stream's pending chunk holds an ALLOC or a FREE record. */
+static inline bool ulma_trace_stream_has_memory(const struct ulma_trace_stream *s)
+{
+	return s->len && s->has_memory;
+}
 
 /* Write pending definitions and every stream's buffer.  Returns 0 or the
  * first write error (-errno). */

@@ -747,6 +747,10 @@ static long drain_slot(struct ulma_collector *c, uint32_t i, bool final, uint64_
 	n += apply_records(c, cs, ring, cap - 1, &tail, head, horizon, final);
 	if ((final || dead_at) && cs->state == ULMA_SLOT_ACTIVE && tail == head)
 		n += salvage(c, cs, ring, cap, &tail);
+	/* the peak is taken in the order memory records are applied: end the
+	 * chunk here, so that a report applies them in this order too */
+	if (cs->stream && ulma_trace_stream_has_memory(cs->stream))
+		set_error(c, ulma_trace_stream_flush(cs->stream));
 	ulma_ring_consume(slot, tail);
 	if ((cs->state == ULMA_SLOT_CLOSED || dead_at) && tail == head)
 		finish_slot(c, cs, i, dead_at ? dead_at : cs->last_ticks,

@@ -83,6 +83,11 @@ def test_fork_and_exiting_threads(prog, run_ulma, report_json, tmp_path):
     assert churn["alloc_count"] > 0
     report, _ = report_json(trace)
     assert leaks_by_innermost(report) == leaks
-    # the peak is taken in the order records are applied, which for blocks
-    # passed between threads differs by up to a ring batch (docs/memory.md)
-    assert abs(report["peak_bytes"] - data["peak_bytes"]) <= 0.05 * data["peak_bytes"]
+    # the peak is taken in the order records are applied; a thread's chunk
+    # ends after each drain that applied memory records, so the report
+    # applies them in the monitor's order and finds the same peak, at the
+    # same record (docs/memory.md, "Threads drain in any order")
+    for key in ("peak_bytes", "peak_time_ns", "peak_pid", "unknown_frees", "alloc_count", "free_count"):
+        assert report[key] == data[key], (key, report[key], data[key])
+    holders = {f["name"]: f["peak_held_bytes"] for f in data["functions"]}
+    assert {f["name"]: f["peak_held_bytes"] for f in report["functions"]} == holders

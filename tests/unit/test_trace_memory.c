@@ -7,7 +7,10 @@
  * field of unattributed records round-trips.  Objects (version 6,
  * ULMA_EXT_OBJ_NEW and _FREE) come back likewise with their type's
  * definition; a version 5 trace with one is refused, and an undefined
- * type is corruption. */
+ * type is corruption.  A stream says whether its pending chunk holds memory
+ * records, and the chunks of two threads flushed one after the other come
+ * back in that order (the collector applies memory records in the order
+ * a report will: collector.c, drain_slot). */
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -200,9 +203,56 @@ static void test_refused(void)
 	CHECK(err == -EPROTO && strstr(st.error, "undefined type"), "an object of an undefined type: %s", st.error);
 }
 
+static void test_flush_order(void)
+{
+	char *path = temp_path();
+	if (!CHECK(path != NULL, "temp file"))
+		return;
+	struct ulma_trace_meta meta = {ULMA_META_MEMORY, 42, 1000, 777000, 1000000000u, "prog", 0};
+	struct ulma_trace_writer *w;
+	struct ulma_trace_stream *a, *b;
+	int err = ulma_trace_writer_open(path, &meta, &w);
+	err = err ? err : ulma_trace_define_file(w, 0, "/p/m.py", 7);
+	err = err ? err : ulma_trace_define_func(w, 1, ULMA_DEF_PY, 0, 1, "f", 1);
+	err = err ? err : ulma_trace_stream_open(w, 0, 42, 42, &a);
+	err = err ? err : ulma_trace_stream_open(w, 1, 42, 43, &b);
+	if (!CHECK_EQ_I64(err, 0, "a writer with two streams"))
+		goto out;
+	CHECK(!ulma_trace_stream_has_memory(a), "no chunk begun: no memory");
+	ulma_trace_enter(a, 1100, 0, 1, false);
+	CHECK(!ulma_trace_stream_has_memory(a), "an entry alone is no memory");
+	ulma_trace_alloc(a, 1101, 0x1000, 32, ULMA_MEM_OBJ);
+	CHECK(ulma_trace_stream_has_memory(a), "an allocation is");
+	/* b's records are older, but a's chunk is flushed first */
+	ulma_trace_enter(b, 1000, 0, 1, false);
+	ulma_trace_free(b, 1001, 0x1000);
+	CHECK(ulma_trace_stream_has_memory(b), "a free is memory too");
+	CHECK_EQ_I64(ulma_trace_stream_flush(a), 0, "a's chunk written");
+	CHECK(!ulma_trace_stream_has_memory(a), "none pending after a flush");
+	CHECK_EQ_I64(ulma_trace_stream_flush(b), 0, "b's chunk written");
+	ulma_trace_exit(a, 1110, 0);
+	CHECK(!ulma_trace_stream_has_memory(a), "a new chunk without memory");
+	ulma_trace_exit(b, 1010, 0);
+	struct ulma_trace_end end = {2000, 778000, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+	CHECK_EQ_I64(ulma_trace_writer_close(w, &end), 0, "closed");
+
+	struct seen seen = {0};
+	struct ulma_trace_visitor v = {.ctx = &seen, .on_events = on_events, .on_memory = on_memory};
+	struct ulma_trace_status st;
+	err = ulma_trace_read_path(path, &v, &st);
+	CHECK(err == 0 && seen.nmem == 2, "two memory records (%d, %s)", err, st.error);
+	CHECK(seen.mem[0].kind == ULMA_EXT_ALLOC && seen.mem[0].ticks == 1101 && seen.mem[1].kind == ULMA_EXT_FREE &&
+		      seen.mem[1].ticks == 1001 && seen.mem[0].thread != seen.mem[1].thread,
+	      "in the order their chunks were flushed, not by time");
+out:
+	unlink(path);
+	free(path);
+}
+
 int main(void)
 {
 	test_round_trip();
+	test_flush_order();
 	test_refused();
 	return tap_done();
 }
