@@ -670,6 +670,8 @@ static long salvage(struct ulma_collector *c, struct ulma_collector_slot *cs, co
 		if (r.kind < ULMA_REC_ENTER || r.kind > ULMA_REC_KIND_MAX || r.time < floor || r.time == 0)
 			break;
 		floor = r.time;
+		if (c->nrss) /* the RSS samples held from before it go first, as apply_rss does */
+			set_error(c, ulma_collector_rss_write(c, cs->pid, cs->stream, r.time - 1));
 		uint64_t at = 0;
 		if (apply_records(c, cs, &r, 0, &at, 1, UINT64_MAX, true) != 1)
 			break;

@@ -113,3 +113,28 @@ def test_without_memory_no_rss(prog, run_ulma, tmp_path):
     proc = run_ulma(["run", "--no-live", "--summary", "none", "-o", path, prog("mem_rss.py"), "1", "0"])
     assert proc.returncode == 0
     assert not rss_samples(chrome_events(run_ulma, path, tmp_path / "n.json"))
+
+
+@pytest.mark.parametrize("how", ["fork", "self"])
+def test_rss_of_a_process_leaving_by_os_exit(prog, run_ulma, tmp_path, how):
+    """A process that leaves by os._exit while sleeping inside grow() (a
+    forked child the monitor finds dead, or the program itself): its last
+    records were never published and are salvaged from its ring.  The
+    samples held until then (read during the sleep) go into the stream
+    before those records, each at its own time, not bunched at the time
+    of the last salvaged record after them."""
+    path = str(tmp_path / "x.trace")
+    proc = run_ulma(["run", "--memory", "--no-live", "--summary", "none", "-o", path, prog("mem_rss_exit.py"), "40",
+                     "0.4", how])
+    assert proc.returncode == 0, proc.stderr.decode(errors="replace")
+    events = chrome_events(run_ulma, path, tmp_path / "x.json")
+    (grow,) = [e for e in events if e.get("ph") == "X" and e["name"] == "grow"]
+    (inner,) = [e for e in events if e.get("ph") == "X" and e["name"] == "time.sleep" and e["pid"] == grow["pid"]
+                and grow["ts"] < e["ts"] < grow["ts"] + grow["dur"]]
+    mine = [(e["ts"], e["args"][RSS]) for e in events
+            if e.get("ph") == "C" and e["name"] == RSS and e["pid"] == grow["pid"]]
+    assert [t for t, _ in mine] == sorted(t for t, _ in mine), mine
+    held = [(t, v) for t, v in mine if inner["ts"] <= t <= inner["ts"] + inner["dur"]]
+    # 0.4 s at one sample per 15 ms: about 26; 10 leaves room for a loaded machine
+    assert len({t for t, _ in held}) >= 10, (inner, mine)
+    assert min(v for _, v in held) >= 30 << 20, held
