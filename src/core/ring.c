@@ -24,7 +24,7 @@ void ulma_ring_writer_init(struct ulma_ring_writer *w, struct ulma_shm_header *h
 	w->use_tsc = use_tsc;
 }
 
-static bool monitor_alive(const struct ulma_shm_header *hdr)
+bool ulma_ring_monitor_alive(const struct ulma_shm_header *hdr)
 {
 	uint64_t beat = atomic_load_explicit(&hdr->heartbeat_ns, memory_order_relaxed);
 	uint64_t now = ulma_clock_monotonic_ns();
@@ -50,7 +50,7 @@ static void wait_for_room(struct ulma_ring_writer *w, uint64_t need, uint64_t *t
 			sched_yield();
 			continue;
 		}
-		if (!monitor_alive(w->hdr)) {
+		if (!ulma_ring_monitor_alive(w->hdr)) {
 			w->lossless = false;
 			atomic_fetch_or_explicit(&w->hdr->failures, ULMA_FAIL_MONITOR_GONE,
 						 memory_order_relaxed);

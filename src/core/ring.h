@@ -48,6 +48,10 @@ struct ulma_ring_writer {
 	bool use_tsc;
 };
 
+/* Whether the session's monitor lives: its heartbeat is less than 2 s
+ * old.  Writers wait for it only then. */
+bool ulma_ring_monitor_alive(const struct ulma_shm_header *hdr);
+
 /* Slow path: make room for one record (and a pending LOST marker).
  * Returns false if the record must be dropped. */
 bool ulma_ring_make_room(struct ulma_ring_writer *w);

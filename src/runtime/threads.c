@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 ULMA_RT_API __thread struct ulma_thread_writer *ulma_tls_writer __attribute__((tls_model("initial-exec")));
@@ -235,9 +236,31 @@ struct ulma_thread_writer *ulma_rt_thread_attach(void)
 	return w;
 }
 
+/* The monitor names a process by its command line when it first sees one
+ * of its threads (src/monitor/proc_name.h), which it can read only while
+ * the process lives: a process that exits at once could be gone before
+ * the monitor's next poll.  So a process stopping before the monitor took
+ * any of its records waits, its records published, until the monitor has
+ * taken `slot` (closed under `serial`): about one poll of the monitor's, a
+ * few ms, only for processes that lived less than that, never on a
+ * monitor whose heartbeat stopped, and at most NAME_WAIT_MAX_NS. */
+#define NAME_WAIT_MAX_NS UINT64_C(1000000000)
+static void wait_until_taken(const struct ulma_shm_header *hdr, struct ulma_shm_slot *slot, uint64_t serial)
+{
+	const struct timespec nap = {0, 100000};
+	uint64_t until = ulma_clock_monotonic_ns() + NAME_WAIT_MAX_NS;
+	/* acquire: the serial read after the state belongs to that state */
+	while (atomic_load_explicit(&slot->state, memory_order_acquire) == ULMA_SLOT_CLOSED && slot->serial == serial &&
+	       ulma_ring_monitor_alive(hdr) && ulma_clock_monotonic_ns() < until)
+		nanosleep(&nap, NULL);
+}
+
 void ulma_rt_stop(uint64_t stopped_at, uint32_t cpu)
 {
 	const struct stop_mark stopped = {stopped_at, cpu};
+	struct ulma_shm_slot *unseen = NULL; /* a slot closed here, if the monitor took none of ours */
+	uint64_t unseen_serial = 0;
+	bool taken = false;
 	ulma_rt.active = false;
 	pthread_mutex_lock(&writers_lock);
 	/* first no writer takes a new record, then none is inside one */
@@ -249,7 +272,17 @@ void ulma_rt_stop(uint64_t stopped_at, uint32_t cpu)
 		struct ulma_thread_writer *w = *p;
 		while (w->busy && w != ulma_tls_writer)
 			sched_yield();
+		bool open = !w->finished && w->has_slot && w->generation == ulma_rt.writer_generation;
+		uint64_t serial = open ? w->ring.slot->serial : 0; /* ours until closed */
 		close_writer(w, &stopped);
+		if (open) {
+			/* relaxed: a hint; the monitor consumed records of this slot */
+			taken |= atomic_load_explicit(&w->ring.slot->tail, memory_order_relaxed) != 0;
+			if (!unseen) {
+				unseen = w->ring.slot;
+				unseen_serial = serial;
+			}
+		}
 		if (!w->adopted) { /* prepared for a thread that never wrote: no thread holds it */
 			*p = w->next;
 			free(w);
@@ -260,6 +293,8 @@ void ulma_rt_stop(uint64_t stopped_at, uint32_t cpu)
 	pthread_mutex_unlock(&writers_lock);
 	if (ulma_rt.session.hdr)
 		atomic_store(&ulma_rt.session.hdr->tracing, 0);
+	if (unseen && !taken && ulma_rt.session.hdr)
+		wait_until_taken(ulma_rt.session.hdr, unseen, unseen_serial);
 }
 
 struct ulma_thread_writer *ulma_rt_writer_slow(void)

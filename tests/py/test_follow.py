@@ -145,3 +145,19 @@ def test_the_session_behind_the_path_is_mode_0600(run_ulma, tmp_path):
     proc = run_ulma(["run", "--summary", "none", "-o", str(tmp_path / "t.trace"), str(script)])
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == b"0o600\n"
+
+
+def test_a_child_that_exits_at_once_is_named(prog, run_ulma, report_json, tmp_path):
+    """A process whose whole traced life passes before the monitor looks
+    (here the monitor is stopped meanwhile) waits at its stop until the
+    monitor has taken its records, so the monitor reads its command line
+    while it still runs: before, it was a zombie by then, with an empty
+    /proc/PID/cmdline, and stayed unnamed."""
+    trace = str(tmp_path / "at_once.trace")
+    proc = run_ulma(["run", "--summary", "none", "-o", trace, prog("follow_exit_at_once.py")])
+    assert proc.returncode == 0, proc.stderr
+    child, code = map(int, proc.stdout.split())
+    assert code == 0
+    data, _ = report_json(trace)
+    commands = {t["pid"]: t.get("command") for t in data["thread_list"]}
+    assert commands.get(child) == "-c import sys; sys.exit(0) at-once", commands
