@@ -302,14 +302,15 @@ static void state_slice(struct perfetto *c, uint32_t thread, uint64_t iid, uint6
 }
 
 /* The running time before an OFF record, then the OFF interval. */
-static int on_off(void *ctx, const struct ulma_walk *w, uint32_t thread, uint8_t state, uint64_t at_ns, uint64_t ns)
+static int on_off(void *ctx, const struct ulma_walk *w, uint32_t thread, uint8_t state, uint32_t cpu, uint64_t at_ns,
+		  uint64_t ns)
 {
 	struct perfetto *c = ctx;
 	struct pf_thread *pt = &c->threads[thread];
 	const struct ulma_walk_thread *t = &w->threads[thread];
 	if (!t->seen || ns == 0)
 		return 0; /* before its first traced event (the interpreter starting), or nothing */
-	pf_lane_off(c, w, thread, state, at_ns, ns);
+	pf_lane_off(c, w, thread, state, cpu, at_ns, ns);
 	if (!pt->state_started) {
 		pf_child_descriptor(c, UUID_STATE | thread, (uint64_t)thread + 1, "cpu state", false);
 		pf_start_sequence(c, w, SEQ_STATE(thread), UUID_STATE | thread, INT_NAMES, states, 5);

@@ -182,8 +182,8 @@ void pf_child_descriptor(struct perfetto *c, uint64_t uuid, uint64_t parent, con
  * record (on_off's arguments) as sched_switch events; at the end, each
  * thread's last interval, and every CPU's events written out; then the
  * buffers freed (also after an error).  Errors go to c->err. */
-void pf_lane_off(struct perfetto *c, const struct ulma_walk *w, uint32_t thread, uint8_t state, uint64_t at_ns,
-		 uint64_t ns);
+void pf_lane_off(struct perfetto *c, const struct ulma_walk *w, uint32_t thread, uint8_t state, uint32_t cpu,
+		 uint64_t at_ns, uint64_t ns);
 void pf_lanes_finish(struct perfetto *c, const struct ulma_walk *w);
 void pf_lanes_free(struct perfetto *c);
 

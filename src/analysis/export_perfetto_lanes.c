@@ -7,8 +7,11 @@
  * A thread's on-CPU intervals come from its OFF records (a trace whose
  * split method is "switches"): it runs from its first event to its first
  * OFF record, from the end of each OFF interval to the next, and from the
- * last to its last event, on the CPU of its latest event (with switch
- * records, a thread changes CPU only while off one).  Each interval is a
+ * last to its last event.  An interval that ends at an OFF record is on
+ * that record's CPU, the one the switch-out was recorded on (with switch
+ * records, a thread changes CPU only while off one), even where it ran
+ * no traced event there (a GIL waiter's timed wake-ups); the last, on the
+ * CPU of its latest event.  Each interval is a
  * switch on that CPU from idle (pid 0) to the thread, and one from the
  * thread to idle whose prev_state says why it left: R when preempted
  * (runnable), S when blocked (on I/O, a sleep, a lock or the GIL).  A
@@ -131,22 +134,22 @@ static void tie_boottime(struct perfetto *c, const struct ulma_walk *w)
 	c->lanes_tied = true;
 }
 
-/* The thread ran on its latest CPU over [from, to] (raw ns), then left it in state (enum ulma_off_state). */
-static void ran(struct perfetto *c, const struct ulma_walk *w, uint32_t thread, uint64_t from, uint64_t to,
-		uint64_t prev_state)
+/* The thread ran on cpu over [from, to] (raw ns), then left it in prev_state. */
+static void ran(struct perfetto *c, const struct ulma_walk *w, uint32_t thread, uint32_t cpu, uint64_t from,
+		uint64_t to, uint64_t prev_state)
 {
 	const struct ulma_walk_thread *t = &w->threads[thread];
 	const char *comm = comm_of(w, t);
-	if (t->cpu >= LANE_CPUS)
+	if (cpu >= LANE_CPUS)
 		return;
 	if (!c->lanes_tied)
 		tie_boottime(c, w);
-	put_switch(c, w, t->cpu, from, 0, "swapper", TASK_RUNNING, t->tid, comm);
-	put_switch(c, w, t->cpu, to, t->tid, comm, prev_state, 0, "swapper");
+	put_switch(c, w, cpu, from, 0, "swapper", TASK_RUNNING, t->tid, comm);
+	put_switch(c, w, cpu, to, t->tid, comm, prev_state, 0, "swapper");
 }
 
-void pf_lane_off(struct perfetto *c, const struct ulma_walk *w, uint32_t thread, uint8_t state, uint64_t at_ns,
-		 uint64_t ns)
+void pf_lane_off(struct perfetto *c, const struct ulma_walk *w, uint32_t thread, uint8_t state, uint32_t cpu,
+		 uint64_t at_ns, uint64_t ns)
 {
 	struct pf_thread *pt = &c->threads[thread];
 	const struct ulma_walk_thread *t = &w->threads[thread];
@@ -158,7 +161,7 @@ void pf_lane_off(struct perfetto *c, const struct ulma_walk *w, uint32_t thread,
 	if (raw < pt->lane_since)
 		return; /* overlaps the previous interval */
 	if (raw > pt->lane_since)
-		ran(c, w, thread, pt->lane_since, raw, state == ULMA_OFF_RUNNABLE ? TASK_RUNNING : TASK_INTERRUPTIBLE);
+		ran(c, w, thread, cpu, pt->lane_since, raw, state == ULMA_OFF_RUNNABLE ? TASK_RUNNING : TASK_INTERRUPTIBLE);
 	pt->lane_since = raw + ns;
 }
 
@@ -169,7 +172,7 @@ void pf_lanes_finish(struct perfetto *c, const struct ulma_walk *w)
 		uint64_t shift = t->shift_fp > w->cost_fp ? (t->shift_fp - w->cost_fp) >> 32 : 0;
 		uint64_t last = t->last_ns + shift; /* the cost of its last event came after it */
 		if (t->pass && c->threads[i].lane_started && last > c->threads[i].lane_since)
-			ran(c, w, i, c->threads[i].lane_since, last, TASK_INTERRUPTIBLE);
+			ran(c, w, i, t->cpu, c->threads[i].lane_since, last, TASK_INTERRUPTIBLE);
 	}
 	for (uint32_t cpu = 0; cpu < c->ncpus; cpu++)
 		flush_lane(c, cpu);

@@ -425,7 +425,7 @@ static int report_off(struct ulma_walk *w, uint32_t thread, const struct ulma_tr
 	ns = ns > shift ? ns - shift : 0;
 	if (t->seen && ns < t->last_ns)
 		ns = t->last_ns;
-	return w->sink->on_off(w->sink->ctx, w, thread, e->off, ns, e->count);
+	return w->sink->on_off(w->sink->ctx, w, thread, e->off, e->cpu, ns, e->count);
 }
 
 /* on_events when nothing is filtered out (keep_all): every frame is kept,

@@ -201,11 +201,13 @@ struct ulma_walk_sink {
 	int (*on_mpi)(void *ctx, const struct ulma_walk *w, uint32_t thread, const struct ulma_walk_mpi *m);
 	/* a passing thread left its CPU at at_ns (its corrected clock, as a
 	 * mark's) for ns (the kernel's figure) in `state` (enum
-	 * ulma_off_state): the trace's OFF records, in time order per thread
-	 * but not held back with the marks, so they may come before the
-	 * delayed opens of frames that began earlier */
-	int (*on_off)(void *ctx, const struct ulma_walk *w, uint32_t thread, uint8_t state, uint64_t at_ns,
-		      uint64_t ns);
+	 * ulma_off_state), leaving CPU `cpu` (the record's: where the thread
+	 * ran since it last came back, events or not): the trace's OFF
+	 * records, in time order per thread but not held back with the marks,
+	 * so they may come before the delayed opens of frames that began
+	 * earlier */
+	int (*on_off)(void *ctx, const struct ulma_walk *w, uint32_t thread, uint8_t state, uint32_t cpu,
+		      uint64_t at_ns, uint64_t ns);
 	/* an allocation or a free of a passing thread (--memory traces), at
 	 * its corrected time as an OFF record's, and not held back either */
 	int (*on_memory)(void *ctx, const struct ulma_walk *w, uint32_t thread, const struct ulma_trace_memory *m,

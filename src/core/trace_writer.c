@@ -327,15 +327,21 @@ void ulma_trace_begin_slow(struct ulma_trace_stream *s, uint64_t *ticks, uint32_
 	}
 }
 
-/* An extension record's word at ticks; counted as an event or not. */
-static void ext_word(struct ulma_trace_stream *s, uint64_t ticks, bool event)
+/* An extension record's word at ticks on cpu; counted as an event or not. */
+static void ext_word_on(struct ulma_trace_stream *s, uint64_t ticks, uint32_t cpu, bool event)
 {
 	struct ulma_trace_cursor c;
 	ulma_trace_cursor_get(s, &c);
-	ulma_trace_cursor_word(s, &c, ticks, s->cpu, ULMA_TAG_EXT);
+	ulma_trace_cursor_word(s, &c, ticks, cpu, ULMA_TAG_EXT);
 	if (!event)
 		c.count--;
 	ulma_trace_cursor_put(s, &c);
+}
+
+/* The same on the stream's current CPU. */
+static void ext_word(struct ulma_trace_stream *s, uint64_t ticks, bool event)
+{
+	ext_word_on(s, ticks, s->cpu, event);
 }
 
 void ulma_trace_lost(struct ulma_trace_stream *s, uint64_t ticks, uint64_t count)
@@ -345,9 +351,9 @@ void ulma_trace_lost(struct ulma_trace_stream *s, uint64_t ticks, uint64_t count
 	s->len += ulma_varint_put(s->body + s->len, count);
 }
 
-void ulma_trace_off(struct ulma_trace_stream *s, uint64_t ticks, unsigned state, uint64_t ns)
+void ulma_trace_off(struct ulma_trace_stream *s, uint64_t ticks, uint32_t cpu, unsigned state, uint64_t ns)
 {
-	ext_word(s, ticks, false); /* not an event of its own */
+	ext_word_on(s, ticks, cpu == ULMA_TRACE_SAME_CPU ? s->cpu : cpu, false); /* not an event of its own */
 	s->len += ulma_varint_put(s->body + s->len, ULMA_EXT_OFF);
 	s->len += ulma_varint_put(s->body + s->len, state);
 	s->len += ulma_varint_put(s->body + s->len, ns);

@@ -216,8 +216,12 @@ static inline void ulma_trace_exit(struct ulma_trace_stream *s, uint64_t ticks, 
 }
 
 void ulma_trace_lost(struct ulma_trace_stream *s, uint64_t ticks, uint64_t count);
-/* The thread left its CPU at `ticks` and was off it `ns` (enum ulma_off_state). */
-void ulma_trace_off(struct ulma_trace_stream *s, uint64_t ticks, unsigned state, uint64_t ns);
+/* The thread left CPU `cpu` at `ticks` and was off it `ns` (enum
+ * ulma_off_state).  The record is on that CPU (a cpu change before it if
+ * the stream was on another): where the thread ran since it last came
+ * back, events or not.  ULMA_TRACE_SAME_CPU: the stream's current CPU. */
+#define ULMA_TRACE_SAME_CPU UINT32_MAX
+void ulma_trace_off(struct ulma_trace_stream *s, uint64_t ticks, uint32_t cpu, unsigned state, uint64_t ns);
 /* A line event of the stream's innermost frame: it starts `line` (a hit),
  * or goes on in it after a resume.  Counted as an event. */
 void ulma_trace_line(struct ulma_trace_stream *s, uint64_t ticks, uint32_t line, bool resumed);

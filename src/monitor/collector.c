@@ -230,7 +230,8 @@ static void merge_off(struct ulma_collector *c, struct ulma_collector_slot *cs, 
 		ulma_profile_off(&c->profile, cs->thread, runnable ? 0 : iv.ns, runnable ? iv.ns : 0,
 				 iv.state == ULMA_OFF_GIL ? iv.ns : 0, !runnable, runnable);
 		if (cs->stream)
-			ulma_trace_off(cs->stream, iv.ticks, iv.state, iv.ns);
+			ulma_trace_off(cs->stream, iv.ticks, iv.cpu == ULMA_OFFCPU_NO_CPU ? ULMA_TRACE_SAME_CPU : iv.cpu,
+				       iv.state, iv.ns);
 	}
 }
 
@@ -702,6 +703,19 @@ static int snapshot_slot(struct ulma_collector *c, uint32_t i)
 	return 0;
 }
 
+/* When a thread of a process found dead (at `noticed`) ended: at its
+ * exit, where the switch records gave it; else when its death was
+ * noticed.  The kernel records no switch-out after a task's exit, so
+ * closing its frames at `noticed` had it run on its CPU for up to a reap
+ * period after it was gone (in the CPU lanes of the perfetto export, over
+ * the threads that ran there meanwhile). */
+static uint64_t ended_at(const struct ulma_collector_slot *cs, uint64_t noticed)
+{
+	if (!cs->off || !cs->off->exited || cs->off->exit_ticks >= noticed)
+		return noticed;
+	return cs->off->exit_ticks > cs->last_ticks ? cs->off->exit_ticks : cs->last_ticks;
+}
+
 /* Give a finished slot back to the writers. */
 static void finish_slot(struct ulma_collector *c, struct ulma_collector_slot *cs, uint32_t i, uint64_t end,
 			enum ulma_offcpu_at at)
@@ -755,7 +769,7 @@ static long drain_slot(struct ulma_collector *c, uint32_t i, bool final, uint64_
 		set_error(c, ulma_trace_stream_flush(cs->stream));
 	ulma_ring_consume(slot, tail);
 	if ((cs->state == ULMA_SLOT_CLOSED || dead_at) && tail == head)
-		finish_slot(c, cs, i, dead_at ? dead_at : cs->last_ticks,
+		finish_slot(c, cs, i, dead_at ? ended_at(cs, dead_at) : cs->last_ticks,
 			    dead_at ? ULMA_OFFCPU_ENDS : ULMA_OFFCPU_SAYS_NOTHING);
 	return n;
 }
@@ -827,6 +841,7 @@ long ulma_collector_poll(struct ulma_collector *c, bool final)
 int ulma_collector_reap(struct ulma_collector *c, uint64_t now_ticks)
 {
 	int freed = 0;
+	bool read_switches = c->switches != NULL;
 	uint32_t used = slots_in_use(c);
 	for (uint32_t i = 0; i < used; i++) {
 		struct ulma_shm_slot *slot = &c->session->slots[i];
@@ -836,6 +851,12 @@ int ulma_collector_reap(struct ulma_collector *c, uint64_t now_ticks)
 		/* a zombie still answers: only a reaped process is gone for good */
 		if (slot->pid == 0 || kill((pid_t)slot->pid, 0) == 0 || errno != ESRCH)
 			continue;
+		if (read_switches) { /* its EXIT records, written since the poll read them */
+			long r = ulma_offcpu_read(&c->off, c->switches);
+			if (r < 0)
+				set_error(c, (int)r);
+			read_switches = false;
+		}
 		if (snapshot_slot(c, i) == 0 && drain_slot(c, i, true, now_ticks ? now_ticks : 1) >= 0 &&
 		    !c->slots[i].live)
 			freed++;
@@ -848,9 +869,10 @@ void ulma_collector_close_all(struct ulma_collector *c, uint64_t end_ticks)
 	for (uint32_t i = 0; i < c->session->hdr->slot_count; i++) {
 		if (!c->slots[i].live)
 			continue;
+		uint64_t end = ended_at(&c->slots[i], end_ticks);
 		if (c->nrss) /* the RSS samples still held, before the frames close */
-			set_error(c, ulma_collector_rss_write(c, c->slots[i].pid, c->slots[i].stream, end_ticks));
-		close_frames(c, &c->slots[i], end_ticks, ULMA_OFFCPU_ENDS);
+			set_error(c, ulma_collector_rss_write(c, c->slots[i].pid, c->slots[i].stream, end));
+		close_frames(c, &c->slots[i], end, ULMA_OFFCPU_ENDS);
 	}
 	set_error(c, ulma_collector_rss_write_all(c)); /* of processes whose threads all ended */
 	ulma_profile_finish(&c->profile, end_ticks);

@@ -224,7 +224,7 @@ static int p2_events(void *ctx, uint32_t thread, const struct ulma_trace_event *
 			ulma_trace_lost(s, at, e->count);
 			break;
 		case ULMA_EV_OFF:
-			ulma_trace_off(s, at, e->off, e->count);
+			ulma_trace_off(s, at, e->cpu, e->off, e->count);
 			break;
 		case ULMA_EV_LINE:
 			ulma_trace_line(s, at, (uint32_t)e->count, e->resumed);

@@ -107,6 +107,7 @@ static bool apply_front(struct ulma_offcpu_thread *t, uint64_t clamp_ticks, stru
 			t->preempted = r.kind == ULMA_SWITCH_PREEMPT;
 			t->off_ticks = r.ticks;
 			t->off_ns = r.ns;
+			t->off_cpu = r.cpu;
 			t->probe = r.probe;
 		}
 		return false;
@@ -116,6 +117,7 @@ static bool apply_front(struct ulma_offcpu_thread *t, uint64_t clamp_ticks, stru
 	t->off = false;
 	out->ticks = t->off_ticks;
 	out->ns = r.ns > t->off_ns ? r.ns - t->off_ns : 0;
+	out->cpu = t->off_cpu;
 	if (t->preempted) {
 		out->state = ULMA_OFF_RUNNABLE;
 	} else {
@@ -137,12 +139,14 @@ bool ulma_offcpu_until(struct ulma_offcpu_thread *t, uint64_t ticks, enum ulma_o
 	if (!done && t->off && running) {
 		/* on its CPU at `ticks` with no switch-in recorded (lost, or the
 		 * thread ended): the interval ends there */
-		struct ulma_offcpu_pending in = {ticks, ulma_clock_track_ns(clock, ticks), ULMA_SWITCH_IN, 0};
+		struct ulma_offcpu_pending in = {ticks, ulma_clock_track_ns(clock, ticks), ULMA_SWITCH_IN, 0,
+						 ULMA_OFFCPU_NO_CPU};
 		uint64_t ns = in.ns > t->off_ns ? in.ns : t->off_ns;
 		in.ns = ns;
 		t->off = false;
 		out->ticks = t->off_ticks;
 		out->ns = ns - t->off_ns;
+		out->cpu = t->off_cpu;
 		if (t->preempted) {
 			out->state = ULMA_OFF_RUNNABLE;
 		} else {
@@ -194,13 +198,16 @@ int ulma_offcpu_take(struct ulma_offcpu *o, const struct ulma_switch_record *r)
 	if (r->kind == ULMA_SWITCH_EXIT) {
 		if (t && !t->claimed)
 			forget(o, t);
-		else if (t)
+		else if (t) {
 			t->exited = true;
+			t->exit_ticks = ulma_clock_track_ticks(&o->clock, r->ns);
+		}
 		return 0;
 	}
 	if (!t && !(t = create(o, r->pid, r->tid)))
 		return -ENOMEM;
-	struct ulma_offcpu_pending p = {ulma_clock_track_ticks(&o->clock, r->ns), r->ns, r->kind, ULMA_BLOCK_NONE};
+	struct ulma_offcpu_pending p = {ulma_clock_track_ticks(&o->clock, r->ns), r->ns, r->kind, ULMA_BLOCK_NONE,
+					r->cpu};
 	return queue(t, &p);
 }
 
@@ -256,6 +263,7 @@ struct ulma_offcpu_thread *ulma_offcpu_claim(struct ulma_offcpu *o, uint32_t pid
 		t->preempted = false;
 		t->off_ticks = claimed_ticks;
 		t->off_ns = ulma_clock_track_ns(&o->clock, claimed_ticks);
+		t->off_cpu = ULMA_OFFCPU_NO_CPU; /* asleep since before: no switch-out recorded */
 		t->probe = ULMA_BLOCK_NONE;
 		set_wake(t);
 	}

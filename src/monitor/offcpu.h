@@ -44,28 +44,35 @@ struct ulma_offcpu_pending {
 	uint64_t ns;
 	uint8_t kind;  /* enum ulma_switch_kind: IN, OUT or PREEMPT */
 	uint8_t probe; /* OUT: enum ulma_block seen while the interval it begins lasted */
+	uint32_t cpu;  /* the CPU it was recorded on */
 };
 
 struct ulma_offcpu_thread {
 	uint32_t pid, tid;
 	bool claimed;   /* a ring writes this thread's events: keep all its records */
-	bool exited;
+	bool exited;    /* its EXIT record came, at exit_ticks */
 	bool known;     /* whether on or off its CPU is known: a record was merged, or /proc said */
 	bool off;       /* switched out (at off_ticks) and not back yet, as far as merged */
 	bool preempted; /* ...and still runnable then */
 	uint8_t probe;  /* enum ulma_block seen during the current off interval, NONE if not probed */
 	uint64_t off_ticks, off_ns;
+	uint32_t off_cpu;    /* the CPU it left then, ULMA_OFFCPU_NO_CPU if not recorded */
+	uint64_t exit_ticks; /* when it exited (its EXIT record): the kernel records no switch-out after it */
 	uint64_t wake_at; /* ulma_offcpu_until has work for an event at or after this time */
 	struct ulma_offcpu_pending *q; /* pending records, oldest first, from q[head] */
 	uint32_t head, len, cap;
 	struct ulma_gilwait gil;
 };
 
+#define ULMA_OFFCPU_NO_CPU UINT32_MAX
+
 /* One interval off the CPU, ready for the stream. */
 struct ulma_offcpu_interval {
 	uint64_t ticks; /* when the thread left its CPU */
 	uint64_t ns;    /* for how long */
 	unsigned state; /* enum ulma_off_state */
+	uint32_t cpu;   /* the CPU it left (where it ran since it last came back): the switch-out's,
+			 * ULMA_OFFCPU_NO_CPU where none was recorded */
 };
 
 struct ulma_offcpu {

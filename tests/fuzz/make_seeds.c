@@ -62,19 +62,19 @@ static int write_basic(const char *path)
 	ulma_trace_exit(a, 1140, 0);
 	ulma_trace_exit(a, 1150, 1);
 	ulma_trace_enter(b, 1155, 1, 2, same_fn(2, 0));
-	ulma_trace_off(b, 1157, ULMA_OFF_BLOCKED, 5);  /* time off the CPU (version 3) */
-	ulma_trace_off(b, 1162, ULMA_OFF_RUNNABLE, 2);
+	ulma_trace_off(b, 1157, ULMA_TRACE_SAME_CPU, ULMA_OFF_BLOCKED, 5);  /* time off the CPU (version 3) */
+	ulma_trace_off(b, 1162, ULMA_TRACE_SAME_CPU, ULMA_OFF_RUNNABLE, 2);
 	ulma_trace_exit(b, 1165, 1);
 	ulma_trace_enter(c, 1160, 2, 2, same_fn(2, 0));
 	ulma_trace_exit(c, 1164, 2);
 	ulma_trace_writer_flush(w);
 	ulma_trace_lost(a, 1170, 12);
 	ulma_trace_enter(a, 1180, 1, 3, same_fn(3, 2));
-	ulma_trace_off(a, 1185, ULMA_OFF_GIL, 4);
+	ulma_trace_off(a, 1185, 1, ULMA_OFF_GIL, 4);
 	ulma_trace_exit(a, 1190, 1);
 	ulma_trace_exit(a, 1200, 0);
 	ulma_trace_exit(a, 1300, 0);
-	ulma_trace_off(a, 1350, ULMA_OFF_BLOCKED, 30); /* after the last event: the chunk ends with it */
+	ulma_trace_off(a, 1350, ULMA_TRACE_SAME_CPU, ULMA_OFF_BLOCKED, 30); /* after the last event: the chunk ends with it */
 	struct ulma_trace_end end = {1400, 778000, 13, 12, ULMA_FAIL_NO_SLOT, 0, ULMA_SPLIT_SWITCHES, 12345, 0, 1, 0, 0};
 	return ulma_trace_writer_close(w, &end);
 }
@@ -283,7 +283,7 @@ static int write_lines(const char *path)
 	for (int k = 0; k < 2; k++) {
 		ulma_trace_enter(a, t += 5, 1, 2, false);
 		ulma_trace_line(a, t += 1, 8, k == 1);
-		ulma_trace_off(a, t + 1, ULMA_OFF_BLOCKED, 700);
+		ulma_trace_off(a, t + 1, ULMA_TRACE_SAME_CPU, ULMA_OFF_BLOCKED, 700);
 		ulma_trace_exit(a, t += 9, 1);
 	}
 	struct ulma_trace_end end = {t + 100, 1000300, 22, 0, 0, 0, ULMA_SPLIT_SWITCHES, 0, 0, 0, 0, 0};

@@ -187,3 +187,21 @@ class Trace:
             tname = first(th, 5)
             if tname is not None:
                 self.thread_names[t["tid"]] = tname.decode()
+
+
+def lane_mismatches(switches):
+    """The sched_switch events whose previous task is not the one the CPU
+    ran, taking each CPU's events in time order (and in file order at one
+    time) from idle: what the trace processor counts as
+    mismatched_sched_switch_tids."""
+    by_cpu = {}
+    for i, s in enumerate(switches):
+        by_cpu.setdefault(s[0], []).append((s[1], i, s))
+    bad = []
+    for events in by_cpu.values():
+        running = 0
+        for _, _, s in sorted(events):
+            if s[2] != running:
+                bad.append(s)
+            running = s[4]
+    return bad

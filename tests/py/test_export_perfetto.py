@@ -14,7 +14,7 @@ import pytest
 
 from export_helpers import ODD_NAMES, export_trace, run_export  # noqa: F401
 from perfetto_ui import PerfettoUI, chromium, web_dist
-from perfetto_wire import Trace
+from perfetto_wire import Trace, lane_mismatches
 
 FIB10_CALLS = 177
 
@@ -129,6 +129,8 @@ def test_cpu_lanes_alternate(marks):
     the main thread's time on a CPU (it spins tens of ms) is its on-CPU
     time in the report, give or take a quarter."""
     switches = lanes_or_skip(marks)
+    # one thread at a time on a CPU, as the trace processor checks it
+    assert lane_mismatches(switches) == []
     threads = {t["tid"]: t for t in marks["report"]["thread_list"]}
     tids = {s[2] for s in switches} | {s[4] for s in switches}
     assert tids == set(threads) | {0}
@@ -193,12 +195,7 @@ def test_perfetto_ui_reads_it(marks, tmp_path):
     assert chromium(), "chromium is missing (scripts/ensure-deps.sh)"
     with PerfettoUI(marks["out"], tmp_path) as ui:
         errors = ui.query("select name, value from stats where severity in ('error', 'data_loss') and value > 0")
-        # CPU lanes (docs/exports.md): where two threads' switch records
-        # disagree, their running intervals overlap on a CPU, which the trace
-        # processor counts here (a few, never more than one per switch)
-        lanes = [e for e in errors if e["name"] == "mismatched_sched_switch_tids"]
-        assert [e for e in errors if e not in lanes] == []
-        assert sum(e["value"] for e in lanes) <= len(marks["wire"].switches)
+        assert errors == []  # mismatched_sched_switch_tids too: no two threads on one CPU at once
         rows = ui.query("select s.name, count(*) n from slice s join track t on s.track_id = t.id "
                         "where (t.name is null or t.name != 'cpu state') and s.category is not 'instant' "
                         "group by s.name")

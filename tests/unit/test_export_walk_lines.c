@@ -54,7 +54,7 @@ static int write_trace(const char *path, bool sampled)
 	ulma_trace_line(a, 1020, 6, false);
 	ulma_trace_exit(a, 1040, 0);
 	if (!sampled)
-		ulma_trace_off(a, 1045, ULMA_OFF_BLOCKED, 30);
+		ulma_trace_off(a, 1045, ULMA_TRACE_SAME_CPU, ULMA_OFF_BLOCKED, 30);
 	ulma_trace_line(a, 1080, 2, false);
 	ulma_trace_exit(a, 1100, 0);
 	ulma_trace_enter(b, 1000, 1, 1, false);

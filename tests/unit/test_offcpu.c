@@ -7,7 +7,10 @@
  * the end of its frames ends one in progress; a thread whose first record
  * is a switch-in was off its CPU since it was claimed; the records of a
  * thread no ring claims are kept to a bound, and forgotten at its exit;
- * GIL waits are told apart by the probe's verdict. */
+ * GIL waits are told apart by the probe's verdict; each interval names the
+ * CPU of its switch-out (where the thread ran since it last came back,
+ * events or not); a claimed thread's exit is kept with its time (the
+ * kernel records no switch-out after it). */
 #include <string.h>
 
 #include "monitor/offcpu.h"
@@ -133,8 +136,38 @@ static void test_gil_probe(void)
 	ulma_offcpu_free(&o);
 }
 
+static void on_cpu(uint32_t tid, uint64_t ns, enum ulma_switch_kind kind, uint32_t cpu)
+{
+	struct ulma_switch_record r = {ns, 1, tid, cpu, (uint8_t)kind};
+	ulma_offcpu_take(&o, &r);
+}
+
+static void test_cpus_and_exit(void)
+{
+	setup();
+	struct ulma_offcpu_thread *t = ulma_offcpu_claim(&o, 1, 100, 0, 0, 0);
+	struct ulma_offcpu_interval iv[3];
+	/* it runs on CPU 0, sleeps, wakes on CPU 1 and sleeps again without an
+	 * event there (a GIL waiter's timed wake-up), then wakes on CPU 0 */
+	on_cpu(100, 10, ULMA_SWITCH_OUT, 0);
+	on_cpu(100, 20, ULMA_SWITCH_IN, 1);
+	on_cpu(100, 25, ULMA_SWITCH_OUT, 1);
+	on_cpu(100, 40, ULMA_SWITCH_IN, 0);
+	int n = until(t, 45, ULMA_OFFCPU_RUNNING, iv, 3);
+	CHECK(n == 2 && is(&iv[0], 10, 10, ULMA_OFF_BLOCKED) && iv[0].cpu == 0 && is(&iv[1], 25, 15, ULMA_OFF_BLOCKED) &&
+		      iv[1].cpu == 1,
+	      "each interval on the CPU it left: 0, then 1 (%u, %u)", n > 0 ? iv[0].cpu : 99, n > 1 ? iv[1].cpu : 99);
+	on_cpu(100, 90, ULMA_SWITCH_EXIT, 0);
+	CHECK(t->exited && t->exit_ticks == 90, "its exit at 90, kept while claimed");
+	ulma_offcpu_release(&o, t);
+	uint32_t k;
+	CHECK(!ulma_idmap_get(&o.by_tid, 100, &k) || k == 0, "forgotten once released");
+	ulma_offcpu_free(&o);
+}
+
 int main(void)
 {
+	test_cpus_and_exit();
 	test_intervals();
 	test_order_and_causality();
 	test_first_record_is_a_switch_in();

@@ -1109,10 +1109,10 @@ static void test_off_records(void)
 	if (!CHECK_EQ_I64(err, 0, "a writer with one function and one thread"))
 		goto out;
 	ulma_trace_enter(s, 1100, 0, 1, false);
-	ulma_trace_off(s, 1110, ULMA_OFF_BLOCKED, 500);
-	ulma_trace_off(s, 1120, ULMA_OFF_RUNNABLE, 70);
+	ulma_trace_off(s, 1110, ULMA_TRACE_SAME_CPU, ULMA_OFF_BLOCKED, 500);
+	ulma_trace_off(s, 1120, 3, ULMA_OFF_RUNNABLE, 70); /* it had run on CPU 3 since it came back */
 	ulma_trace_exit(s, 1200, 1);
-	ulma_trace_off(s, 1210, ULMA_OFF_GIL, 9);
+	ulma_trace_off(s, 1210, 1, ULMA_OFF_GIL, 9);
 	struct ulma_trace_end end = {2000, 778000, 2, 0, 0, 0, ULMA_SPLIT_SWITCHES, 123456789, 3, 1, 0, 0};
 	CHECK_EQ_I64(ulma_trace_writer_close(w, &end), 0, "closed");
 	struct record r;
@@ -1124,12 +1124,14 @@ static void test_off_records(void)
 	if (r.nevents == 5) {
 		const struct ulma_trace_event *e = r.events;
 		CHECK(e[0].kind == ULMA_EV_ENTER && e[1].kind == ULMA_EV_OFF && e[1].ticks == 1110 &&
-			      e[1].off == ULMA_OFF_BLOCKED && e[1].count == 500,
-		      "blocked 500 ns from 1110, after the entry");
-		CHECK(e[2].kind == ULMA_EV_OFF && e[2].ticks == 1120 && e[2].off == ULMA_OFF_RUNNABLE && e[2].count == 70,
-		      "runnable 70 ns from 1120");
+			      e[1].off == ULMA_OFF_BLOCKED && e[1].count == 500 && e[1].cpu == 0,
+		      "blocked 500 ns from 1110, after the entry, on its CPU");
+		CHECK(e[2].kind == ULMA_EV_OFF && e[2].ticks == 1120 && e[2].off == ULMA_OFF_RUNNABLE && e[2].count == 70 &&
+			      e[2].cpu == 3,
+		      "runnable 70 ns from 1120, leaving CPU 3 (no event there)");
 		CHECK(e[3].kind == ULMA_EV_EXIT && e[3].ticks == 1200 && e[3].cpu == 1, "the exit at 1200 on cpu 1");
-		CHECK(e[4].kind == ULMA_EV_OFF && e[4].ticks == 1210 && e[4].off == ULMA_OFF_GIL && e[4].count == 9,
+		CHECK(e[4].kind == ULMA_EV_OFF && e[4].ticks == 1210 && e[4].off == ULMA_OFF_GIL && e[4].count == 9 &&
+			      e[4].cpu == 1,
 		      "a GIL wait after the last event ends the chunk");
 	}
 	CHECK(r.end.split == ULMA_SPLIT_SWITCHES && r.end.monitor_cpu_ns == 123456789 && r.end.switches_lost == 3 &&
