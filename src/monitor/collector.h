@@ -103,7 +103,8 @@ long ulma_collector_poll(struct ulma_collector *c, bool final);
 
 /* Finish the threads of processes that died without stopping (a forked
  * child leaving by os._exit, a crash): take their last records, close their
- * frames at now_ticks (when the death was noticed) and free their slots.
+ * frames when each thread exited (its switch records' EXIT), else at
+ * now_ticks (when the death was noticed), and free their slots.
  * Returns the number of slots freed. */
 int ulma_collector_reap(struct ulma_collector *c, uint64_t now_ticks);
 
