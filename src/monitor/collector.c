@@ -1,22 +1,24 @@
-/* collector.c - ring draining and stack normalisation (see collector.h). */
+/* collector.c - the collector's slots: taken from the session, drained
+ * each poll up to their published head (collector_apply.c applies the
+ * records), a dead process's unpublished records salvaged, and given back;
+ * schedstat sampling, process names, and the end of the session (see
+ * collector.h). */
 #include "collector.h"
 
 #include <errno.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <unistd.h>
 
+#include "../analysis/profile_memory.h"
 #include "../analysis/schedline.h"
 #include "../core/clock.h"
 #include "collector_defs.h"
 #include "collector_lines.h"
 #include "collector_memory.h"
-#include "../core/mpi_event.h"
-#include "../analysis/profile_lines.h"
-#include "../analysis/profile_memory.h"
 #include "collector_native.h"
+#include "collector_slot.h"
 #include "gilwait.h"
 #include "proc_name.h"
 #include "sampler.h"
@@ -24,51 +26,6 @@
 
 #define SAMPLE_BUSY_NS 1000000u   /* schedstat period of a thread with new events */
 #define SAMPLE_IDLE_NS 10000000u  /* and of one without */
-#define PREFETCH_RECORDS 16       /* read the ring this far ahead: the writer's core holds its lines */
-#define MEMORY_AHEAD 8            /* fetch the live-block table's line of the memory record this far ahead */
-
-struct ulma_collector_slot {
-	bool live;
-	uint32_t state;  /* the slot's state when the current poll began */
-	uint64_t head;   /* and its head then */
-	uint64_t serial;
-	uint32_t thread; /* dense thread index */
-	struct ulma_trace_stream *stream;
-	uint64_t last_ticks;
-	uint64_t claimed_at;
-	uint32_t pid;
-	uint32_t cpu;
-	uint64_t value_bits;  /* the counter value the VALUE records so far gave */
-	unsigned value_parts; /* which halves of it: bit 0 high, bit 1 low */
-	uint32_t twins_open;  /* Cython's reports of native frames, dropped (cython_twin) */
-	struct ulma_collector_mem mem; /* a MEM_SIZE waiting for its ALLOC (collector_memory.h) */
-	uint64_t mpi_args[ULMA_MPI_ARGS_MAX]; /* the MPI_ARG records of the MPI event to come */
-	unsigned mpi_nargs;
-	struct native_seen *native_cache; /* NATIVE_CACHE recent addresses, NULL until the first */
-	struct ulma_offcpu_thread *off; /* switch records of the thread, or NULL */
-	/* schedstat sampling */
-	int sched_fd;            /* schedstat of the thread, -1 if none */
-	struct ulma_gilwait gil; /* its GIL waits, where they can be told apart */
-	struct ulma_schedline line;
-	uint64_t sampled_ns;     /* CLOCK_MONOTONIC of the last sample */
-	uint64_t head_at_sample; /* ring head at the last sample */
-};
-
-/* A thread's recent native functions: address -> dense index, direct
- * mapped, so a native record costs what a Python one does (the table of
- * every process's addresses, collector_native.c, is a hash lookup away). */
-#define NATIVE_CACHE 512 /* a power of two */
-struct native_seen {
-	uint64_t addr; /* 0: empty */
-	uint32_t index;
-};
-
-static int set_error(struct ulma_collector *c, int err)
-{
-	if (err && !c->error)
-		c->error = err;
-	return err;
-}
 
 int ulma_collector_init(struct ulma_collector *c, struct ulma_session *s, struct ulma_trace_writer *w)
 {
@@ -184,12 +141,12 @@ static int open_thread(struct ulma_collector *c, struct ulma_collector_slot *cs,
 	uint32_t index = c->profile.nthreads;
 	int named = name_process(c, slot->pid);
 	if (named)
-		return set_error(c, named);
+		return ulma_collector_set_error(c, named);
 	int err = ulma_profile_add_thread(&c->profile, index, slot->serial, slot->pid, slot->tid);
 	if (!err && c->writer)
 		err = ulma_trace_stream_open(c->writer, slot->serial, slot->pid, slot->tid, &cs->stream);
 	if (err)
-		return set_error(c, err);
+		return ulma_collector_set_error(c, err);
 	cs->live = true;
 	cs->serial = slot->serial;
 	cs->thread = index;
@@ -207,7 +164,7 @@ static int open_thread(struct ulma_collector *c, struct ulma_collector_slot *cs,
 		cs->off = ulma_offcpu_claim(&c->off, slot->pid, slot->tid, slot->gil_addr, slot->gil_len,
 					    slot->claimed_at);
 		if (!cs->off)
-			return set_error(c, -ENOMEM);
+			return ulma_collector_set_error(c, -ENOMEM);
 		if (cs->off->gil.fd >= 0)
 			c->profile.has_gil = 1;
 	} else if (c->split == ULMA_SPLIT_SCHEDSTAT) {
@@ -221,424 +178,6 @@ static int open_thread(struct ulma_collector *c, struct ulma_collector_slot *cs,
 	return 0;
 }
 
-/* Merge the thread's off-CPU intervals that end by `t` into its stream. */
-static void merge_off(struct ulma_collector *c, struct ulma_collector_slot *cs, uint64_t t, enum ulma_offcpu_at at)
-{
-	struct ulma_offcpu_interval iv;
-	while (ulma_offcpu_until(cs->off, t, at, &iv, &c->off.clock)) {
-		bool runnable = iv.state == ULMA_OFF_RUNNABLE;
-		ulma_profile_off(&c->profile, cs->thread, runnable ? 0 : iv.ns, runnable ? iv.ns : 0,
-				 iv.state == ULMA_OFF_GIL ? iv.ns : 0, !runnable, runnable);
-		if (cs->stream)
-			ulma_trace_off(cs->stream, iv.ticks, iv.cpu == ULMA_OFFCPU_NO_CPU ? ULMA_TRACE_SAME_CPU : iv.cpu,
-				       iv.state, iv.ns);
-	}
-}
-
-/* Schedstat: the thread's off-CPU time up to `t`, interpolated. */
-static void sampled_off(struct ulma_collector *c, struct ulma_collector_slot *cs, uint64_t t)
-{
-	struct ulma_schedline_off o;
-	if (ulma_schedline_off(&cs->line, t, c->ns_per_tick, &o))
-		ulma_profile_off(&c->profile, cs->thread, o.blocked_ns, o.runnable_ns, o.gil_ns, 0, 0);
-}
-
-/* Everything known about the thread's time off its CPU up to `t`. */
-static void off_until(struct ulma_collector *c, struct ulma_collector_slot *cs, uint64_t t, enum ulma_offcpu_at at)
-{
-	if (cs->off)
-		merge_off(c, cs, t, at);
-	else if (cs->sched_fd >= 0 || !ulma_schedline_empty(&cs->line))
-		sampled_off(c, cs, t);
-}
-
-static void emit_exit(struct ulma_collector *c, struct ulma_collector_slot *cs, uint64_t t, uint32_t cpu)
-{
-	ulma_profile_exit(&c->profile, cs->thread, t);
-	if (cs->stream)
-		ulma_trace_exit(cs->stream, t, cpu);
-}
-
-/* End the thread's open frames at t (at: what t says of the thread: with
- * ULMA_OFFCPU_ENDS, an interval off its CPU in progress ends there too). */
-static void close_frames(struct ulma_collector *c, struct ulma_collector_slot *cs, uint64_t t, enum ulma_offcpu_at at)
-{
-	if (t < cs->last_ticks)
-		t = cs->last_ticks;
-	off_until(c, cs, t, at);
-	while (c->profile.threads[cs->thread].depth)
-		emit_exit(c, cs, t, cs->cpu);
-	cs->last_ticks = t;
-}
-
-static void record_lost(struct ulma_collector *c, struct ulma_collector_slot *cs, uint64_t t, uint64_t count)
-{
-	ulma_profile_lost(&c->profile, cs->thread, t, count);
-	if (cs->stream)
-		ulma_trace_lost(cs->stream, t, count);
-}
-
-/* An exit that is not the top frame's: one that matches a deeper frame
- * closes the frames above it (resynchronising after a loss); one that
- * matches none is dropped (entered before tracing began).  Returns false
- * for the latter. */
-static bool exit_deeper(struct ulma_collector *c, struct ulma_collector_slot *cs, uint32_t index, uint64_t t,
-			uint32_t cpu)
-{
-	const struct ulma_thread_row *th = &c->profile.threads[cs->thread];
-	uint32_t d = th->depth;
-	while (d > 0 && th->stack[d - 1].func != index)
-		d--;
-	if (d == 0) {
-		if (th->depth) /* with frames open, a stray exit (without any, tracing began inside it) */
-			c->resynced++;
-		return false;
-	}
-	c->resynced += th->depth - d; /* the frames above it left without their exit */
-	while (th->depth >= d)
-		emit_exit(c, cs, t, cpu);
-	return true;
-}
-
-/* Cython's profile=True reports each Cython function to the interpreter's
- * profiling hook as a Python-level call of a .pyx code object; built with
- * -finstrument-functions too, the same call is already a native frame,
- * Cython's C function (__pyx_...), inside which Cython's own helper
- * (__Pyx_TraceSetupAndCall, __Pyx_TraceReturn) makes the report.
- * Such an entry is the native frame's twin: dropped, with its exit, so
- * each call counts once (docs/native.md, "Cython").  Only .pyx functions
- * come here: the collector keeps their ids out of its dense array, so the
- * hot path's first test sends them to the slow path. */
-#define CYTHON_TWIN_DEPTH 4 /* native frames looked through for Cython's */
-static bool cython_twin_enter(struct ulma_collector *c, struct ulma_collector_slot *cs, uint32_t idx)
-{
-	const struct ulma_thread_row *th = &c->profile.threads[cs->thread];
-	if (!c->profile.funcs[idx].pyx)
-		return false;
-	/* the native frames on top: Cython's own, or on 3.13+ the interpreter's
-	 * inline monitoring helpers (PyMonitoring_Fire...) it calls */
-	for (uint32_t d = th->depth, seen = 0; d > 0 && seen < CYTHON_TWIN_DEPTH; d--, seen++) {
-		const struct ulma_func_row *f = &c->profile.funcs[th->stack[d - 1].func];
-		if (f->kind != ULMA_DEF_NATIVE)
-			return false;
-		if (strncasecmp(f->name, "__pyx_", 6) == 0) {
-			cs->twins_open++;
-			return true;
-		}
-	}
-	return false;
-}
-
-static bool cython_twin_exit(struct ulma_collector *c, struct ulma_collector_slot *cs, uint32_t idx)
-{
-	if (!c->profile.funcs[idx].pyx || !cs->twins_open || c->profile.threads[cs->thread].top == idx)
-		return false;
-	cs->twins_open--;
-	return true;
-}
-
-/* The function address a native record carries (shm.h). */
-static inline uint64_t native_addr(const struct ulma_record *r)
-{
-	return (uint64_t)r->id | (uint64_t)r->cpu << 32;
-}
-
-/* Records whose cpu field is the CPU (native, value and memory records use it for data). */
-static inline bool has_cpu(uint8_t kind)
-{
-	return kind != ULMA_REC_NATIVE_ENTER && kind != ULMA_REC_NATIVE_EXIT && kind != ULMA_REC_VALUE &&
-	       (kind < ULMA_REC_MEM_SIZE || kind > ULMA_REC_OBJ_FREE) && kind != ULMA_REC_MPI_ARG;
-}
-
-/* The dense index of the native function at addr, of the thread's cache
- * or named now (collector_native.c).  UINT32_MAX when out of memory. */
-static uint32_t native_miss(struct ulma_collector *c, struct ulma_collector_slot *cs, uint64_t addr)
-{
-	if (!cs->native_cache && !(cs->native_cache = calloc(NATIVE_CACHE, sizeof(*cs->native_cache)))) {
-		set_error(c, -ENOMEM);
-		return UINT32_MAX;
-	}
-	uint32_t idx = ulma_collector_native(c, cs->pid, addr);
-	if (idx != UINT32_MAX)
-		cs->native_cache[(addr >> 4) & (NATIVE_CACHE - 1)] = (struct native_seen){addr, idx};
-	return idx;
-}
-
-/* A mark (instant, counter, thread name) goes to the trace as it came. */
-static void apply_mark(struct ulma_collector *c, struct ulma_collector_slot *cs, const struct ulma_record *r,
-		       uint64_t t)
-{
-	unsigned ext = r->kind == ULMA_REC_INSTANT ? ULMA_EXT_INSTANT
-		       : r->kind == ULMA_REC_COUNTER ? ULMA_EXT_COUNTER
-						     : ULMA_EXT_THREAD_NAME;
-	double value = 0;
-	if (ext == ULMA_EXT_COUNTER) {
-		if (cs->value_parts != 3) /* its value was lost */
-			return;
-		memcpy(&value, &cs->value_bits, sizeof(value));
-		cs->value_parts = 0;
-	}
-	uint32_t idx = ulma_collector_resolve(c, r->id, true);
-	if (idx == UINT32_MAX)
-		return;
-	if (cs->stream)
-		ulma_trace_mark(cs->stream, t, ext, idx + 1, value);
-	if (ext == ULMA_EXT_THREAD_NAME)
-		set_error(c, ulma_profile_thread_name(&c->profile, cs->thread, c->profile.funcs[idx].name));
-}
-
-/* The records that are not an enter or an exit.  Returns false if the
- * record changes no time (it was skipped). */
-static bool apply_rare(struct ulma_collector *c, struct ulma_collector_slot *cs, const struct ulma_record *r,
-		       uint64_t t)
-{
-	switch (r->kind) {
-	case ULMA_REC_LOST:
-		record_lost(c, cs, t, r->id);
-		cs->mpi_nargs = 0; /* arguments before a loss belong to an MPI event that was lost */
-		return true;
-	case ULMA_REC_STOP: /* a thread idle since its last event was inside its frames until now */
-		close_frames(c, cs, t, ULMA_OFFCPU_ENDS);
-		return false;
-	case ULMA_REC_VALUE:
-		if (r->cpu > 1)
-			return false;
-		if (r->cpu == 0)
-			cs->value_bits = (uint64_t)r->id << 32 | (cs->value_bits & 0xffffffffu);
-		else
-			cs->value_bits = (cs->value_bits & ~UINT64_C(0xffffffff)) | r->id;
-		cs->value_parts = r->cpu == 0 ? 1u : cs->value_parts | 2u;
-		return false;
-	case ULMA_REC_INSTANT:
-	case ULMA_REC_COUNTER:
-	case ULMA_REC_THREAD_NAME:
-		apply_mark(c, cs, r, t);
-		return true;
-	case ULMA_REC_MPI_ARG: /* the arguments of the MPI_EVENT that follows (shm.h) */
-		if (cs->mpi_nargs < ULMA_MPI_ARGS_MAX)
-			cs->mpi_args[cs->mpi_nargs++] = native_addr(r);
-		return false;
-	case ULMA_REC_MPI_EVENT: /* to the trace as it came, not an event of the profile */
-		if (cs->stream)
-			ulma_trace_mpi(cs->stream, t, r->id, cs->mpi_args, cs->mpi_nargs);
-		cs->mpi_nargs = 0;
-		return true;
-	case ULMA_REC_LINE:
-	case ULMA_REC_LINE_RESUME:
-		ulma_collector_line(c, cs->thread, cs->pid, cs->stream, t, r->id, r->kind == ULMA_REC_LINE_RESUME);
-		return true;
-	case ULMA_REC_OBJ_NEW:
-	case ULMA_REC_OBJ_FREE:
-		set_error(c, ulma_collector_object(c, cs->thread, cs->stream, r->kind == ULMA_REC_OBJ_NEW, r->id, t));
-		return true;
-	default: /* unknown kind from a newer writer: skip */
-		return false;
-	}
-}
-
-/* The records at which schedstat's off-CPU time is interpolated: those that
- * are events of the trace (ulma_profile_feed_event interpolates at those
- * alone), so that `ulma report` splits the time at the same points and gives
- * the same figures to the nanosecond.  Marks, memory, values and MPI records
- * are not events. */
-#define SAMPLED_AT                                                                                             \
-	(1u << ULMA_REC_ENTER | 1u << ULMA_REC_EXIT | 1u << ULMA_REC_NATIVE_ENTER | 1u << ULMA_REC_NATIVE_EXIT | \
-	 1u << ULMA_REC_LINE | 1u << ULMA_REC_LINE_RESUME | 1u << ULMA_REC_LOST)
-
-/* How a thread's records are applied: what apply_loop is specialised for. */
-enum apply_mode {
-	APPLY_STREAM = 1u << 0,   /* there is a trace stream to append to */
-	APPLY_SWITCHES = 1u << 1, /* off-CPU intervals from switch records */
-	APPLY_SAMPLED = 1u << 2,  /* off-CPU time interpolated from schedstat */
-};
-
-/* Apply the records [from, end) (contiguous in the ring), up to `horizon`
- * ticks; stop early at an entry whose definition has not arrived (unless
- * final).  Returns the number consumed.  This loop is the monitor's
- * per-event cost: it is compiled once per mode, so that each copy holds
- * only what its mode needs in registers, and it walks a pointer. */
-static inline __attribute__((always_inline)) long
-apply_loop(struct ulma_collector *c, struct ulma_collector_slot *cs, const struct ulma_record *from,
-	   const struct ulma_record *end, uint64_t horizon, bool final, const unsigned mode)
-{
-	struct ulma_profile *p = &c->profile;
-	const uint32_t thread = cs->thread;
-	const struct ulma_thread_row *th = &p->threads[thread];
-	struct ulma_trace_stream *st = cs->stream;
-	struct ulma_trace_cursor cur = {0};
-	const uint32_t *by_id = c->by_id;
-	uint32_t nby_id = c->nby_id;
-	const struct ulma_record *r = from;
-	uint64_t last = cs->last_ticks;
-	uint64_t wake = (mode & APPLY_SWITCHES) ? cs->off->wake_at : UINT64_MAX; /* next work for the switches */
-	if (mode & APPLY_STREAM)
-		ulma_trace_cursor_get(st, &cur);
-/* around anything that writes to the stream other than the cursor */
-#define CURSOR_PUT() ((mode & APPLY_STREAM) ? ulma_trace_cursor_put(st, &cur) : (void)0)
-#define CURSOR_GET() ((mode & APPLY_STREAM) ? ulma_trace_cursor_get(st, &cur) : (void)0)
-	for (; r < end; r++) {
-		if (((uintptr_t)r & 63) == 0 && r + PREFETCH_RECORDS < end) /* a line the writer has finished */
-			__builtin_prefetch(r + PREFETCH_RECORDS);
-		uint64_t t = r->time > last ? r->time : last;
-		uint32_t sid = r->id, idx;
-		if (mode & APPLY_SAMPLED) {
-			if (t > horizon)
-				break;
-			if (r->kind < 32 && (SAMPLED_AT >> r->kind & 1))
-				sampled_off(c, cs, t);
-		}
-		if ((mode & APPLY_SWITCHES) && ULMA_UNLIKELY(t >= wake)) {
-			CURSOR_PUT();
-			merge_off(c, cs, t, r->flags & ULMA_RECF_PROXY ? ULMA_OFFCPU_SAYS_NOTHING : ULMA_OFFCPU_RUNNING);
-			CURSOR_GET();
-			wake = cs->off->wake_at;
-		}
-		/* which function the record enters or leaves, on which CPU */
-		uint32_t cpu = r->cpu;
-		bool enter;
-		if (ULMA_LIKELY(r->kind == ULMA_REC_ENTER)) {
-			if (ULMA_LIKELY(sid < nby_id && by_id[sid])) {
-				idx = by_id[sid] - 1;
-			} else {
-				idx = ulma_collector_resolve(c, sid, final);
-				by_id = c->by_id; /* the table may have grown */
-				nby_id = c->nby_id;
-				if (idx == UINT32_MAX)
-					break; /* its definition is on its way */
-				if (ULMA_UNLIKELY(cython_twin_enter(c, cs, idx)))
-					continue;
-			}
-			enter = true;
-		} else if (r->kind == ULMA_REC_EXIT) {
-			if (ULMA_LIKELY(sid < nby_id && by_id[sid])) {
-				idx = by_id[sid] - 1;
-			} else {
-				idx = ulma_collector_resolve(c, sid, true); /* an unknown exit matches "?" */
-				by_id = c->by_id;
-				nby_id = c->nby_id;
-				if (ULMA_UNLIKELY(cython_twin_exit(c, cs, idx)))
-					continue;
-			}
-			enter = false;
-		} else if (r->kind == ULMA_REC_NATIVE_ENTER || r->kind == ULMA_REC_NATIVE_EXIT) {
-			/* its CPU is the thread's last known (shm.h) */
-			uint64_t addr = native_addr(r);
-			const struct native_seen *seen =
-				cs->native_cache ? &cs->native_cache[(addr >> 4) & (NATIVE_CACHE - 1)] : NULL;
-			if (ULMA_LIKELY(seen && seen->addr == addr)) {
-				idx = seen->index;
-			} else {
-				CURSOR_PUT();
-				idx = native_miss(c, cs, addr);
-				CURSOR_GET();
-				by_id = c->by_id; /* definitions were read meanwhile */
-				nby_id = c->nby_id;
-				th = &p->threads[thread];
-				if (idx == UINT32_MAX)
-					break;
-			}
-			cpu = (mode & APPLY_STREAM) ? cur.cpu : cs->cpu;
-			enter = r->kind == ULMA_REC_NATIVE_ENTER;
-		} else {
-			if (r->kind >= ULMA_REC_MEM_SIZE && r->kind <= ULMA_REC_FREE) { /* --memory */
-				const struct ulma_record *ahead = r + MEMORY_AHEAD;
-				if (ahead < end && (ahead->kind == ULMA_REC_ALLOC || ahead->kind == ULMA_REC_FREE) &&
-				    p->memory)
-					ulma_profile_mem_prefetch(p, thread, native_addr(ahead));
-				CURSOR_PUT();
-				set_error(c, ulma_collector_memory(c, cs->thread, cs->stream, &cs->mem, r->kind,
-								   native_addr(r), t));
-				CURSOR_GET();
-				last = t;
-				continue;
-			}
-			if ((r->kind == ULMA_REC_LINE || r->kind == ULMA_REC_LINE_RESUME) && th->depth &&
-			    p->funcs[th->top].line_rows) { /* a line of a function seen before (else: copy its source) */
-				bool resumed = r->kind == ULMA_REC_LINE_RESUME;
-				if (ULMA_UNLIKELY(ulma_profile_line(p, thread, t, sid, !resumed))) {
-					set_error(c, -ENOMEM);
-					break;
-				}
-				if (mode & APPLY_STREAM)
-					ulma_trace_cursor_line(st, &cur, t, cpu, sid, resumed);
-				last = t;
-				continue;
-			}
-			cs->last_ticks = last;
-			if (r > from && has_cpu(r[-1].kind))
-				cs->cpu = r[-1].cpu;
-			CURSOR_PUT();
-			bool timed = apply_rare(c, cs, r, t);
-			CURSOR_GET();
-			if (mode & APPLY_SWITCHES)
-				wake = cs->off->wake_at;
-			last = timed ? t : cs->last_ticks; /* a STOP closed the frames */
-			th = &p->threads[thread];
-			continue;
-		}
-		if (enter) {
-			bool same = th->top == idx;
-			if (ULMA_UNLIKELY(ulma_profile_enter(p, thread, idx, t))) {
-				set_error(c, -ENOMEM);
-				break;
-			}
-			th = &p->threads[thread];
-			if (mode & APPLY_STREAM)
-				ulma_trace_cursor_enter(st, &cur, t, cpu, idx + 1, same);
-		} else if (ULMA_LIKELY(th->top == idx)) {
-			ulma_profile_exit(p, thread, t);
-			if (mode & APPLY_STREAM)
-				ulma_trace_cursor_exit(st, &cur, t, cpu);
-		} else {
-			CURSOR_PUT();
-			bool matched = exit_deeper(c, cs, idx, t, cpu);
-			CURSOR_GET();
-			if (!matched)
-				continue;
-		}
-		last = t;
-	}
-	CURSOR_PUT();
-#undef CURSOR_PUT
-#undef CURSOR_GET
-	cs->last_ticks = last;
-	if (r > from && has_cpu(r[-1].kind))
-		cs->cpu = r[-1].cpu; /* the CPU the thread was last seen on */
-	return (long)(r - from);
-}
-
-static long apply_span(struct ulma_collector *c, struct ulma_collector_slot *cs, const struct ulma_record *from,
-		       const struct ulma_record *end, uint64_t horizon, bool final)
-{
-	bool stream = cs->stream != NULL;
-	if (cs->off)
-		return stream ? apply_loop(c, cs, from, end, horizon, final, APPLY_STREAM | APPLY_SWITCHES)
-			      : apply_loop(c, cs, from, end, horizon, final, APPLY_SWITCHES);
-	if (cs->sched_fd >= 0 || !ulma_schedline_empty(&cs->line))
-		return apply_loop(c, cs, from, end, horizon, final, (stream ? APPLY_STREAM : 0) | APPLY_SAMPLED);
-	return stream ? apply_loop(c, cs, from, end, horizon, final, APPLY_STREAM)
-		      : apply_loop(c, cs, from, end, horizon, final, 0);
-}
-
-/* Apply records [*tail, head) of the ring (of mask + 1 records), in the
- * one or two contiguous spans they make. */
-static long apply_records(struct ulma_collector *c, struct ulma_collector_slot *cs, const struct ulma_record *ring,
-			  uint64_t mask, uint64_t *tailp, uint64_t head, uint64_t horizon, bool final)
-{
-	long n = 0;
-	while (*tailp < head) {
-		uint64_t at = *tailp & mask, len = head - *tailp;
-		if (len > mask + 1 - at)
-			len = mask + 1 - at; /* up to the ring's end; the rest from its start */
-		long done = apply_span(c, cs, ring + at, ring + at + len, horizon, final);
-		*tailp += (uint64_t)done;
-		n += done;
-		if ((uint64_t)done < len)
-			break;
-	}
-	return n;
-}
-
 /* With RSS samples held for the thread's process: apply the records
  * [*tailp, head) up to the first one later than the oldest sample, write
  * the samples before it, and again while a record passes one. */
@@ -648,10 +187,10 @@ static long apply_rss(struct ulma_collector *c, struct ulma_collector_slot *cs, 
 	long n = 0;
 	uint64_t next;
 	while ((next = ulma_collector_rss_passed(c, cs->pid, ring, mask, *tailp, head)) < head) {
-		n += apply_records(c, cs, ring, mask, tailp, next, horizon, final);
+		n += ulma_collector_apply(c, cs, ring, mask, tailp, next, horizon, final);
 		if (*tailp < next)
 			break; /* stopped early: a definition on its way, or the horizon */
-		set_error(c, ulma_collector_rss_write(c, cs->pid, cs->stream, ring[next & mask].time - 1));
+		ulma_collector_set_error(c, ulma_collector_rss_write(c, cs->pid, cs->stream, ring[next & mask].time - 1));
 	}
 	return n;
 }
@@ -672,9 +211,9 @@ static long salvage(struct ulma_collector *c, struct ulma_collector_slot *cs, co
 			break;
 		floor = r.time;
 		if (c->nrss) /* the RSS samples held from before it go first, as apply_rss does */
-			set_error(c, ulma_collector_rss_write(c, cs->pid, cs->stream, r.time - 1));
+			ulma_collector_set_error(c, ulma_collector_rss_write(c, cs->pid, cs->stream, r.time - 1));
 		uint64_t at = 0;
-		if (apply_records(c, cs, &r, 0, &at, 1, UINT64_MAX, true) != 1)
+		if (ulma_collector_apply(c, cs, &r, 0, &at, 1, UINT64_MAX, true) != 1)
 			break;
 		(*tail)++;
 		n++;
@@ -721,10 +260,10 @@ static void finish_slot(struct ulma_collector *c, struct ulma_collector_slot *cs
 			enum ulma_offcpu_at at)
 {
 	if (c->nrss) /* the RSS samples of its life, */
-		set_error(c, ulma_collector_rss_write(c, cs->pid, cs->stream, end));
-	close_frames(c, cs, end, at);
+		ulma_collector_set_error(c, ulma_collector_rss_write(c, cs->pid, cs->stream, end));
+	ulma_collector_close_frames(c, cs, end, at);
 	if (c->nrss && at == ULMA_OFFCPU_ENDS) /* and after its end if its process is gone */
-		set_error(c, ulma_collector_rss_write(c, cs->pid, cs->stream, UINT64_MAX));
+		ulma_collector_set_error(c, ulma_collector_rss_write(c, cs->pid, cs->stream, UINT64_MAX));
 	stop_sampling(cs);
 	ulma_offcpu_release(&c->off, cs->off);
 	cs->off = NULL;
@@ -747,7 +286,7 @@ static long drain_slot(struct ulma_collector *c, uint32_t i, bool final, uint64_
 	if (head < tail)
 		head = tail;
 	if (head - tail > cap) { /* a head more than a ring ahead: a corrupt or hostile writer */
-		record_lost(c, cs, cs->last_ticks, head - tail - cap);
+		ulma_collector_record_lost(c, cs, cs->last_ticks, head - tail - cap);
 		tail = head - cap;
 	}
 	uint64_t horizon = UINT64_MAX;
@@ -760,13 +299,13 @@ static long drain_slot(struct ulma_collector *c, uint32_t i, bool final, uint64_
 	}
 	const struct ulma_record *ring = ulma_session_ring(s, i);
 	long n = c->nrss ? apply_rss(c, cs, ring, cap - 1, &tail, head, horizon, final) : 0;
-	n += apply_records(c, cs, ring, cap - 1, &tail, head, horizon, final);
+	n += ulma_collector_apply(c, cs, ring, cap - 1, &tail, head, horizon, final);
 	if ((final || dead_at) && cs->state == ULMA_SLOT_ACTIVE && tail == head)
 		n += salvage(c, cs, ring, cap, &tail);
 	/* the peak is taken in the order memory records are applied: end the
 	 * chunk here, so that a report applies them in this order too */
 	if (cs->stream && ulma_trace_stream_has_memory(cs->stream))
-		set_error(c, ulma_trace_stream_flush(cs->stream));
+		ulma_collector_set_error(c, ulma_trace_stream_flush(cs->stream));
 	ulma_ring_consume(slot, tail);
 	if ((cs->state == ULMA_SLOT_CLOSED || dead_at) && tail == head)
 		finish_slot(c, cs, i, dead_at ? ended_at(cs, dead_at) : cs->last_ticks,
@@ -808,7 +347,7 @@ long ulma_collector_poll(struct ulma_collector *c, bool final)
 	if (!c->overhead_ps) {
 		c->overhead_ps = atomic_load_explicit(&c->session->hdr->overhead_ps, memory_order_relaxed);
 		if (c->overhead_ps && c->writer)
-			set_error(c, ulma_trace_overhead(c->writer, c->overhead_ps));
+			ulma_collector_set_error(c, ulma_trace_overhead(c->writer, c->overhead_ps));
 	}
 	ulma_collector_scan_defs(c, final);
 	uint64_t rss_round = ulma_collector_rss_due(c);
@@ -819,7 +358,7 @@ long ulma_collector_poll(struct ulma_collector *c, bool final)
 	if (c->switches) {
 		long r = ulma_offcpu_read(&c->off, c->switches);
 		if (r < 0)
-			set_error(c, (int)r);
+			ulma_collector_set_error(c, (int)r);
 		ulma_offcpu_probe(&c->off);
 	}
 	for (uint32_t i = 0; i < used; i++) {
@@ -832,7 +371,7 @@ long ulma_collector_poll(struct ulma_collector *c, bool final)
 	}
 	for (uint32_t i = 0; rss_round && i < used; i++)
 		if (c->slots[i].live)
-			set_error(c, ulma_collector_rss(c, c->slots[i].pid, c->slots[i].stream, c->slots[i].last_ticks,
+			ulma_collector_set_error(c, ulma_collector_rss(c, c->slots[i].pid, c->slots[i].stream, c->slots[i].last_ticks,
 							rss_round));
 	c->records += (uint64_t)total;
 	return c->error ? c->error : total;
@@ -854,7 +393,7 @@ int ulma_collector_reap(struct ulma_collector *c, uint64_t now_ticks)
 		if (read_switches) { /* its EXIT records, written since the poll read them */
 			long r = ulma_offcpu_read(&c->off, c->switches);
 			if (r < 0)
-				set_error(c, (int)r);
+				ulma_collector_set_error(c, (int)r);
 			read_switches = false;
 		}
 		if (snapshot_slot(c, i) == 0 && drain_slot(c, i, true, now_ticks ? now_ticks : 1) >= 0 &&
@@ -871,9 +410,9 @@ void ulma_collector_close_all(struct ulma_collector *c, uint64_t end_ticks)
 			continue;
 		uint64_t end = ended_at(&c->slots[i], end_ticks);
 		if (c->nrss) /* the RSS samples still held, before the frames close */
-			set_error(c, ulma_collector_rss_write(c, c->slots[i].pid, c->slots[i].stream, end));
-		close_frames(c, &c->slots[i], end, ULMA_OFFCPU_ENDS);
+			ulma_collector_set_error(c, ulma_collector_rss_write(c, c->slots[i].pid, c->slots[i].stream, end));
+		ulma_collector_close_frames(c, &c->slots[i], end, ULMA_OFFCPU_ENDS);
 	}
-	set_error(c, ulma_collector_rss_write_all(c)); /* of processes whose threads all ended */
+	ulma_collector_set_error(c, ulma_collector_rss_write_all(c)); /* of processes whose threads all ended */
 	ulma_profile_finish(&c->profile, end_ticks);
 }

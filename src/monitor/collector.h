@@ -25,6 +25,8 @@
  *   runs, 10 ms while idle) and its events are drained only up to the
  *   latest sample, so each event's CPU and run-queue time come from the
  *   same two samples live and in a report.
+ * collector.c holds the slots' lifecycle and collector_apply.c the
+ * per-record work, over the thread state of collector_slot.h.
  * Single-threaded.
  */
 #ifndef ULMA_COLLECTOR_H

@@ -4,18 +4,17 @@
 #include <errno.h>
 #include <poll.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "../analysis/display_width.h"
-#include "../analysis/export_text.h"
 #include "../analysis/profile_memory.h"
 #include "live_relay.h"
 #include "live_table.h"
 #include "live_term.h"
+#include "live_text.h"
 #include "ulma/shm.h"
 
 #define REFRESH_NS UINT64_C(500000000)
@@ -89,19 +88,14 @@ static const struct column proc_columns[] = {
 
 static const char *const sort_names[ULMA_SORT_COUNT] = {"self", "total", "calls", "cpu", "name"};
 
-struct text {
-	char *buf;
-	size_t len, cap;
-	bool failed;
-};
 
 struct ulma_live {
 	struct ulma_live_source src;
 	struct ulma_clock_calibration cal;
 	struct ulma_live_table table;
 	struct ulma_relay relay;
-	struct text out;  /* the frame */
-	struct text line; /* the line being built */
+	struct ulma_live_text out;  /* the frame */
+	struct ulma_live_text line; /* the line being built */
 	char cwd[4096];
 	bool showing, closed, paused, full_redraw;
 	bool key_ready;   /* the last sleep saw the terminal readable */
@@ -122,149 +116,6 @@ struct ulma_live {
 	uint32_t running_pids[MAX_RUNNING_PIDS]; /* the first live_processes of them; more: unknown */
 	uint64_t lost, trace_bytes;
 };
-
-/* ---- text buffer ---- */
-
-static void put(struct text *t, const char *s, size_t n)
-{
-	if (t->failed || n == 0)
-		return;
-	if (t->len + n + 1 > t->cap) {
-		size_t cap = t->cap ? t->cap : 16384;
-		while (cap < t->len + n + 1)
-			cap *= 2;
-		char *b = realloc(t->buf, cap);
-		if (!b) {
-			t->failed = true;
-			return;
-		}
-		t->buf = b;
-		t->cap = cap;
-	}
-	memcpy(t->buf + t->len, s, n);
-	t->len += n;
-}
-
-static void puts_(struct text *t, const char *s)
-{
-	put(t, s, strlen(s));
-}
-
-__attribute__((format(printf, 2, 3))) static void putf(struct text *t, const char *fmt, ...)
-{
-	char tmp[512];
-	va_list ap;
-	va_start(ap, fmt);
-	int n = vsnprintf(tmp, sizeof(tmp), fmt, ap);
-	va_end(ap);
-	if (n > 0)
-		put(t, tmp, (size_t)n < sizeof(tmp) ? (size_t)n : sizeof(tmp) - 1);
-}
-
-static void spaces(struct text *t, unsigned n)
-{
-	static const char sp[] = "                                ";
-	while (n > 0) {
-		unsigned k = n < sizeof(sp) - 1 ? n : (unsigned)sizeof(sp) - 1;
-		put(t, sp, k);
-		n -= k;
-	}
-}
-
-/* Names and paths come from the program: no control character (U+2028
- * and C1 included) nor invalid UTF-8 reaches the terminal
- * (ulma_terminal_char); each shows as '?', in the one column
- * ulma_display_width_of counted for it (a stray continuation byte,
- * counted none, shows nothing). */
-static void put_clean(struct text *t, const char *s, size_t n)
-{
-	const unsigned char *p = (const unsigned char *)s;
-	size_t run = 0, i = 0;
-	while (i < n) {
-		bool printable;
-		size_t k = ulma_terminal_char(p + i, n - i, &printable);
-		if (!printable) {
-			put(t, s + run, i - run);
-			if ((p[i] & 0xc0) != 0x80)
-				put(t, "?", 1);
-			run = i + k;
-		}
-		i += k;
-	}
-	put(t, s + run, n - run);
-}
-
-/* A left-aligned cell of exactly `width` columns.  Too long, it loses
- * its end (names) or its start (paths), marked with "..", and a space
- * where a wide character did not fit. */
-static void cell(struct text *t, const char *s, unsigned width, bool keep_tail)
-{
-	size_t n = strlen(s);
-	unsigned w = ulma_display_width_of(s, n);
-	if (w <= width) {
-		put_clean(t, s, n);
-		spaces(t, width - w);
-		return;
-	}
-	if (width < 3) {
-		size_t len = ulma_display_head(s, n, width);
-		put_clean(t, s, len);
-		spaces(t, width - ulma_display_width_of(s, len));
-		return;
-	}
-	if (keep_tail) {
-		put(t, "..", 2);
-		size_t from = ulma_display_tail(s, n, width - 2);
-		spaces(t, width - 2 - ulma_display_width_of(s + from, n - from));
-		put_clean(t, s + from, n - from);
-	} else {
-		size_t len = ulma_display_head(s, n, width - 2);
-		put_clean(t, s, len);
-		put(t, "..", 2);
-		spaces(t, width - 2 - ulma_display_width_of(s, len));
-	}
-}
-
-/* ---- numbers ---- */
-
-static void human_count(double v, char *buf, size_t cap)
-{
-	if (v < 10000)
-		snprintf(buf, cap, "%.0f", v);
-	else if (v < 1e6)
-		snprintf(buf, cap, "%.1fk", v / 1e3);
-	else if (v < 1e9)
-		snprintf(buf, cap, "%.2fM", v / 1e6);
-	else
-		snprintf(buf, cap, "%.2fG", v / 1e9);
-}
-
-static void human_bytes(uint64_t b, char *buf, size_t cap)
-{
-	if (b >= (UINT64_C(1) << 30))
-		snprintf(buf, cap, "%.2f GiB", (double)b / (double)(UINT64_C(1) << 30));
-	else if (b >= (1u << 20))
-		snprintf(buf, cap, "%.1f MiB", (double)b / (double)(1u << 20));
-	else
-		snprintf(buf, cap, "%.1f KiB", (double)b / 1024.0);
-}
-
-/* Seconds with three significant-ish digits, like top's TIME column; at
- * most 6 characters (hours from 100000 s on, for an attach of days).  The
- * bounds are where rounding would add a digit. */
-static void seconds(double s, char *buf, size_t cap)
-{
-	if (s < 9.9995)
-		snprintf(buf, cap, "%.3fs", s);
-	else if (s < 99.995)
-		snprintf(buf, cap, "%.2fs", s);
-	else if (s < 999.95)
-		snprintf(buf, cap, "%.1fs", s);
-	else if (s < 99999.5)
-		snprintf(buf, cap, "%.0fs", s);
-	else
-		snprintf(buf, cap, "%.0fh", s / 3600);
-}
 
 static double ticks_s(const struct ulma_live *lv, uint64_t ticks)
 {
@@ -373,31 +224,31 @@ static void clamp_scroll(struct ulma_live *lv)
  * terminal. */
 static void emit_line(struct ulma_live *lv, unsigned r, const char *attr, bool pad)
 {
-	struct text *o = &lv->out, *l = &lv->line;
-	putf(o, "\033[%u;1H", r);
-	puts_(o, attr);
+	struct ulma_live_text *o = &lv->out, *l = &lv->line;
+	ulma_live_text_putf(o, "\033[%u;1H", r);
+	ulma_live_text_puts(o, attr);
 	size_t n = ulma_display_head(l->buf, l->len, lv->cols);
 	unsigned w = ulma_display_width_of(l->buf, n);
-	put(o, l->buf, n);
+	ulma_live_text_put(o, l->buf, n);
 	if (pad && w < lv->cols)
-		spaces(o, lv->cols - w);
-	puts_(o, "\033[0m");
+		ulma_live_text_spaces(o, lv->cols - w);
+	ulma_live_text_puts(o, "\033[0m");
 	if (!pad && w < lv->cols)
-		puts_(o, "\033[K");
+		ulma_live_text_puts(o, "\033[K");
 	l->len = 0;
 }
 
 static void draw_status(struct ulma_live *lv)
 {
 	char rate[32], lost[32], size[32], el[32];
-	seconds((double)(lv->snap_ns - lv->src.start.ns) / 1e9, el, sizeof(el));
-	human_count(lv->events_per_s, rate, sizeof(rate));
-	human_count((double)lv->lost, lost, sizeof(lost));
-	human_bytes(lv->trace_bytes, size, sizeof(size));
-	putf(&lv->line, "elapsed %s  events/s %s  lost %s  threads %u  processes %u", el, rate, lost,
+	ulma_live_seconds((double)(lv->snap_ns - lv->src.start.ns) / 1e9, el, sizeof(el));
+	ulma_live_human_count(lv->events_per_s, rate, sizeof(rate));
+	ulma_live_human_count((double)lv->lost, lost, sizeof(lost));
+	ulma_live_human_bytes(lv->trace_bytes, size, sizeof(size));
+	ulma_live_text_putf(&lv->line, "elapsed %s  events/s %s  lost %s  threads %u  processes %u", el, rate, lost,
 	     lv->live_threads, lv->live_processes);
 	if (lv->src.writer)
-		putf(&lv->line, "  trace %s", size);
+		ulma_live_text_putf(&lv->line, "  trace %s", size);
 	emit_line(lv, 1, "\033[1m", false);
 }
 
@@ -419,22 +270,22 @@ static unsigned view_columns(const struct ulma_live *lv, struct column *cols)
  * Processes: the numbers, then the command (nw wide). */
 static void draw_header(struct ulma_live *lv, unsigned nw, unsigned fw)
 {
-	struct text *l = &lv->line;
+	struct ulma_live_text *l = &lv->line;
 	struct column cols[MAX_COLUMNS];
 	unsigned n = view_columns(lv, cols);
 	if (!lv->procs) {
-		cell(l, lv->sort == ULMA_SORT_NAME ? "function*" : "function", nw, false);
-		put(l, " ", 1);
-		cell(l, "file:line", fw, false);
+		ulma_live_text_cell(l, lv->sort == ULMA_SORT_NAME ? "function*" : "function", nw, false);
+		ulma_live_text_put(l, " ", 1);
+		ulma_live_text_cell(l, "file:line", fw, false);
 	}
 	for (unsigned i = 0; i < n; i++) { /* the sort column is marked with '*' */
 		enum ulma_live_sort key = lv->procs && lv->sort == ULMA_SORT_TOTAL ? ULMA_SORT_SELF : lv->sort;
 		bool mark = cols[i].key == key;
-		putf(l, "%*s%s", (int)cols[i].width - mark, cols[i].name, mark ? "*" : "");
+		ulma_live_text_putf(l, "%*s%s", (int)cols[i].width - mark, cols[i].name, mark ? "*" : "");
 	}
 	if (lv->procs) {
-		put(l, " ", 1);
-		cell(l, "command", nw, false);
+		ulma_live_text_put(l, " ", 1);
+		ulma_live_text_cell(l, "command", nw, false);
 	}
 	emit_line(lv, 2, "\033[7m", true);
 }
@@ -445,15 +296,15 @@ static void put_split(struct ulma_live *lv, uint64_t self_ticks, uint64_t cpu_ns
 {
 	uint64_t self_ns = ulma_clock_ticks_to_ns(&lv->cal, self_ticks);
 	if (self_ns == 0) {
-		putf(&lv->line, "%*s%*s%*s", W_CPU, "-", W_SHARE, "-", W_SHARE, "-");
+		ulma_live_text_putf(&lv->line, "%*s%*s%*s", W_CPU, "-", W_SHARE, "-", W_SHARE, "-");
 		if (lv->gil)
-			putf(&lv->line, "%*s", W_SHARE, "-");
+			ulma_live_text_putf(&lv->line, "%*s", W_SHARE, "-");
 		return;
 	}
 	struct ulma_live_split sp = ulma_live_split_of(self_ns, cpu_ns, wait_ns, gil_ns);
-	putf(&lv->line, "%*.0f%*.0f%*.0f", W_CPU, sp.cpu, W_SHARE, sp.run, W_SHARE, sp.blk);
+	ulma_live_text_putf(&lv->line, "%*.0f%*.0f%*.0f", W_CPU, sp.cpu, W_SHARE, sp.run, W_SHARE, sp.blk);
 	if (lv->gil)
-		putf(&lv->line, "%*.0f", W_SHARE, sp.gil);
+		ulma_live_text_putf(&lv->line, "%*.0f", W_SHARE, sp.gil);
 }
 
 /* The native share of a time, if shown; "-" without time. */
@@ -462,9 +313,9 @@ static void put_native(struct ulma_live *lv, uint64_t native_ticks, uint64_t tic
 	if (!lv->nat)
 		return;
 	if (ticks == 0)
-		putf(&lv->line, "%*s", W_SHARE, "-");
+		ulma_live_text_putf(&lv->line, "%*s", W_SHARE, "-");
 	else
-		putf(&lv->line, "%*.0f", W_SHARE, 100.0 * (double)native_ticks / (double)ticks);
+		ulma_live_text_putf(&lv->line, "%*.0f", W_SHARE, 100.0 * (double)native_ticks / (double)ticks);
 }
 
 /* mem and peak (--memory). */
@@ -475,26 +326,26 @@ static void put_memory(struct ulma_live *lv, uint64_t live, uint64_t peak)
 	uint64_t v[2] = {live, peak};
 	for (int i = 0; i < 2; i++) { /* at most 7 characters: 1023K, 999.9M, 12.34G */
 		if (v[i] < (UINT64_C(1000) << 20))
-			putf(&lv->line, v[i] < (UINT64_C(1) << 20) ? "%*.0fK" : "%*.1fM", W_MEM - 1,
+			ulma_live_text_putf(&lv->line, v[i] < (UINT64_C(1) << 20) ? "%*.0fK" : "%*.1fM", W_MEM - 1,
 			     (double)v[i] / (v[i] < (UINT64_C(1) << 20) ? 1024.0 : 1048576.0));
 		else
-			putf(&lv->line, "%*.2fG", W_MEM - 1, (double)v[i] / (double)(UINT64_C(1) << 30));
+			ulma_live_text_putf(&lv->line, "%*.2fG", W_MEM - 1, (double)v[i] / (double)(UINT64_C(1) << 30));
 	}
 }
 
 /* A count, exact while it fits in `width` less its leading space. */
-static void put_count(struct text *l, uint64_t v, unsigned width)
+static void put_count(struct ulma_live_text *l, uint64_t v, unsigned width)
 {
 	char buf[32];
 	if (snprintf(buf, sizeof(buf), "%llu", (unsigned long long)v) >= (int)width)
-		human_count((double)v, buf, sizeof(buf));
-	putf(l, "%*s", (int)width, buf);
+		ulma_live_human_count((double)v, buf, sizeof(buf));
+	ulma_live_text_putf(l, "%*s", (int)width, buf);
 }
 
 static void draw_row(struct ulma_live *lv, unsigned r, const struct ulma_live_row *row, unsigned nw, unsigned fw)
 {
 	const struct ulma_func_row *f = &lv->src.col->profile.funcs[row->func];
-	struct text *l = &lv->line;
+	struct ulma_live_text *l = &lv->line;
 	char where[4200], tot[32], self[32];
 	const char *file = f->file && *f->file ? f->file : "?";
 	size_t cl = strlen(lv->cwd);
@@ -504,14 +355,14 @@ static void draw_row(struct ulma_live *lv, unsigned r, const struct ulma_live_ro
 		snprintf(where, sizeof(where), "~");
 	else
 		snprintf(where, sizeof(where), "%s:%u", file, f->line);
-	cell(l, f->name && *f->name ? f->name : "?", nw, false);
-	put(l, " ", 1);
-	cell(l, where, fw, true);
+	ulma_live_text_cell(l, f->name && *f->name ? f->name : "?", nw, false);
+	ulma_live_text_put(l, " ", 1);
+	ulma_live_text_cell(l, where, fw, true);
 	put_count(l, row->n.calls, W_CALLS);
-	seconds(ticks_s(lv, row->n.total_ticks), tot, sizeof(tot));
-	seconds(ticks_s(lv, row->n.self_ticks), self, sizeof(self));
+	ulma_live_seconds(ticks_s(lv, row->n.total_ticks), tot, sizeof(tot));
+	ulma_live_seconds(ticks_s(lv, row->n.self_ticks), self, sizeof(self));
 	double pct = lv->table.self_sum ? 100.0 * (double)row->n.self_ticks / (double)lv->table.self_sum : 0.0;
-	putf(l, "%*s%*s%*.1f%%", W_TIME, tot, W_TIME, self, W_PCT - 1, pct);
+	ulma_live_text_putf(l, "%*s%*s%*.1f%%", W_TIME, tot, W_TIME, self, W_PCT - 1, pct);
 	if (lv->split)
 		put_split(lv, row->n.self_ticks, row->n.self_cpu_ns, row->n.self_wait_ns, row->n.self_gil_ns);
 	put_native(lv, row->n.total_native_ticks, row->n.total_ticks);
@@ -525,21 +376,21 @@ static void draw_row(struct ulma_live *lv, unsigned r, const struct ulma_live_ro
  * clear), up to now while it runs: 1.00 is one CPU kept busy. */
 static void draw_proc_row(struct ulma_live *lv, unsigned r, const struct ulma_live_proc *pr, unsigned cw)
 {
-	struct text *l = &lv->line;
+	struct ulma_live_text *l = &lv->line;
 	char self[32];
 	enum process_state state = process_state(lv, pr->pid);
-	seconds(ticks_s(lv, pr->n.self_ticks), self, sizeof(self));
-	putf(l, "%8u%4u", pr->pid, pr->threads);
+	ulma_live_seconds(ticks_s(lv, pr->n.self_ticks), self, sizeof(self));
+	ulma_live_text_putf(l, "%8u%4u", pr->pid, pr->threads);
 	put_count(l, pr->n.events, W_CALLS);
 	put_count(l, pr->n.lost, 8);
-	putf(l, "%*s%6s", W_TIME, self, state_names[state]);
+	ulma_live_text_putf(l, "%*s%6s", W_TIME, self, state_names[state]);
 	if (lv->split) {
 		uint64_t end = state == PROCESS_RUNNING && lv->snap_ticks > pr->last_ticks ? lv->snap_ticks : pr->last_ticks;
 		uint64_t wall = end > pr->first_ticks ? ulma_clock_ticks_to_ns(&lv->cal, end - pr->first_ticks) : 0;
 		if (wall)
-			putf(l, "%6.2f", (double)pr->n.self_cpu_ns / (double)wall);
+			ulma_live_text_putf(l, "%6.2f", (double)pr->n.self_cpu_ns / (double)wall);
 		else
-			putf(l, "%6s", "-");
+			ulma_live_text_putf(l, "%6s", "-");
 		put_split(lv, pr->n.self_ticks, pr->n.self_cpu_ns, pr->n.self_wait_ns, pr->n.self_gil_ns);
 	}
 	put_native(lv, pr->n.native_ticks, pr->n.self_ticks);
@@ -549,9 +400,9 @@ static void draw_proc_row(struct ulma_live *lv, unsigned r, const struct ulma_li
 		if (m->procs[i].pid == pr->pid)
 			mp = m->procs[i];
 	put_memory(lv, mp.live_bytes, mp.peak_bytes);
-	put(l, " ", 1);
+	ulma_live_text_put(l, " ", 1);
 	const char *name = ulma_pid_names_get(&lv->src.col->profile.names, pr->pid);
-	cell(l, name ? name : "?", cw, false);
+	ulma_live_text_cell(l, name ? name : "?", cw, false);
 	emit_line(lv, r, "", false);
 }
 
@@ -568,7 +419,7 @@ static void draw_keys(struct ulma_live *lv, unsigned r)
 		snprintf(cleared, sizeof(cleared), "  cleared %.0fs ago",
 			 (double)(lv->snap_ns - lv->cleared_ns) / 1e9);
 	/* what matters most first: a narrow terminal cuts the end */
-	putf(&lv->line, "s sort: %s  v %s  c clear  p pause  q close view%s%s%s  up/down scroll",
+	ulma_live_text_putf(&lv->line, "s sort: %s  v %s  c clear  p pause  q close view%s%s%s  up/down scroll",
 	     sort_names[lv->sort], lv->procs ? "functions" : "processes", lv->paused ? "  PAUSED" : "", where,
 	     cleared);
 	emit_line(lv, r, lv->paused ? "\033[7m" : "", false);
@@ -583,7 +434,7 @@ static void draw(struct ulma_live *lv)
 	lv->out.len = lv->line.len = 0;
 	lv->out.failed = lv->line.failed = false;
 	if (lv->full_redraw)
-		puts_(&lv->out, "\033[0m\033[H\033[2J");
+		ulma_live_text_puts(&lv->out, "\033[0m\033[H\033[2J");
 	/* function and file:line share what the numbers leave, file:line the
 	 * odd one; a process's command has it all */
 	struct column cols[MAX_COLUMNS];
