@@ -82,7 +82,7 @@ static int map_id(struct ulma_collector *c, uint32_t sid, uint32_t index)
 {
 	int err = ulma_idmap_put(&c->func_index, sid, index);
 	if (err || sid >= DENSE_IDS || c->profile.funcs[index].pyx)
-		return err; /* (a .pyx function takes the slow path: collector.c, cython_twin_enter) */
+		return err; /* (a .pyx function takes the slow path: collector_apply.c, cython_twin_enter) */
 	if (sid >= c->nby_id) {
 		uint32_t n = c->nby_id ? c->nby_id : 1024;
 		while (n <= sid)
