@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -123,16 +124,34 @@ void ulma_collector_free(struct ulma_collector *c)
 
 /* Name a process when its first thread shows up, while it most likely
  * still runs: its command line, kept in the profile and, before its first
- * THREAD chunk, in the trace with its parent's pid.  A process already
- * gone stays unnamed. */
+ * THREAD chunk, in the trace with its parent's pid.  One gone already (a
+ * process that stops waits for this, but a forked child leaving by
+ * os._exit does not) is named after its parent where the switch records
+ * saw it forked and not exec since: its command line was its parent's.
+ * Otherwise it stays unnamed. */
 static int name_process(struct ulma_collector *c, uint32_t pid)
 {
 	char name[ULMA_PROC_NAME_MAX];
-	if (ulma_pid_names_get(&c->profile.names, pid) || !ulma_proc_name_read(pid, name, sizeof(name)))
+	if (ulma_pid_names_get(&c->profile.names, pid))
 		return 0;
+	uint32_t ppid = 0;
+	if (ulma_proc_name_read(pid, name, sizeof(name))) {
+		ppid = ulma_proc_ppid_read(pid);
+	} else {
+		if (c->switches) { /* its fork, if it came since the poll read the records */
+			long r = ulma_offcpu_read(&c->off, c->switches);
+			if (r < 0)
+				ulma_collector_set_error(c, (int)r);
+		}
+		ppid = ulma_offcpu_forked_from(&c->off, pid);
+		const char *parent = ppid ? ulma_pid_names_get(&c->profile.names, ppid) : NULL;
+		if (!parent)
+			return 0;
+		snprintf(name, sizeof(name), "%s", parent);
+	}
 	int err = ulma_pid_names_set(&c->profile.names, pid, name, strlen(name));
 	if (!err && c->writer)
-		err = ulma_trace_process(c->writer, pid, ulma_proc_ppid_read(pid), name, strlen(name));
+		err = ulma_trace_process(c->writer, pid, ppid, name, strlen(name));
 	return err;
 }
 

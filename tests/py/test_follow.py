@@ -1,6 +1,7 @@
 """Child processes join the session: forks, multiprocessing (fork, spawn,
 forkserver) and Python subprocesses are traced into the same trace, with
 exact call counts, while the program's output stays its own."""
+import pytest
 
 
 def test_children_of_every_kind_are_traced(prog, traced_json, run_python):
@@ -161,3 +162,21 @@ def test_a_child_that_exits_at_once_is_named(prog, run_ulma, report_json, tmp_pa
     data, _ = report_json(trace)
     commands = {t["pid"]: t.get("command") for t in data["thread_list"]}
     assert commands.get(child) == "-c import sys; sys.exit(0) at-once", commands
+
+
+def test_a_forked_child_leaving_by_os_exit_at_once_is_named(prog, run_ulma, report_json, tmp_path):
+    """A forked child leaving by os._exit runs no stop, and is reaped before
+    the monitor (stopped meanwhile) looks: its command line is gone, but
+    the switch records saw it forked and not exec: it is named as its
+    parent, whose command line it had."""
+    trace = str(tmp_path / "fork_at_once.trace")
+    proc = run_ulma(["run", "--summary", "none", "-o", trace, prog("follow_exit_at_once.py"), "fork"])
+    assert proc.returncode == 0, proc.stderr
+    child, code = map(int, proc.stdout.split())
+    assert code == 0
+    data, _ = report_json(trace)
+    if data["split_method"] != "switches":
+        pytest.skip("perf_event_open refused here: no switch records to see the fork")
+    commands = {t["pid"]: t.get("command") for t in data["thread_list"]}
+    assert child in commands, commands  # it wrote before it left
+    assert commands[child] == "follow_exit_at_once.py fork", commands
