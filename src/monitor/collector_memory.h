@@ -1,6 +1,7 @@
 /* collector_memory.h - memory records (--memory, docs/memory.md) in the
  * collector: a MEM_SIZE record waits in its thread's state for the ALLOC
- * that follows it; an ALLOC and a FREE go to the profile's memory half
+ * that follows it; an ALLOC (or an ALLOC_SMALL, size and address in one)
+ * and a FREE go to the profile's memory half
  * (profile_memory.h) and to the thread's trace stream; objects created
  * and destroyed (3.13+) likewise to its objects.  Internal to the
  * collector.  Errors: -ENOMEM.
@@ -21,12 +22,12 @@ struct ulma_collector_mem {
 	bool sized;    /* size is set */
 };
 
-/* Record `kind` (ULMA_REC_MEM_SIZE, _ALLOC or _FREE) of thread `thread`,
- * with its 48-bit value, at ticks; stream may be NULL.  An ALLOC whose
- * MEM_SIZE was lost is counted and dropped (the LOST marker before it says
- * why); without memory in the session the records are ignored. */
+/* Memory record r (ULMA_REC_MEM_SIZE, _ALLOC, _FREE or _ALLOC_SMALL) of
+ * thread `thread` at ticks; stream may be NULL.  An ALLOC whose MEM_SIZE
+ * was lost is counted and dropped (the LOST marker before it says why);
+ * without memory in the session the records are ignored. */
 int ulma_collector_memory(struct ulma_collector *c, uint32_t thread, struct ulma_trace_stream *stream,
-			  struct ulma_collector_mem *mem, uint8_t kind, uint64_t value, uint64_t ticks);
+			  struct ulma_collector_mem *mem, const struct ulma_record *r, uint64_t ticks);
 
 /* An object of the type the session defined as `type_id` created (or
  * destroyed) by thread `thread` at ticks: to the profile's objects
