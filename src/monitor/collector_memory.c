@@ -25,19 +25,23 @@ static const char *const counter_names[2] = {"memory: Python heap (bytes)", "mem
  * thread's stream, Python's allocators' and native code's, whenever they
  * have moved enough since they were last written (a few hundred times from
  * 0 to 1 GiB, and once per 64 KiB of a working set that swings).  The
- * timeline exports draw them as counter tracks. */
-static int memory_counters(struct ulma_collector *c, uint32_t thread, struct ulma_trace_stream *stream,
-			   uint64_t ticks)
+ * timeline exports draw them as counter tracks.  The band of live bytes
+ * that needs no write is kept as two bounds, so that an event inside it
+ * (nearly all) costs two compares (memory_counters). */
+static int memory_counters_slow(struct ulma_collector *c, struct ulma_mem_proc *pr, struct ulma_trace_stream *stream,
+				uint64_t ticks)
 {
-	const struct ulma_mem_thread *mt = c->profile.threads[thread].mem;
-	if (!stream || !mt)
-		return 0;
-	struct ulma_mem_proc *pr = &c->profile.memory->procs[mt->proc];
 	uint64_t live = pr->live_bytes, last = pr->counted_bytes;
 	uint64_t step = last / COUNTER_STEP_SHARE > COUNTER_STEP_MIN ? last / COUNTER_STEP_SHARE : COUNTER_STEP_MIN;
-	if (live < last + step && live + step > last)
+	bool within = live < last + step && live + step > last;
+	if (!within) {
+		pr->counted_bytes = last = live;
+		step = last / COUNTER_STEP_SHARE > COUNTER_STEP_MIN ? last / COUNTER_STEP_SHARE : COUNTER_STEP_MIN;
+	}
+	pr->uncounted_lo = last >= step ? last - step + 1 : 0;
+	pr->uncounted_hi = last + step;
+	if (within)
 		return 0;
-	pr->counted_bytes = live;
 	for (int i = 0; i < 2; i++) {
 		if (!c->mem_counters[i]) {
 			uint32_t idx = ulma_collector_define(c, ULMA_DEF_MARK, counter_names[i], strlen(counter_names[i]),
@@ -50,6 +54,18 @@ static int memory_counters(struct ulma_collector *c, uint32_t thread, struct ulm
 	ulma_trace_mark(stream, ticks, ULMA_EXT_COUNTER, c->mem_counters[0], (double)(live - pr->native_live_bytes));
 	ulma_trace_mark(stream, ticks, ULMA_EXT_COUNTER, c->mem_counters[1], (double)pr->native_live_bytes);
 	return 0;
+}
+
+static inline int memory_counters(struct ulma_collector *c, uint32_t thread, struct ulma_trace_stream *stream,
+				  uint64_t ticks)
+{
+	const struct ulma_mem_thread *mt = c->profile.threads[thread].mem;
+	if (!stream || !mt)
+		return 0;
+	struct ulma_mem_proc *pr = &c->profile.memory->procs[mt->proc];
+	if (__builtin_expect(pr->live_bytes >= pr->uncounted_lo && pr->live_bytes < pr->uncounted_hi, 1))
+		return 0;
+	return memory_counters_slow(c, pr, stream, ticks);
 }
 
 int ulma_collector_memory(struct ulma_collector *c, uint32_t thread, struct ulma_trace_stream *stream,
