@@ -17,7 +17,7 @@ load (timings here do); the monitor, another process, is not counted.
   present but tracing off and under `ulma run`: instructions per native
   event (two per call).
 - --memory: a loop of bytes(100) made and freed (one allocation and one
-  free each, in the OBJ domain, no call event), 100,000 against 200,000
+  free each, in the OBJ domain, no call event), 200,000 against 400,000
   times, under `ulma run` and `ulma run --memory`: the instructions the
   program runs per allocation event, and those the monitor (`ulma run`
   itself, the parent of the traced program) runs per allocation event,
@@ -101,7 +101,7 @@ def memory_counts(ulma, out):
     with open(script, "w") as f:
         f.write(MEMLOOP)
     trace = os.path.join(out, "m.trace")
-    small, large = 100000, 200000
+    small, large = 200000, 400000
     events = 2 * (large - small)  # an allocation and a free per iteration
     for side in ("program", "monitor"):
         os.mkdir(os.path.join(out, side))

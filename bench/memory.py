@@ -1,6 +1,7 @@
 """What recording memory costs: `ulma run --memory` against memray and tracemalloc.
 
 Usage: python bench/memory.py [--rounds N] [--workloads bootstrap,mergesort,...] [--hook-only] [--cpu] [--no-tracemalloc]
+                              [--baseline PYTHON]
 
 For each workload in bench/workloads/, runs side by side, interleaved
 (untraced, ulma, ulma --memory, ..., untraced, ...), N times each, and
@@ -23,6 +24,10 @@ prints the median wall time ratio to untraced:
   PyMem/PyObject allocations, as ulma --memory does: the columns that
   record the same allocations as ulma --memory; and with `--native`;
   skipped, with a message, when memray is not installed beside this Python;
+- baseline (with --baseline PYTHON, an interpreter with another build of
+  ulma installed, an earlier commit's): its `ulma run --memory`, in the
+  same rotation, with its monitor ns/ev and B/alloc (against this build's
+  plain run: the call events are the same);
 - tracemalloc: `python -X tracemalloc=1` (one frame per traceback; Python's
   three domains, no native allocation).
 Every tool writes its results to a file, so none pays for printing.  Then
@@ -120,7 +125,15 @@ def main():
                     help="ratios of CPU time (the command and its children, user + system) instead of wall time: "
                          "steadier on a loaded machine, and it counts the monitor's CPU too")
     ap.add_argument("--no-tracemalloc", action="store_true", help="leave tracemalloc out (the slowest)")
+    ap.add_argument("--baseline", metavar="PYTHON",
+                    help="an interpreter with another build of ulma installed: its ulma --memory in the same rotation")
     args = ap.parse_args()
+    baseline = None
+    if args.baseline:
+        baseline = subprocess.run([args.baseline, "-c", "import ulma._locate as l; print(l.ulma_binary() or '')"],
+                                  capture_output=True, text=True).stdout.strip()
+        if not baseline:
+            sys.exit("bench: no ulma program installed beside %s" % args.baseline)
     ulma = ulma_binary()
     env = dict(os.environ, ULMA_PYTHON=sys.executable)
     out = tempfile.mkdtemp(prefix="ulma-bench-memory-")
@@ -137,8 +150,8 @@ def main():
           "Python's domains only.  mem/ulma: what --memory adds to a plain `ulma run` (calls recorded in both)")
     head = ["workload", "untraced", "ulma", "ulma --memory", "mem/ulma", "sampled", "sampled/ulma", "memray",
             "memray --native", "memray -tpa", "-tpa --native", "tracemalloc", "alloc events", "ns/alloc",
-            "monitor ns/ev", "B/alloc"]
-    print("%-10s %9s %7s %14s %9s %8s %13s %8s %16s %12s %14s %12s %13s %9s %14s %8s" % tuple(head))
+            "monitor ns/ev", "B/alloc", "baseline --memory", "its monitor ns/ev", "its B/alloc"]
+    print("%-10s %9s %7s %14s %9s %8s %13s %8s %16s %12s %14s %12s %13s %9s %14s %8s %18s %18s %12s" % tuple(head))
     for name in args.workloads.split(","):
         script = os.path.join(WORKLOADS, name + ".py")
         trace = os.path.join(out, name + ".trace")
@@ -150,6 +163,10 @@ def main():
             "ulma-sampled": [ulma, "run", "--no-live", "--memory=sample", "--summary", "none", "-o",
                              os.path.join(out, name + ".sampled.trace"), script],
         }
+        if baseline:
+            variants["baseline-memory"] = [baseline, "run", "--no-live", "--memory", "--summary", "none", "-o",
+                                           os.path.join(out, name + ".baseline.trace"), "--python", args.baseline,
+                                           script]
         if not args.no_tracemalloc:
             variants["tracemalloc"] = [sys.executable, "-X", "tracemalloc=1", script]
         if memray:
@@ -176,11 +193,18 @@ def main():
         def ratio(k):
             return "%.2fx" % (med[k] / base) if k in med else "-"
 
-        print("%-10s %8.2fs %7s %14s %9s %8s %13s %8s %16s %12s %14s %12s %13d %9.1f %14.1f %8.2f" % (
+        its_monitor = its_bytes = "-"
+        if baseline:
+            old = summary(baseline, os.path.join(out, name + ".baseline.trace"), env)
+            old_events = old["alloc_count"] + old["free_count"]
+            if old_events:
+                its_monitor = "%.1f" % ((old["monitor_cpu_ns"] - plain["monitor_cpu_ns"]) / old_events)
+                its_bytes = "%.2f" % ((old["trace_bytes"] - plain["trace_bytes"]) / old_events)
+        print("%-10s %8.2fs %7s %14s %9s %8s %13s %8s %16s %12s %14s %12s %13d %9.1f %14.1f %8.2f %18s %18s %12s" % (
             name, base, ratio("ulma"), ratio("ulma-memory"), "%.2fx" % (med["ulma-memory"] / med["ulma"]),
             ratio("ulma-sampled"), "%.2fx" % (med["ulma-sampled"] / med["ulma"]), ratio("memray"),
             ratio("memray-native"), ratio("memray-tpa"), ratio("memray-tpa-native"), ratio("tracemalloc"), events,
-            per_event, monitor, per_byte))
+            per_event, monitor, per_byte, ratio("baseline-memory"), its_monitor, its_bytes))
         sys.stdout.flush()
     hook_cost(ulma, env, out, args.rounds)
 

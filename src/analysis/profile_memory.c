@@ -295,7 +295,7 @@ static void drop_ghosts(struct ulma_profile_memory *m)
 }
 
 /* A block of func's, of `size` bytes in process proc, is gone. */
-static void block_gone(struct ulma_profile_memory *m, uint32_t func, uint32_t proc, uint64_t size, bool native,
+static inline void block_gone(struct ulma_profile_memory *m, uint32_t func, uint32_t proc, uint64_t size, bool native,
 		       bool was_live)
 {
 	struct ulma_mem_func *r = func == ULMA_MEM_NO_FUNC ? NULL : func_row(m, func);

@@ -556,9 +556,14 @@ apply_loop(struct ulma_collector *c, struct ulma_collector_slot *cs, const struc
 				uint64_t addr;
 				if (ahead < end && mem_addr(ahead, &addr) && p->memory)
 					ulma_profile_mem_prefetch(p, thread, addr);
-				CURSOR_PUT();
-				set_error(c, ulma_collector_memory(c, cs->thread, cs->stream, &cs->mem, r, t));
-				CURSOR_GET();
+				struct ulma_collector_block b;
+				if (p->memory && ulma_collector_mem_decode(&cs->mem, r, &b, &p->memory->unmatched_allocs)) {
+					if (mode & APPLY_STREAM)
+						ulma_trace_cursor_memory(st, &cur, t, b.alloc, b.addr, b.size, b.domain);
+					CURSOR_PUT();
+					set_error(c, ulma_collector_memory(c, cs->thread, cs->stream, &b, t));
+					CURSOR_GET();
+				} /* else a MEM_SIZE, or not asked for: a foreign writer's */
 				last = t;
 				continue;
 			}

@@ -69,36 +69,11 @@ static inline int memory_counters(struct ulma_collector *c, uint32_t thread, str
 }
 
 int ulma_collector_memory(struct ulma_collector *c, uint32_t thread, struct ulma_trace_stream *stream,
-			  struct ulma_collector_mem *mem, const struct ulma_record *r, uint64_t ticks)
+			  const struct ulma_collector_block *b, uint64_t ticks)
 {
 	struct ulma_profile *p = &c->profile;
-	if (!p->memory)
-		return 0; /* not asked for: a foreign writer's */
-	uint64_t value = (uint64_t)r->id | (uint64_t)r->cpu << 32, addr, size;
-	unsigned domain;
-	if (r->kind == ULMA_REC_ALLOC_SMALL) {
-		ulma_mem_small_decode(value, r->flags, &addr, &size, &domain);
-	} else if (r->kind == ULMA_REC_MEM_SIZE) {
-		mem->size = value;
-		mem->sized = true;
-		return 0;
-	} else if (r->kind == ULMA_REC_FREE) {
-		if (stream)
-			ulma_trace_free(stream, ticks, value);
-		int err = ulma_profile_mem_free(p, thread, value, ticks);
-		return err ? err : memory_counters(c, thread, stream, ticks);
-	} else if (!mem->sized) { /* an ALLOC whose MEM_SIZE was lost */
-		p->memory->unmatched_allocs++;
-		return 0;
-	} else {
-		mem->sized = false;
-		addr = value;
-		size = mem->size >> 2;
-		domain = (unsigned)(mem->size & 3);
-	}
-	if (stream)
-		ulma_trace_alloc(stream, ticks, addr, size, domain);
-	int err = ulma_profile_mem_alloc(p, thread, addr, size, domain, ticks);
+	int err = b->alloc ? ulma_profile_mem_alloc(p, thread, b->addr, b->size, b->domain, ticks)
+			   : ulma_profile_mem_free(p, thread, b->addr, ticks);
 	return err ? err : memory_counters(c, thread, stream, ticks);
 }
 

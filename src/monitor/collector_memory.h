@@ -12,8 +12,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "ulma/shm.h"
+
 struct ulma_collector;
-struct ulma_record;
 struct ulma_trace_stream;
 
 /* A thread's MEM_SIZE waiting for its ALLOC. */
@@ -22,12 +23,52 @@ struct ulma_collector_mem {
 	bool sized;    /* size is set */
 };
 
+/* One allocation or free, as memory records tell it. */
+struct ulma_collector_block {
+	bool alloc;
+	uint64_t addr, size; /* size: of an allocation */
+	unsigned domain;     /* enum ulma_mem_domain, of an allocation */
+};
+
 /* Memory record r (ULMA_REC_MEM_SIZE, _ALLOC, _FREE or _ALLOC_SMALL) of
- * thread `thread` at ticks; stream may be NULL.  An ALLOC whose MEM_SIZE
- * was lost is counted and dropped (the LOST marker before it says why);
- * without memory in the session the records are ignored. */
+ * a thread whose MEM_SIZE waits in mem: true with the allocation or free
+ * it completes in *b; false for a MEM_SIZE (kept in mem) and for an ALLOC
+ * whose MEM_SIZE was lost (counted in *unmatched and dropped: the LOST
+ * marker before it says why). */
+static inline bool ulma_collector_mem_decode(struct ulma_collector_mem *mem, const struct ulma_record *r,
+					     struct ulma_collector_block *b, uint64_t *unmatched)
+{
+	uint64_t value = (uint64_t)r->id | (uint64_t)r->cpu << 32;
+	if (r->kind == ULMA_REC_ALLOC_SMALL) {
+		b->alloc = true;
+		ulma_mem_small_decode(value, r->flags, &b->addr, &b->size, &b->domain);
+		return true;
+	}
+	if (r->kind == ULMA_REC_MEM_SIZE) {
+		mem->size = value;
+		mem->sized = true;
+		return false;
+	}
+	if (r->kind == ULMA_REC_FREE) {
+		*b = (struct ulma_collector_block){.alloc = false, .addr = value};
+		return true;
+	}
+	if (!mem->sized) {
+		(*unmatched)++;
+		return false;
+	}
+	mem->sized = false;
+	*b = (struct ulma_collector_block){.alloc = true, .addr = value, .size = mem->size >> 2,
+					   .domain = (unsigned)(mem->size & 3)};
+	return true;
+}
+
+/* Allocation or free b of thread `thread` at ticks, already in its trace
+ * stream (ulma_trace_cursor_memory), into the profile's memory half, and
+ * the memory counters into the stream (may be NULL) when they moved
+ * enough.  The profile must have memory on. */
 int ulma_collector_memory(struct ulma_collector *c, uint32_t thread, struct ulma_trace_stream *stream,
-			  struct ulma_collector_mem *mem, const struct ulma_record *r, uint64_t ticks);
+			  const struct ulma_collector_block *b, uint64_t ticks);
 
 /* An object of the type the session defined as `type_id` created (or
  * destroyed) by thread `thread` at ticks: to the profile's objects
