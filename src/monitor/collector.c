@@ -558,11 +558,15 @@ apply_loop(struct ulma_collector *c, struct ulma_collector_slot *cs, const struc
 					ulma_profile_mem_prefetch(p, thread, addr);
 				struct ulma_collector_block b;
 				if (p->memory && ulma_collector_mem_decode(&cs->mem, r, &b, &p->memory->unmatched_allocs)) {
+					bool due = false;
 					if (mode & APPLY_STREAM)
 						ulma_trace_cursor_memory(st, &cur, t, b.alloc, b.addr, b.size, b.domain);
-					CURSOR_PUT();
-					set_error(c, ulma_collector_memory(c, cs->thread, cs->stream, &b, t));
-					CURSOR_GET();
+					set_error(c, ulma_collector_memory(c, cs->thread, mode & APPLY_STREAM, &b, t, &due));
+					if (ULMA_UNLIKELY(due)) { /* they go to the stream: after the block's record */
+						CURSOR_PUT();
+						set_error(c, ulma_collector_memory_counters(c, cs->thread, cs->stream, t));
+						CURSOR_GET();
+					}
 				} /* else a MEM_SIZE, or not asked for: a foreign writer's */
 				last = t;
 				continue;

@@ -27,7 +27,8 @@ static const char *const counter_names[2] = {"memory: Python heap (bytes)", "mem
  * 0 to 1 GiB, and once per 64 KiB of a working set that swings).  The
  * timeline exports draw them as counter tracks.  The band of live bytes
  * that needs no write is kept as two bounds, so that an event inside it
- * (nearly all) costs two compares (memory_counters). */
+ * (nearly all) costs two compares (ulma_collector_memory) and leaves the
+ * stream alone. */
 static int memory_counters_slow(struct ulma_collector *c, struct ulma_mem_proc *pr, struct ulma_trace_stream *stream,
 				uint64_t ticks)
 {
@@ -56,25 +57,27 @@ static int memory_counters_slow(struct ulma_collector *c, struct ulma_mem_proc *
 	return 0;
 }
 
-static inline int memory_counters(struct ulma_collector *c, uint32_t thread, struct ulma_trace_stream *stream,
-				  uint64_t ticks)
+int ulma_collector_memory_counters(struct ulma_collector *c, uint32_t thread, struct ulma_trace_stream *stream,
+				   uint64_t ticks)
 {
 	const struct ulma_mem_thread *mt = c->profile.threads[thread].mem;
 	if (!stream || !mt)
 		return 0;
-	struct ulma_mem_proc *pr = &c->profile.memory->procs[mt->proc];
-	if (__builtin_expect(pr->live_bytes >= pr->uncounted_lo && pr->live_bytes < pr->uncounted_hi, 1))
-		return 0;
-	return memory_counters_slow(c, pr, stream, ticks);
+	return memory_counters_slow(c, &c->profile.memory->procs[mt->proc], stream, ticks);
 }
 
-int ulma_collector_memory(struct ulma_collector *c, uint32_t thread, struct ulma_trace_stream *stream,
-			  const struct ulma_collector_block *b, uint64_t ticks)
+int ulma_collector_memory(struct ulma_collector *c, uint32_t thread, bool streaming,
+			  const struct ulma_collector_block *b, uint64_t ticks, bool *counters_due)
 {
 	struct ulma_profile *p = &c->profile;
 	int err = b->alloc ? ulma_profile_mem_alloc(p, thread, b->addr, b->size, b->domain, ticks)
 			   : ulma_profile_mem_free(p, thread, b->addr, ticks);
-	return err ? err : memory_counters(c, thread, stream, ticks);
+	const struct ulma_mem_thread *mt = p->threads[thread].mem;
+	if (!err && streaming && mt) {
+		const struct ulma_mem_proc *pr = &p->memory->procs[mt->proc];
+		*counters_due = pr->live_bytes < pr->uncounted_lo || pr->live_bytes >= pr->uncounted_hi;
+	}
+	return err;
 }
 
 int ulma_collector_object(struct ulma_collector *c, uint32_t thread, struct ulma_trace_stream *stream, bool created,

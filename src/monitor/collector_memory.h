@@ -64,11 +64,18 @@ static inline bool ulma_collector_mem_decode(struct ulma_collector_mem *mem, con
 }
 
 /* Allocation or free b of thread `thread` at ticks, already in its trace
- * stream (ulma_trace_cursor_memory), into the profile's memory half, and
- * the memory counters into the stream (may be NULL) when they moved
- * enough.  The profile must have memory on. */
-int ulma_collector_memory(struct ulma_collector *c, uint32_t thread, struct ulma_trace_stream *stream,
-			  const struct ulma_collector_block *b, uint64_t ticks);
+ * stream (ulma_trace_cursor_memory), into the profile's memory half.  With
+ * `streaming` (the thread has a stream), *counters_due is set when the
+ * process's live bytes have moved enough that the memory counters must be
+ * written (ulma_collector_memory_counters), else left alone.  The profile
+ * must have memory on.  Errors: -ENOMEM. */
+int ulma_collector_memory(struct ulma_collector *c, uint32_t thread, bool streaming,
+			  const struct ulma_collector_block *b, uint64_t ticks, bool *counters_due);
+
+/* Write the memory counters of thread's process into stream (may be NULL:
+ * nothing) at ticks, if they moved enough.  Errors: -ENOMEM. */
+int ulma_collector_memory_counters(struct ulma_collector *c, uint32_t thread, struct ulma_trace_stream *stream,
+				   uint64_t ticks);
 
 /* An object of the type the session defined as `type_id` created (or
  * destroyed) by thread `thread` at ticks: to the profile's objects
