@@ -22,8 +22,10 @@ load (timings here do); the monitor, another process, is not counted.
   program runs per allocation event, and those the monitor (`ulma run`
   itself, the parent of the traced program) runs per allocation event,
   draining, applying to the profile and writing the trace.  Both run with
-  `--split schedstat`: the scheduler's switch records would be as many as
-  the times the program waits for the slowed monitor.  The monitor's count
+  `--split schedstat` (the scheduler's switch records would be as many as
+  the times the program waits for the slowed monitor) and a ring that
+  holds the whole run (a program waiting for room would count its
+  waiting).  The monitor's count
   still includes its timed work (an RSS read every 15 ms, schedstat
   samples, of a run that valgrind makes long), a small share.
 
@@ -102,6 +104,12 @@ def memory_counts(ulma, out):
         f.write(MEMLOOP)
     trace = os.path.join(out, "m.trace")
     small, large = 200000, 400000
+    # a ring that holds the whole run: the program never waits for the
+    # monitor (a wait would count the writer's waiting loop)
+    common = ["--split", "schedstat", "--ring-records", str(1 << 21)]
+    # one string hash seed: dict probes (the call hook's lookups) would
+    # otherwise differ between runs by tens of instructions per event
+    os.environ["PYTHONHASHSEED"] = "0"
     events = 2 * (large - small)  # an allocation and a free per iteration
     for side in ("program", "monitor"):
         os.mkdir(os.path.join(out, side))
@@ -112,10 +120,10 @@ def memory_counts(ulma, out):
         def run(count, n, under_monitor):
             def cmd(w):
                 if under_monitor:
-                    return [w, "run", "--no-live", "--summary", "none", "-o", trace] + extra + [
-                        "--split", "schedstat", "--python", sys.executable, script, str(n)]
-                return [ulma, "run", "--no-live", "--summary", "none", "-o", trace] + extra + [
-                    "--split", "schedstat", "--python", w, script, str(n)]
+                    return [w, "run", "--no-live", "--summary", "none", "-o", trace] + extra + common + [
+                        "--python", sys.executable, script, str(n)]
+                return [ulma, "run", "--no-live", "--summary", "none", "-o", trace] + extra + common + [
+                    "--python", w, script, str(n)]
             return count(cmd)
 
         per[variant] = ((run(program, large, False) - run(program, small, False)) / events,
