@@ -13,7 +13,7 @@ second, the output's bytes per event and the peak resident memory.
 
 The last column is the floor the output's bytes alone set: the events per
 second at which this machine writes that many bytes per event into a file
-beside the output (1 MiB write() calls from one buffer: the kernel's copy
+beside the output (64 KiB write() calls from one buffer, as the exporters flush: the kernel's copy
 into the page cache, which every export pays), so a format whose output is
 large shows how much of its time its bytes take.
 
@@ -36,7 +36,7 @@ from benchlib import ulma_binary
 
 FORMATS = ["pstats", "folded", "callgrind", "chrome", "perfetto", "perfetto --no-compress", "speedscope", "ctf",
            "otf2", "html"]
-WRITE_CHUNK = 1 << 20
+WRITE_CHUNK = 1 << 16
 
 
 def run(cmd):
@@ -66,7 +66,7 @@ def remove(path):
 
 def write_seconds(directory, total):
     """CPU seconds of writing `total` bytes into a new file in directory,
-    1 MiB at a time, and of removing it (as an export's output is)."""
+    64 KiB at a time, and of removing it (as an export's output is)."""
     buf = b"\x5a" * WRITE_CHUNK
     path = os.path.join(directory, "write-floor")
     t = time.process_time()

@@ -548,22 +548,11 @@ static int on_events_tree(struct ulma_walk *w, uint32_t thread, const struct ulm
 	return err;
 }
 
-/* A passing thread's events into the sink's profile, as recorded. */
-static int feed_profile(struct ulma_walk *w, uint32_t thread, const struct ulma_trace_event *ev, size_t n)
-{
-	for (size_t i = 0; i < n; i++) {
-		int err = ulma_profile_feed_event(&w->feed, thread, &ev[i]);
-		if (err)
-			return err;
-	}
-	return 0;
-}
-
 static int on_events(void *ctx, uint32_t thread, const struct ulma_trace_event *ev, size_t n)
 {
 	struct ulma_walk *w = ctx;
 	if (w->sink->profile && w->threads[thread].pass) {
-		int err = feed_profile(w, thread, ev, n);
+		int err = ulma_profile_feed_events(&w->feed, thread, ev, n); /* as recorded */
 		if (err)
 			return err;
 	}
