@@ -120,14 +120,19 @@ out:
 
 /* ns since the trace start: ticks times ns_per_tick in 32.32 fixed point
  * (a 128-bit product: no rounding through a double per event). */
+static inline uint64_t ticks_to_ns(uint64_t ticks, uint64_t ticks0, bool tsc, uint64_t ns_per_tick_fp)
+{
+	if (ticks <= ticks0)
+		return 0;
+	if (!tsc)
+		return ticks - ticks0;
+	unsigned __int128 ns = ((unsigned __int128)(ticks - ticks0) * ns_per_tick_fp + (1u << 31)) >> 32;
+	return ns < UINT64_C(9200000000000000000) ? (uint64_t)ns : UINT64_C(9200000000000000000); /* a damaged trace's times */
+}
+
 static inline uint64_t to_ns(const struct ulma_walk *w, uint64_t ticks)
 {
-	if (ticks <= w->ticks0)
-		return 0;
-	if (!w->tsc)
-		return ticks - w->ticks0;
-	unsigned __int128 ns = ((unsigned __int128)(ticks - w->ticks0) * w->ns_per_tick_fp + (1u << 31)) >> 32;
-	return ns < UINT64_C(9200000000000000000) ? (uint64_t)ns : UINT64_C(9200000000000000000); /* a damaged trace's times */
+	return ticks_to_ns(ticks, w->ticks0, w->tsc, w->ns_per_tick_fp);
 }
 
 /* ---------- frames ---------- */
@@ -513,7 +518,15 @@ static int on_events_tree(struct ulma_walk *w, uint32_t thread, const struct ulm
 {
 	struct ulma_walk_thread *t = &w->threads[thread];
 	struct ulma_calltree *tree = w->sink->tree;
-	uint64_t events = 0;
+	const struct ulma_walk_func *funcs = w->funcs;
+	/* The thread's clock (event_ns) and the conversion in locals: each
+	 * store into the tree could alias them, and they would be reloaded
+	 * after every one.  Written back before a callback and at the end. */
+	const uint64_t ticks0 = w->ticks0, fp = w->ns_per_tick_fp, cost_fp = w->cost_fp;
+	const bool tsc = w->tsc;
+	uint64_t shift_fp = t->shift_fp, last_ns = t->last_ns, kept = t->kept, events = 0;
+	uint32_t cpu = t->cpu;
+	bool seen = t->seen;
 	int err = 0;
 	for (size_t i = 0; i < n && !err; i++) {
 		const struct ulma_trace_event *e = &ev[i];
@@ -522,10 +535,22 @@ static int on_events_tree(struct ulma_walk *w, uint32_t thread, const struct ulm
 		events++;
 		if (e->kind == ULMA_EV_LINE)
 			continue; /* a line inside the frame on top */
-		uint64_t ns = event_ns(w, t, e);
+		/* event_ns, as there */
+		uint64_t ns = ticks_to_ns(e->ticks, ticks0, tsc, fp), shift = shift_fp >> 32;
+		ns = ns > shift ? ns - shift : 0;
+		if (__builtin_expect(!seen, 0)) {
+			seen = true;
+			t->seen = true;
+			t->first_ns = ns;
+		} else if (ns < last_ns) {
+			ns = last_ns; /* events closer together than the cost */
+		}
+		shift_fp += cost_fp;
+		last_ns = ns;
+		cpu = e->cpu;
 		if (e->kind == ULMA_EV_ENTER) {
-			err = ulma_calltree_enter(tree, thread, w->funcs[e->func].key, ns);
-			t->kept++;
+			err = ulma_calltree_enter(tree, thread, funcs[e->func].key, ns);
+			kept++;
 		} else if (e->kind == ULMA_EV_EXIT) {
 			uint32_t d = ulma_calltree_depth(tree, thread);
 			if (!d)
@@ -534,13 +559,23 @@ static int on_events_tree(struct ulma_walk *w, uint32_t thread, const struct ulm
 			uint64_t start = fr->start, child = fr->child;
 			uint32_t node = fr->node;
 			ulma_calltree_leave(tree, thread, ns);
-			if (w->sink->close_from && ns - start >= *w->sink->close_from && w->sink->on_close)
+			if (w->sink->close_from && ns - start >= *w->sink->close_from && w->sink->on_close) {
+				t->shift_fp = shift_fp;
+				t->last_ns = last_ns;
+				t->cpu = cpu;
+				t->kept = kept;
 				err = close_tree_frame(w, thread, node, d - 1, e->cpu, start, ns, child);
+				t = &w->threads[thread];
+			}
 		} else {
 			t->lost += e->count;
 			w->lost += e->count;
 		}
 	}
+	t->shift_fp = shift_fp;
+	t->last_ns = last_ns;
+	t->cpu = cpu;
+	t->kept = kept;
 	w->events += events;
 	w->frames = 0;
 	for (uint32_t k = 0; k < w->nthreads; k++) /* every frame kept */
