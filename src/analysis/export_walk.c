@@ -441,6 +441,11 @@ static int on_events_all(struct ulma_walk *w, uint32_t thread, const struct ulma
 {
 	struct ulma_walk_thread *t = &w->threads[thread];
 	const struct ulma_walk_sink *sink = w->sink;
+	/* The conversion in locals (see on_events_tree); the thread's clock
+	 * stays in *t, which the sink's callbacks may read. */
+	const uint64_t ticks0 = w->ticks0, fp = w->ns_per_tick_fp, cost_fp = w->cost_fp;
+	const bool tsc = w->tsc;
+	struct ulma_walk_func *funcs = w->funcs;
 	uint64_t events = 0;
 	int err = 0;
 	for (size_t i = 0; i < n && !err; i++) {
@@ -452,7 +457,18 @@ static int on_events_all(struct ulma_walk *w, uint32_t thread, const struct ulma
 		events++;
 		if (e->kind == ULMA_EV_LINE)
 			continue; /* a line inside the frame on top */
-		uint64_t ns = event_ns(w, t, e);
+		/* event_ns, as there */
+		uint64_t ns = ticks_to_ns(e->ticks, ticks0, tsc, fp), shift = t->shift_fp >> 32;
+		ns = ns > shift ? ns - shift : 0;
+		if (__builtin_expect(!t->seen, 0)) {
+			t->seen = true;
+			t->first_ns = ns;
+		} else if (ns < t->last_ns) {
+			ns = t->last_ns; /* events closer together than the cost */
+		}
+		t->shift_fp += cost_fp;
+		t->last_ns = ns;
+		t->cpu = e->cpu;
 		if (e->kind == ULMA_EV_ENTER) {
 			if (t->depth == t->cap &&
 			    ulma_array_grow((void **)&t->stack, &t->cap, t->depth, sizeof(*t->stack))) {
@@ -461,7 +477,7 @@ static int on_events_all(struct ulma_walk *w, uint32_t thread, const struct ulma
 			}
 			uint32_t d = t->depth++, up = d ? d - 1 : ULMA_WALK_NONE;
 			t->stack[d] = (struct walk_slot){e->func, e->cpu, up, d, ns, 0, true};
-			w->funcs[e->func].opened++;
+			funcs[e->func].opened++;
 			t->kept++;
 			if (sink->on_open) {
 				struct ulma_walk_frame fr = {e->func, d ? t->stack[d - 1].func : ULMA_WALK_NONE, d, e->cpu, ns,
