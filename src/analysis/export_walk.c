@@ -530,7 +530,8 @@ static int close_tree_frame(struct ulma_walk *w, uint32_t thread, uint32_t node,
 /* on_events_all for a sink that builds a call tree: the events go
  * straight into it, with no frame built and no callback per frame (but
  * for the long frames close_from asks for). */
-static int on_events_tree(struct ulma_walk *w, uint32_t thread, const struct ulma_trace_event *ev, size_t n)
+static int on_events_tree(struct ulma_walk *w, uint32_t thread, const struct ulma_trace_event *ev, size_t n,
+			  struct ulma_profile *prof)
 {
 	struct ulma_walk_thread *t = &w->threads[thread];
 	struct ulma_calltree *tree = w->sink->tree;
@@ -546,6 +547,16 @@ static int on_events_tree(struct ulma_walk *w, uint32_t thread, const struct ulm
 	int err = 0;
 	for (size_t i = 0; i < n && !err; i++) {
 		const struct ulma_trace_event *e = &ev[i];
+		if (prof) { /* the profile's work and the tree's, interleaved (see on_events) */
+			if (e->kind == ULMA_EV_ENTER)
+				err = ulma_profile_enter(prof, thread, e->func, e->ticks);
+			else if (e->kind == ULMA_EV_EXIT)
+				ulma_profile_exit(prof, thread, e->ticks);
+			else
+				err = ulma_profile_feed_event(&w->feed, thread, e);
+			if (err)
+				break;
+		}
 		if (e->kind == ULMA_EV_OFF)
 			continue; /* time off the CPU: not a frame boundary */
 		events++;
@@ -602,13 +613,21 @@ static int on_events_tree(struct ulma_walk *w, uint32_t thread, const struct ulm
 static int on_events(void *ctx, uint32_t thread, const struct ulma_trace_event *ev, size_t n)
 {
 	struct ulma_walk *w = ctx;
+	/* A profile and a tree fed from the same events (the HTML report) in
+	 * one loop: each keeps a stack whose updates wait on the previous
+	 * event's, and interleaved the processor overlaps the two chains.  Not
+	 * where the thread's schedstat samples need interpolating (they come
+	 * between chunks, so a batch has them throughout or not at all). */
+	if (w->keep_all && w->sink->tree && w->sink->profile &&
+	    ulma_schedline_empty(ulma_profile_feed_schedline(&w->feed, thread)))
+		return on_events_tree(w, thread, ev, n, w->sink->profile);
 	if (w->sink->profile && w->threads[thread].pass) {
 		int err = ulma_profile_feed_events(&w->feed, thread, ev, n); /* as recorded */
 		if (err)
 			return err;
 	}
 	if (w->keep_all)
-		return w->sink->tree ? on_events_tree(w, thread, ev, n) : on_events_all(w, thread, ev, n);
+		return w->sink->tree ? on_events_tree(w, thread, ev, n, NULL) : on_events_all(w, thread, ev, n);
 	struct ulma_walk_thread *t = &w->threads[thread];
 	for (size_t i = 0; i < n; i++) {
 		const struct ulma_trace_event *e = &ev[i];
