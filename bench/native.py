@@ -1,6 +1,6 @@
 """What tracing native code costs (issue "Native code in the same call stack").
 
-Usage: python bench/native.py [--rounds N] [--calls N] [--depth D]
+Usage: python bench/native.py [--rounds N] [--calls N] [--depth D] [--baseline ULMA]
 
 Builds bench/native/kernel.c three ways and runs, side by side in every round:
   plain           the kernel without instrumentation
@@ -27,7 +27,13 @@ Prints medians, the ratio to plain, and per call or per event:
     the target is at most 10 ns;
 and the floor, from bench/native/floor.c in the same rounds: rdtsc alone,
 rdtscp, clock_gettime, a record's two 8-byte stores into a 4 MiB ring, and
-rdtsc with the stores.  Asserts nothing.
+rdtsc with the stores.
+
+--baseline runs another build's `ulma` program (an earlier commit, installed
+in its own virtual environment: the `ulma` in its bin/) in the same
+rotation: its hooks off (the kernel linked to that build's libulma_rt) and
+its `ulma run`, for a before/after of the hooks measured side by side.
+Asserts nothing.
 """
 import argparse
 import json
@@ -46,13 +52,24 @@ def ulma_dir():
     return os.path.dirname(ulma.__file__)
 
 
-def build(tmp):
-    pkg = ulma_dir()
+def package_of(ulma):
+    """The ulma package directory beside another build's `ulma` program."""
+    python = os.path.join(os.path.dirname(os.path.abspath(ulma)), "python3")
+    return subprocess.run([python, "-c", "import os, ulma; print(os.path.dirname(ulma.__file__))"],
+                          stdout=subprocess.PIPE, check=True).stdout.decode().strip()
+
+
+def linked(pkg):
+    return ["-finstrument-functions", "-L" + pkg, "-lulma_rt", "-Wl,-rpath," + pkg]
+
+
+def build(tmp, baseline_pkg):
     src = os.path.join(HERE, "native", "kernel.c")
     out = {}
-    for name, extra in (("plain", []),
-                        ("empty", ["-finstrument-functions"]),
-                        ("hooks", ["-finstrument-functions", "-L" + pkg, "-lulma_rt", "-Wl,-rpath," + pkg])):
+    builds = [("plain", []), ("empty", ["-finstrument-functions"]), ("hooks", linked(ulma_dir()))]
+    if baseline_pkg:
+        builds.append(("baseline", linked(baseline_pkg)))
+    for name, extra in builds:
         path = os.path.join(tmp, "kernel_" + name)
         subprocess.run(["gcc", "-O2", "-g", src, "-o", path] + extra, check=True)
         out[name] = path
@@ -80,6 +97,7 @@ def main():
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--calls", type=int, default=20_000_000)
     ap.add_argument("--depth", type=int, default=22)
+    ap.add_argument("--baseline", help="another build's ulma program, timed in the same rotation")
     args = ap.parse_args()
     from benchlib import ulma_binary
 
@@ -88,7 +106,7 @@ def main():
     if perf and subprocess.run([perf, "record", "-q", "-g", "-o", "/dev/null", "true"], capture_output=True).returncode:
         perf = None
     with tempfile.TemporaryDirectory() as tmp:
-        k = build(tmp)
+        k = build(tmp, args.baseline and package_of(args.baseline))
         trace = os.path.join(tmp, "k.trace")
         traced = [ulma, "run", "--no-live", "--summary", "json", "-o", trace]
         workloads = {"calls": (["calls", str(args.calls)], args.calls + 1),
@@ -98,11 +116,16 @@ def main():
             variants = {"plain": [k["plain"]], "hooks, empty": [k["empty"]], "hooks, off": [k["hooks"]],
                         "ulma run": traced + [k["hooks"]],
                         "ulma run --may-drop": traced + ["--may-drop", k["hooks"]]}
+            if args.baseline:
+                before = [args.baseline] + traced[1:]
+                variants.update({"baseline: hooks, off": [k["baseline"]],
+                                 "baseline: ulma run": before + [k["baseline"]],
+                                 "baseline: --may-drop": before + ["--may-drop", k["baseline"]]})
             if perf:
                 variants["perf record -g"] = [perf, "record", "-q", "-g", "-o", os.path.join(tmp, "perf.data"),
                                               k["plain"]]
             times = {name: [] for name in variants}
-            lost = {"ulma run": [], "ulma run --may-drop": []}
+            lost = {name: [] for name in variants if "run" in name or "drop" in name}
             for _ in range(args.rounds):
                 for name, argv in variants.items():
                     t, err = run(argv + wargs)
@@ -129,6 +152,13 @@ def main():
                   % per("ulma run", "hooks, empty", 2 * ncalls))
             print("ulma, traced, --may-drop:                          %s per event"
                   % per("ulma run --may-drop", "hooks, empty", 2 * ncalls))
+            if args.baseline:
+                print("baseline, tracing off:                             %s per call"
+                      % per("baseline: hooks, off", "hooks, empty", ncalls))
+                print("baseline, traced:                                  %s per event"
+                      % per("baseline: ulma run", "hooks, empty", 2 * ncalls))
+                print("baseline, traced, --may-drop:                      %s per event"
+                      % per("baseline: --may-drop", "hooks, empty", 2 * ncalls))
         print("\nfloor, ns per iteration (medians of %d):" % len(floors))
         for name in floors[0]:
             print("  %-14s %6.2f" % (name, statistics.median(f[name] for f in floors)))
