@@ -26,8 +26,8 @@ Prints medians, the ratio to plain, and per call or per event:
   - ulma's cost while tracing (ulma run - hooks, empty) per native event:
     the target is at most 10 ns;
 and the floor, from bench/native/floor.c in the same rounds: rdtsc alone,
-rdtscp, clock_gettime, a record's two 8-byte stores into a 4 MiB ring, and
-rdtsc with the stores.
+rdtscp, clock_gettime, CLOCK_MONOTONIC_COARSE (cheap, but a tick coarse), a
+record's two 8-byte stores into a 4 MiB ring, and rdtsc with the stores.
 
 --baseline runs another build's `ulma` program (an earlier commit, installed
 in its own virtual environment: the `ulma` in its bin/) in the same

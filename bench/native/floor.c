@@ -6,6 +6,9 @@
  *   rdtsc          read the TSC (what every event does)
  *   rdtscp         read the TSC and the CPU number in one instruction
  *   clock_gettime  CLOCK_MONOTONIC through the vDSO (the fallback clock)
+ *   coarse         CLOCK_MONOTONIC_COARSE through the vDSO: cheap, but it
+ *                  moves once a kernel tick (4 ms at HZ=250), too coarse to
+ *                  time a call; measured to show what exactness costs
  *   store          an 8-byte and an 8-byte store into a ring of 16-byte
  *                  records as large as a session's default ring (4 MiB),
  *                  wrapping: a record's write, with nothing else
@@ -25,11 +28,16 @@ struct record {
 	uint64_t word;
 };
 
-static uint64_t now_ns(void)
+static uint64_t clock_ns(clockid_t clock)
 {
 	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
+	clock_gettime(clock, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t now_ns(void)
+{
+	return clock_ns(CLOCK_MONOTONIC);
 }
 
 static inline uint64_t rdtsc(void)
@@ -76,6 +84,11 @@ int main(int argc, char **argv)
 	for (long i = 0; i < n; i++)
 		acc += now_ns();
 	report("clock_gettime", t0, n);
+
+	t0 = now_ns();
+	for (long i = 0; i < n; i++)
+		acc += clock_ns(CLOCK_MONOTONIC_COARSE);
+	report("coarse", t0, n);
 
 	t0 = now_ns();
 	for (long i = 0; i < n; i++) {
