@@ -61,7 +61,8 @@ static NO_HOOK __attribute__((noinline, cold)) void native_record_slow(uint8_t k
  * case is straight line: the state ON (tracing, with the TSC), the thread's
  * writer, open and idle (its busy byte set), room in the ring, rdtsc, the
  * record's two stores, busy cleared. */
-static inline NO_HOOK __attribute__((always_inline)) void native_record(uint8_t state, uint8_t kind, uintptr_t addr)
+static inline NO_HOOK __attribute__((always_inline)) void native_record(uint8_t state, uint8_t kind,
+									 uintptr_t addr)
 {
 	struct ulma_thread_writer *w;
 	if (ULMA_UNLIKELY(state != ULMA_HOOKS_ON) || ULMA_UNLIKELY(!(w = ulma_rt_writer_fast()))) {
