@@ -21,6 +21,8 @@
  */
 #include "rt.h"
 
+#include "ulma/ulma.h"
+
 #include <linux/membarrier.h>
 #include <pthread.h>
 #include <sched.h>
@@ -261,6 +263,10 @@ void ulma_rt_stop(uint64_t stopped_at, uint32_t cpu)
 	struct ulma_shm_slot *unseen = NULL; /* a slot closed here, if the monitor took none of ours */
 	uint64_t unseen_serial = 0;
 	bool taken = false;
+	/* back to the one load and branch of a process that does not trace; a
+	 * hook past this check meets its writer closed, below */
+	ulma_rt_hooks_state = ULMA_HOOKS_OFF;
+	ulma_enabled = 0;
 	ulma_rt.active = false;
 	pthread_mutex_lock(&writers_lock);
 	/* first no writer takes a new record, then none is inside one */
