@@ -328,92 +328,9 @@ static int on_off(void *ctx, const struct ulma_walk *w, uint32_t thread, uint8_t
 	return c->err;
 }
 
-static struct pf_process *process_of(struct perfetto *c, uint32_t pid)
-{
-	for (uint32_t i = 0; i < c->nprocs; i++)
-		if (c->procs[i].pid == pid)
-			return &c->procs[i];
-	struct pf_process *p = realloc(c->procs, (size_t)(c->nprocs + 1) * sizeof(*p));
-	if (!p)
-		return NULL;
-	c->procs = p;
-	p += c->nprocs++;
-	memset(p, 0, sizeof(*p));
-	p->pid = pid;
-	return p;
-}
-
-/* The process's live bytes as a value of its memory counter, on
- * the thread's memory sequence. */
-static void memory_value(struct perfetto *c, const struct ulma_walk *w, uint32_t thread, struct pf_process *p,
-			 uint64_t at_ns)
-{
-	struct pf_thread *pt = &c->threads[thread];
-	if (!p->track) {
-		pf_child_descriptor(c, UUID_MEMORY | p->pid, UUID_PROCESS | p->pid, "memory (live bytes)", true);
-		p->track = true;
-	}
-	if (!pt->memory_started) {
-		pf_start_sequence(c, w, (uint32_t)SEQ_MEMORY(thread), UUID_MEMORY | p->pid, INT_NAMES, states, 1);
-		pt->memory_started = true;
-	}
-	uint8_t body[64], te[32], *q = te, *b;
-	double v = (double)p->live;
-	uint64_t bits, delta = at_ns > pt->memory_ns ? at_ns - pt->memory_ns : 0;
-	pt->memory_ns += delta;
-	memcpy(&bits, &v, sizeof(bits));
-	q = ulma_pb_uint(q, EV_TYPE, TYPE_COUNTER);
-	q = ulma_pb_uint(q, EV_TRACK_UUID, UUID_MEMORY | p->pid);
-	q = ulma_pb_fixed64(q, EV_DOUBLE_COUNTER, bits);
-	b = ulma_pb_uint(body, PKT_SEQUENCE_ID, SEQ_MEMORY(thread));
-	b = ulma_pb_uint(b, PKT_TIMESTAMP, delta);
-	b = ulma_pb_varint(ulma_pb_key(b, PKT_TRACK_EVENT, ULMA_PB_BYTES), (uint64_t)(q - te));
-	memcpy(b, te, (size_t)(q - te));
-	pf_put_packet(c, body, (size_t)(b + (q - te) - body));
-	p->written = p->live;
-}
-
-/* An allocation or a free moves its process's live bytes (of the blocks
- * allocated since the trace began: a free of an older block is not
- * counted); the counter shows the moves of MEMORY_STEP or more. */
-static int on_memory(void *ctx, const struct ulma_walk *w, uint32_t thread, const struct ulma_trace_memory *m,
-		     uint64_t at_ns)
-{
-	struct perfetto *c = ctx;
-	struct pf_process *p = process_of(c, w->threads[thread].pid);
-	if (!p)
-		return -ENOMEM;
-	uint32_t size;
-	if (m->kind == ULMA_EXT_ALLOC) {
-		size = m->size < UINT32_MAX ? (uint32_t)m->size : UINT32_MAX - 1;
-		if (ulma_idmap_get(&p->blocks, m->addr + 1, &size) && size)
-			p->live -= size; /* allocated again without a free we saw */
-		size = m->size < UINT32_MAX ? (uint32_t)m->size : UINT32_MAX - 1;
-		p->live += size;
-		int err = ulma_idmap_put(&p->blocks, m->addr + 1, size);
-		if (err)
-			return err;
-	} else if (ulma_idmap_get(&p->blocks, m->addr + 1, &size) && size) {
-		p->live -= size;
-		int err = ulma_idmap_put(&p->blocks, m->addr + 1, 0);
-		if (err)
-			return err;
-	}
-	if (p->live > p->peak)
-		p->peak = p->live;
-	uint64_t step = p->peak / 256 > MEMORY_STEP ? p->peak / 256 : MEMORY_STEP;
-	uint64_t moved = p->live > p->written ? p->live - p->written : p->written - p->live;
-	if (moved >= step || !p->track)
-		memory_value(c, w, thread, p, at_ns);
-	if (c->len >= OUT_FLUSH)
-		pf_flush(c);
-	return c->err;
-}
-
 /* An MPI message's send and its receive (of a merged trace, docs/mpi.md)
  * as instants on their threads joined by a flow: the send's flow id ends
- * at the receive.  On the thread's memory sequence, whose clock MPI events
- * and allocations share in stream order. */
+ * at the receive.  On the thread's MPI sequence. */
 static int on_mpi(void *ctx, const struct ulma_walk *w, uint32_t thread, const struct ulma_walk_mpi *m)
 {
 	struct perfetto *c = ctx;
@@ -422,16 +339,16 @@ static int on_mpi(void *ctx, const struct ulma_walk *w, uint32_t thread, const s
 	uint64_t id;
 	if (!ulma_walk_mpi_message_id(m, &id))
 		return 0;
-	if (!pt->memory_started) {
-		pf_start_sequence(c, w, (uint32_t)SEQ_MEMORY(thread), (uint64_t)thread + 1, INT_NAMES, states, 1);
-		pt->memory_started = true;
+	if (!pt->mpi_started) {
+		pf_start_sequence(c, w, (uint32_t)SEQ_MPI(thread), (uint64_t)thread + 1, INT_NAMES, states, 1);
+		pt->mpi_started = true;
 	}
 	struct ulma_sbuf p = {0}, te = {0};
 	char name[96];
 	snprintf(name, sizeof(name), "%s tag %lld, %llu bytes", e->op == ULMA_MPI_SEND ? "MPI send" : "MPI receive",
 		 (long long)ulma_unzigzag(e->args[1]), (unsigned long long)e->args[3]);
-	uint64_t delta = m->at_ns > pt->memory_ns ? m->at_ns - pt->memory_ns : 0;
-	pt->memory_ns += delta;
+	uint64_t delta = m->at_ns > pt->mpi_ns ? m->at_ns - pt->mpi_ns : 0;
+	pt->mpi_ns += delta;
 	uint8_t flow[ULMA_PB_FIELD_MAX];
 	uint8_t *q = ulma_pb_fixed64(flow, e->op == ULMA_MPI_SEND ? EV_FLOW_IDS : EV_TERMINATING_FLOW_IDS, id);
 	ulma_pb_put_uint(&te, EV_TYPE, TYPE_INSTANT);
@@ -439,7 +356,7 @@ static int on_mpi(void *ctx, const struct ulma_walk *w, uint32_t thread, const s
 	ulma_pb_put_string(&te, EV_NAME, name);
 	ulma_pb_put_string(&te, EV_CATEGORIES, "mpi");
 	ulma_sbuf_put(&te, (const char *)flow, (size_t)(q - flow));
-	ulma_pb_put_uint(&p, PKT_SEQUENCE_ID, SEQ_MEMORY(thread));
+	ulma_pb_put_uint(&p, PKT_SEQUENCE_ID, SEQ_MPI(thread));
 	ulma_pb_put_uint(&p, PKT_TIMESTAMP, delta);
 	ulma_pb_put_message(&p, PKT_TRACK_EVENT, &te);
 	pf_put_packet_sbuf(c, &p);
@@ -497,6 +414,49 @@ static int spawn_flows(struct perfetto *c, const struct ulma_walk *w)
 	return c->err;
 }
 
+static int on_object(void *ctx, const struct ulma_walk *w, uint32_t thread, const struct ulma_trace_object *o,
+		     uint64_t at_ns)
+{
+	struct perfetto *c = ctx;
+	return ulma_xobjects_add(&c->objects, w, thread, o, at_ns);
+}
+
+/* The types with the most objects of each process, each a counter track
+ * of the process (known only at the end), on a sequence of its own. */
+static void object_counters(struct perfetto *c, const struct ulma_walk *w)
+{
+	struct ulma_series_point pts[2 * ULMA_XOBJ_BUCKETS + 1];
+	char name[ULMA_WALK_LABEL_MAX];
+	uint32_t seq = (uint32_t)SEQ_EVENTS(w->nthreads) + 1;
+	ulma_xobjects_choose(&c->objects);
+	for (uint32_t i = 0; i < c->objects.n && !c->err; i++) {
+		const struct ulma_xobj_track *t = &c->objects.t[i];
+		if (!t->drawn)
+			continue;
+		uint64_t uuid = UUID_OBJECTS | i, clock = 0;
+		ulma_xobjects_name(w, t, name, sizeof(name));
+		pf_child_descriptor(c, uuid, UUID_PROCESS | t->pid, name, true);
+		pf_start_sequence(c, w, seq, uuid, INT_NAMES, states, 1);
+		uint32_t n = ulma_series_points(&t->s, pts);
+		for (uint32_t k = 0; k < n; k++) {
+			uint8_t body[64], te[32], *q = te, *b;
+			uint64_t bits, delta = pts[k].at > clock ? pts[k].at - clock : 0;
+			clock += delta;
+			memcpy(&bits, &pts[k].v, sizeof(bits));
+			q = ulma_pb_uint(q, EV_TYPE, TYPE_COUNTER);
+			q = ulma_pb_fixed64(q, EV_DOUBLE_COUNTER, bits);
+			b = ulma_pb_uint(body, PKT_SEQUENCE_ID, seq);
+			b = ulma_pb_uint(b, PKT_TIMESTAMP, delta);
+			b = ulma_pb_varint(ulma_pb_key(b, PKT_TRACK_EVENT, ULMA_PB_BYTES), (uint64_t)(q - te));
+			memcpy(b, te, (size_t)(q - te));
+			pf_put_packet(c, body, (size_t)(b + (q - te) - body));
+			if (c->len >= OUT_FLUSH)
+				pf_flush(c);
+		}
+		seq++;
+	}
+}
+
 /* Threads' last names and processes' names, known at the end; each
  * thread's running time after its last OFF record. */
 static void finish(struct perfetto *c, const struct ulma_walk *w)
@@ -509,9 +469,6 @@ static void finish(struct perfetto *c, const struct ulma_walk *w)
 			thread_descriptor(c, w, i);
 		if (c->threads[i].state_started && t->last_ns > c->threads[i].on_since)
 			state_slice(c, i, STATE_RUNNING_IID, c->threads[i].on_since, t->last_ns);
-		struct pf_process *p = c->threads[i].memory_started ? process_of(c, t->pid) : NULL;
-		if (p && p->written != p->live) /* the last value, on a thread that wrote the counter */
-			memory_value(c, w, i, p, t->last_ns > c->threads[i].memory_ns ? t->last_ns : c->threads[i].memory_ns);
 	}
 	for (uint32_t i = 0; i < w->nthreads; i++) {
 		const struct ulma_walk_thread *t = &w->threads[i];
@@ -543,13 +500,14 @@ int ulma_export_perfetto(FILE *in, const struct ulma_export_opts *o, FILE *out, 
 				      .on_close = on_close,
 				      .on_mark = on_mark,
 				      .on_off = on_off,
-				      .on_memory = on_memory,
-				      .on_mpi = on_mpi};
+				      .on_mpi = on_mpi,
+				      .on_object = on_object};
 	int err = ulma_export_walk(in, o, &w, &sink, res);
 	if (!err) {
 		finish(&c, &w);
 		pf_lanes_finish(&c, &w);
 		err = spawn_flows(&c, &w);
+		object_counters(&c, &w);
 		pf_flush(&c);
 		err = err ? err : c.err;
 	}
@@ -557,10 +515,8 @@ int ulma_export_perfetto(FILE *in, const struct ulma_export_opts *o, FILE *out, 
 		ulma_idmap_free(&c.threads[i].interned);
 	free(c.threads);
 	free(c.begins);
-	for (uint32_t i = 0; i < c.nprocs; i++)
-		ulma_idmap_free(&c.procs[i].blocks);
-	free(c.procs);
 	pf_lanes_free(&c);
+	ulma_xobjects_free(&c.objects);
 	ulma_idmap_free(&c.pids);
 	ulma_idmap_free(&c.counters);
 	free(c.buf);

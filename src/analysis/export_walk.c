@@ -678,6 +678,27 @@ static int on_memory(void *ctx, const struct ulma_trace_memory *m)
 	return w->sink->on_memory(w->sink->ctx, w, m->thread, m, ns);
 }
 
+/* An object created or destroyed (--memory on 3.13+): to the profile
+ * (the objects per type and function), and to a sink that asks, at its
+ * thread's corrected time as an allocation's. */
+static int on_object(void *ctx, const struct ulma_trace_object *o)
+{
+	struct ulma_walk *w = ctx;
+	if (o->thread >= w->nthreads || !w->threads[o->thread].pass || o->type >= w->nfuncs)
+		return 0;
+	if (w->sink->profile) {
+		int err = ulma_profile_feed_object(&w->feed, o);
+		if (err || !w->sink->on_object)
+			return err;
+	}
+	const struct ulma_walk_thread *t = &w->threads[o->thread];
+	uint64_t ns = to_ns(w, o->ticks), shift = t->shift_fp >> 32;
+	ns = ns > shift ? ns - shift : 0;
+	if (t->seen && ns < t->last_ns)
+		ns = t->last_ns;
+	return w->sink->on_object(w->sink->ctx, w, o->thread, o, ns);
+}
+
 static int on_overhead(void *ctx, uint64_t ps)
 {
 	struct ulma_walk *w = ctx;
@@ -729,6 +750,8 @@ int ulma_walk_run(struct ulma_walk *w, FILE *f, const struct ulma_walk_sink *sin
 				       .on_mark = on_mark};
 	if (w->sink->on_memory)
 		v.on_memory = on_memory;
+	if (w->sink->on_object)
+		v.on_object = on_object;
 	if (w->sink->on_mpi) {
 		v.on_mpi = on_mpi;
 		v.on_mpi_rank = on_mpi_rank;
@@ -738,6 +761,7 @@ int ulma_walk_run(struct ulma_walk *w, FILE *f, const struct ulma_walk_sink *sin
 		v.on_sched = on_sched;
 		v.on_source = on_source;
 		v.on_memory = on_memory;
+		v.on_object = on_object;
 	}
 	int err = ulma_trace_read(f, &v, st);
 	if (err)

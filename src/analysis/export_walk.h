@@ -37,8 +37,8 @@
  * A sink may also ask for a profile (profile.h) of the passing threads:
  * the walk then feeds it every event of theirs as recorded, through
  * profile_feed.h as `ulma report` does, with the trace's source copies
- * and, in a trace recorded with --memory, its allocations and frees,
- * and finishes it at the end.  It is the line data's one aggregation
+ * and, in a trace recorded with --memory, its allocations and frees and
+ * the objects created and destroyed, and finishes it at the end.  It is the line data's one aggregation
  * (profile_lines.h) for the exports that show lines; the time window,
  * the minimum duration and the patterns do not cut it.
  *
@@ -209,6 +209,11 @@ struct ulma_walk_sink {
 	/* an allocation or a free of a passing thread (--memory traces), at
 	 * its corrected time as an OFF record's, and not held back either */
 	int (*on_memory)(void *ctx, const struct ulma_walk *w, uint32_t thread, const struct ulma_trace_memory *m,
+			 uint64_t at_ns);
+	/* an object created or destroyed by a passing thread (--memory on
+	 * Python 3.13+; o->type is a funcs index of kind ULMA_DEF_TYPE), at
+	 * its corrected time as an allocation's, not held back either */
+	int (*on_object)(void *ctx, const struct ulma_walk *w, uint32_t thread, const struct ulma_trace_object *o,
 			 uint64_t at_ns);
 };
 

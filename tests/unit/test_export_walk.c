@@ -151,7 +151,7 @@ static int write_small_trace(void)
 /* Walk the small trace with filter f; fills rc.  Returns the walk's result. */
 static int walk_small(const struct ulma_walk_filter *f, struct recorder *rc, struct ulma_walk *w)
 {
-	struct ulma_walk_sink sink = {rc, NULL, on_thread, on_open, on_close, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
+	struct ulma_walk_sink sink = {rc, NULL, on_thread, on_open, on_close, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
 	struct ulma_trace_status st;
 	memset(rc, 0, sizeof(*rc));
 	ulma_walk_init(w, f);
@@ -401,7 +401,7 @@ static void test_random_invariants(void)
 		}
 		struct recorder rc;
 		struct ulma_walk w;
-		struct ulma_walk_sink sink = {&rc, NULL, NULL, on_open, on_close, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
+		struct ulma_walk_sink sink = {&rc, NULL, NULL, on_open, on_close, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
 		struct ulma_trace_status st;
 		memset(&rc, 0, sizeof(rc));
 		ulma_walk_init(&w, &f);
