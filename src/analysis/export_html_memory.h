@@ -9,7 +9,8 @@
  *   second profile up to the very record that made the peak (counted in
  *   the first walk) and groups the process's live blocks then by calling
  *   context, as memray's peak view replays its records up to the high
- *   water mark; a trace that cannot be read twice (a pipe) gets none;
+ *   water mark (ulma opens traces as regular files; one it could not
+ *   seek back in would get none);
  * - the leaks: the blocks still live at the end, by calling context;
  * - objects per type and per function and type (3.13+).
  * Each list is cut to its largest entries (ULMA_HTML_MEM_ROWS, stacks to

@@ -101,7 +101,7 @@ if (M) {
   $("peaknote").textContent = M.peak.stacks ? M.peak_stacks.length + " stacks" +
     (M.peak_stacks_left_out ? " (" + M.peak_stacks_left_out + " smaller ones left out)" : "") + " held " +
     bytes(M.peak_stacks_bytes) + " in pid " + M.peak.pid + " at its peak" :
-    "the stacks at the peak need the trace read twice: export from a file, not a pipe";
+    "the stacks at the peak could not be found: the trace could not be read a second time";
   groupRows($("leakrows"), M.leaks, M.leaks_bytes);
   $("leaknote").textContent = M.leaks.length + " stacks" + (M.leaks_left_out ? " (" + M.leaks_left_out +
     " smaller ones left out)" : "") + ", " + bytes(M.leaks_bytes) + " in all";
