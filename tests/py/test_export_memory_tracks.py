@@ -1,7 +1,7 @@
 """Memory and objects on the timeline exports (docs/exports.md, "Memory
 and objects"), read back by the formats' real readers: Python's json for
 Chrome's trace events, the independent protobuf walk (perfetto_wire.py)
-and the Perfetto UI's own trace processor for perfetto.
+and the Perfetto UI's own trace processor for both.
 
 - One set of memory tracks: each process of a --memory trace has the
   monitor's counters (Python heap, native, and RSS where a 15 ms sample
@@ -122,6 +122,12 @@ def test_chrome_objects(objects, run_export, tmp_path):
     assert max(lists) >= N - 10, max(lists)  # the N kept, less any other list the run dropped
     for name in drawn:  # each ends at the report's created - destroyed of its type
         assert values[("objects", name)][-1] == net[name[len("objects: "):-len(" (created - destroyed)")]], name
+    with PerfettoUI(str(out), tmp_path) as ui:  # the Perfetto UI's JSON importer reads the same tracks
+        rows = ui.query("select t.name, max(c.value) top from counter c join counter_track t on c.track_id = t.id "
+                        "where t.name like 'objects: %' group by t.name")
+        # its JSON importer names a counter track by the event's name and the argument's: "NAME NAME"
+        assert {r["name"]: r["top"] for r in rows} == {name + " " + name: max(values[("objects", name)])
+                                                       for name in drawn}
 
 
 @pytest.mark.skipif(not HAS_REFTRACER, reason="objects are counted from 3.13 on (PyRefTracer)")
