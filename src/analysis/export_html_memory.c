@@ -196,7 +196,8 @@ static int put_objects(struct ulma_sbuf *b, const struct ulma_walk *w, const str
 	for (uint32_t i = 0; i < nrows; i++)
 		if (rows[i].func < w->nfuncs && row_of[w->funcs[rows[i].func].key] != UINT32_MAX && rows[i].created)
 			rows[k++] = rows[i];
-	qsort(rows, k, sizeof(*rows), by_created);
+	if (k)
+		qsort(rows, k, sizeof(*rows), by_created);
 	for (uint32_t i = 0; i < k && i < ULMA_HTML_MEM_FUNC_ROWS; i++) {
 		ulma_sbuf_printf(b, "%s[%u,", i ? "," : "", row_of[w->funcs[rows[i].func].key]);
 		ulma_sbuf_json(b, w->funcs[rows[i].type].name);

@@ -55,6 +55,8 @@ static int by_process_then_peak(const void *a, const void *b)
 
 void ulma_xobjects_choose(struct ulma_xobjects *x)
 {
+	if (!x->n)
+		return;
 	qsort(x->t, x->n, sizeof(*x->t), by_process_then_peak); /* the index is stale from here */
 	uint32_t kept = 0;
 	for (uint32_t i = 0; i < x->n; i++) {

@@ -286,18 +286,14 @@ static void state_slice(struct perfetto *c, uint32_t thread, uint64_t iid, uint6
 {
 	struct pf_thread *pt = &c->threads[thread];
 	uint64_t seq = SEQ_STATE(thread);
-	uint8_t body[64], te[16], *p, *q;
+	uint8_t te[16], *q;
 	for (int end = 0; end < 2; end++) {
 		uint64_t at = end ? to : from, delta = at > pt->state_ns ? at - pt->state_ns : 0;
 		pt->state_ns += delta;
 		q = ulma_pb_uint(te, EV_TYPE, end ? TYPE_END : TYPE_BEGIN);
 		if (!end)
 			q = ulma_pb_uint(q, EV_NAME_IID, iid);
-		p = ulma_pb_uint(body, PKT_SEQUENCE_ID, seq);
-		p = ulma_pb_uint(p, PKT_TIMESTAMP, delta);
-		p = ulma_pb_varint(ulma_pb_key(p, PKT_TRACK_EVENT, ULMA_PB_BYTES), (uint64_t)(q - te));
-		memcpy(p, te, (size_t)(q - te));
-		pf_put_packet(c, body, (size_t)(p + (q - te) - body));
+		pf_put_track_event(c, seq, delta, te, (size_t)(q - te));
 	}
 }
 
@@ -439,17 +435,13 @@ static void object_counters(struct perfetto *c, const struct ulma_walk *w)
 		pf_start_sequence(c, w, seq, uuid, INT_NAMES, states, 1);
 		uint32_t n = ulma_series_points(&t->s, pts);
 		for (uint32_t k = 0; k < n; k++) {
-			uint8_t body[64], te[32], *q = te, *b;
+			uint8_t te[32], *q = te;
 			uint64_t bits, delta = pts[k].at > clock ? pts[k].at - clock : 0;
 			clock += delta;
 			memcpy(&bits, &pts[k].v, sizeof(bits));
 			q = ulma_pb_uint(q, EV_TYPE, TYPE_COUNTER);
 			q = ulma_pb_fixed64(q, EV_DOUBLE_COUNTER, bits);
-			b = ulma_pb_uint(body, PKT_SEQUENCE_ID, seq);
-			b = ulma_pb_uint(b, PKT_TIMESTAMP, delta);
-			b = ulma_pb_varint(ulma_pb_key(b, PKT_TRACK_EVENT, ULMA_PB_BYTES), (uint64_t)(q - te));
-			memcpy(b, te, (size_t)(q - te));
-			pf_put_packet(c, body, (size_t)(b + (q - te) - body));
+			pf_put_track_event(c, seq, delta, te, (size_t)(q - te));
 			if (c->len >= OUT_FLUSH)
 				pf_flush(c);
 		}

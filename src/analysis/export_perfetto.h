@@ -153,6 +153,10 @@ void pf_flush(struct perfetto *c);
 void pf_put_packet(struct perfetto *c, const uint8_t *body, size_t n);
 void pf_put_packet_sbuf(struct perfetto *c, struct ulma_sbuf *p);
 
+/* A packet of sequence seq, delta after its previous one, holding the
+ * TrackEvent te[0..n) (a short one: at most 48 bytes). */
+void pf_put_track_event(struct perfetto *c, uint64_t seq, uint64_t delta, const uint8_t *te, size_t n);
+
 /* The first packet of sequence seq: incremental state cleared, the
  * defaults (track, and the incremental clock), the clock's tie to
  * MONOTONIC at the trace start, and names[1..nnames) interned in

@@ -181,3 +181,17 @@ void pf_child_descriptor(struct perfetto *c, uint64_t uuid, uint64_t parent, con
 	ulma_sbuf_free(&d);
 }
 
+
+void pf_put_track_event(struct perfetto *c, uint64_t seq, uint64_t delta, const uint8_t *te, size_t n)
+{
+	uint8_t body[96], *p;
+	if (n > sizeof(body) - 3 * ULMA_PB_FIELD_MAX) {
+		c->err = c->err ? c->err : -EINVAL;
+		return;
+	}
+	p = ulma_pb_uint(body, PKT_SEQUENCE_ID, seq);
+	p = ulma_pb_uint(p, PKT_TIMESTAMP, delta);
+	p = ulma_pb_varint(ulma_pb_key(p, PKT_TRACK_EVENT, ULMA_PB_BYTES), n);
+	memcpy(p, te, n);
+	pf_put_packet(c, body, (size_t)(p + n - body));
+}
