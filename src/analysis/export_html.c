@@ -32,7 +32,10 @@
  *
  * Lines recorded with `ulma run --lines` get a view of their own: the walk
  * feeds a profile (export_walk.h) whose line rows export_html_lines.c
- * writes out, with the source they annotate.
+ * writes out, with the source they annotate.  A trace recorded with
+ * --memory gets a Memory view from the same profile (export_html_memory.c:
+ * the memory counters over time, the peak and the stacks holding it, the
+ * leaks, the objects).
  */
 #include <errno.h>
 #include <math.h>
