@@ -16,6 +16,7 @@ known answers:
 - programs/mem_many.py: thousands of counter values and 120 leaking
   stacks give at most 513 points a line and 50 rows a table, with the
   count of the rest.
+- programs/mem_two_procs.py: a chart per process, the peak's first.
 """
 import json
 import sys
@@ -118,3 +119,24 @@ def test_bounded(browser, run_ulma, prog, tmp_path):
                                                                                       % data["leaks_left_out"])
     assert len(browser.js(ROWS % "peakrows")) <= 50
 
+
+
+def test_chart_per_process(browser, run_ulma, prog, tmp_path):
+    """programs/mem_two_procs.py: the parent holds 4 MiB, its forked child
+    12 MiB more: the chart opens on the child, the peak's process, with the
+    peak marked; choosing the parent draws its heap line, about 4 MiB high,
+    and no peak mark."""
+    _, page, report = traced_page(run_ulma, prog, tmp_path, "mem_two_procs.py", 4, 12)
+    browser.open(str(page))
+    assert browser.errors() == []
+    pids = browser.js("Array.prototype.map.call(document.querySelectorAll('#memproc option'),"
+                      " function (o) { return +o.value; })")
+    assert len(pids) == 2 and pids[0] == report["peak_pid"], (pids, report["peak_pid"])
+    assert report["peak_bytes"] >= 12 * 2**20
+    assert browser.js("+document.getElementById('mempeak').getAttribute('data-pid')") == pids[0]
+    browser.js("var s = document.getElementById('memproc'); s.value = '%d';"
+               " s.dispatchEvent(new Event('change')); 0" % pids[1])
+    assert browser.js("document.getElementById('mempeak')") is None
+    top = browser.js("+document.querySelector('#memchart path[data-series=heap]').getAttribute('data-max')")
+    assert 4 * 2**20 - 2**18 <= top < 5 * 2**20, top
+    assert browser.errors() == []

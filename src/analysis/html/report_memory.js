@@ -75,9 +75,8 @@ function drawMemChart(pid) {
 }
 if (M) {
   $("memsec").hidden = false;
-  var pids = M.series.map(function (x) { return x.pid; });
-  if (M.peak.pid && pids.indexOf(M.peak.pid) < 0) pids.unshift(M.peak.pid);
-  if (!pids.length) pids.push(M.peak.pid);
+  var pids = M.series.map(function (x) { return x.pid; }).filter(function (p) { return p !== M.peak.pid; });
+  if (M.peak.pid || !pids.length) pids.unshift(M.peak.pid); /* the peak's process first, and drawn first */
   pids.forEach(function (p) {
     var o = document.createElement("option");
     o.value = p; o.textContent = "pid " + p + (p === M.peak.pid ? " (the peak)" : "");
@@ -94,7 +93,7 @@ if (M) {
     " on average; bytes are estimates): " : "") + M.alloc_count + " blocks allocated, " + bytes(M.alloc_bytes) +
     " (" + bytes(M.native_alloc_bytes) + " by native code); peak " + bytes(M.peak.bytes) + " at " + ns(M.peak.at) +
     " in pid " + M.peak.pid + "; " + bytes(M.leaks_bytes) + " still allocated at the end";
-  drawMemChart(M.peak.pid || pids[0]);
+  drawMemChart(pids[0]);
   $("memnote").textContent = "the monitor's counters, written when they moved by 64 KiB or 1/64; the red mark is " +
     "the exact peak of the traced blocks (Python and native), which a counter may pass by up to one step";
   groupRows($("peakrows"), M.peak_stacks, M.peak_stacks_bytes);
