@@ -93,9 +93,14 @@ if (M) {
     " on average; bytes are estimates): " : "") + M.alloc_count + " blocks allocated, " + bytes(M.alloc_bytes) +
     " (" + bytes(M.native_alloc_bytes) + " by native code); peak " + bytes(M.peak.bytes) + " at " + ns(M.peak.at) +
     " in pid " + M.peak.pid + "; " + bytes(M.leaks_bytes) + " still allocated at the end";
-  drawMemChart(pids[0]);
-  $("memnote").textContent = "the monitor's counters, written when they moved by 64 KiB or 1/64; the red mark is " +
-    "the exact peak of the traced blocks (Python and native), which a counter may pass by up to one step";
+  if (M.peak.bytes || M.series.length) {
+    drawMemChart(pids[0]);
+    $("memnote").textContent = "the monitor's counters, written when they moved by 64 KiB or 1/64; the red mark " +
+      "is the exact peak of the traced blocks (Python and native), which a counter may pass by up to one step";
+  } else {
+    $("memchart").style.display = "none"; $("memprocl").hidden = true;
+    $("memnote").textContent = "no allocation was recorded";
+  }
   groupRows($("peakrows"), M.peak_stacks, M.peak_stacks_bytes);
   $("peaknote").textContent = M.peak.stacks ? M.peak_stacks.length + " stacks" +
     (M.peak_stacks_left_out ? " (" + M.peak_stacks_left_out + " smaller ones left out)" : "") + " held " +
