@@ -17,6 +17,7 @@ known answers:
   stacks give at most 513 points a line and 50 rows a table, with the
   count of the rest.
 - programs/mem_two_procs.py: a chart per process, the peak's first.
+- programs/mem_rss.py: the RSS line rises by the 100 MiB grow() touched.
 """
 import json
 import sys
@@ -140,3 +141,19 @@ def test_chart_per_process(browser, run_ulma, prog, tmp_path):
     top = browser.js("+document.querySelector('#memchart path[data-series=heap]').getAttribute('data-max')")
     assert 4 * 2**20 - 2**18 <= top < 5 * 2**20, top
     assert browser.errors() == []
+
+
+def test_rss_line(browser, run_ulma, prog, tmp_path):
+    """programs/mem_rss.py touches a 100 MiB bytearray in grow(), holds it
+    0.2 s and frees it: the chart's RSS line rises at least 100 MiB over
+    where it ends, the peak is the bytearray's, held by grow."""
+    _, page, report = traced_page(run_ulma, prog, tmp_path, "mem_rss.py", 100, 0.2)
+    browser.open(str(page))
+    assert browser.errors() == []
+    rss = browser.js("JSON.parse(document.getElementById('ulma-data').textContent).memory.series[0].rss.v")
+    assert len(rss) >= 10 and max(rss) - rss[-1] >= 100 * 2**20, (len(rss), max(rss), rss[-1])
+    drawn = browser.js("+document.querySelector('#memchart path[data-series=rss]').getAttribute('data-max')")
+    assert drawn == max(rss)
+    at_peak = browser.js(ROWS % "peakrows")
+    assert at_peak[0][4].endswith("main \u2192 grow") and at_peak[0][0] >= 100 * 2**20, at_peak[0]
+    assert report["peak_bytes"] >= 100 * 2**20
