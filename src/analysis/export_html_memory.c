@@ -3,6 +3,7 @@
 #include "export_html_memory.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -35,7 +36,7 @@ int ulma_html_memory_mark(struct ulma_html_memory *m, const struct ulma_walk *w,
 	int k = 0;
 	while (k < HM_SERIES && strcmp(name, series_names[k]) != 0)
 		k++;
-	if (k == HM_SERIES || mark->kind != ULMA_EXT_COUNTER || mark->value != mark->value)
+	if (k == HM_SERIES || mark->kind != ULMA_EXT_COUNTER || !isfinite(mark->value))
 		return 0;
 	uint32_t pid = w->threads[thread].pid, i = 0;
 	while (i < m->nprocs && m->procs[i].pid != pid)
