@@ -134,22 +134,45 @@ static void put_groups(struct ulma_sbuf *b, const char *name, const struct ulma_
 			 name, (unsigned long long)all);
 }
 
+/* How high a process's memory went: the peak's process above all. */
+static double height(const struct ulma_html_memory *m, const struct ulma_html_mem_proc *p)
+{
+	if (p->pid == m->peak_pid && m->peak_record)
+		return INFINITY;
+	double h = 0;
+	for (int k = 0; k < HM_SERIES; k++)
+		if (p->s[k].values && p->s[k].max > h)
+			h = p->s[k].max;
+	return h;
+}
+
+/* "series":[{pid, heap:{t, v}, native, rss}...] of the ULMA_HTML_MEM_CHARTS highest processes */
 static void put_series(struct ulma_sbuf *b, const struct ulma_html_memory *m)
 {
 	struct ulma_series_point pts[2 * ULMA_HTML_MEM_POINTS + 1];
-	ulma_sbuf_puts(b, ",\n\"series\":[");
-	for (uint32_t i = 0; i < m->nprocs; i++) {
-		ulma_sbuf_printf(b, "%s{\"pid\":%u", i ? ",\n" : "\n", m->procs[i].pid);
+	uint32_t order[ULMA_HTML_MEM_PROCS], n = 0;
+	for (uint32_t i = 0; i < m->nprocs; i++) { /* insertion by height, descending */
+		uint32_t j = n++;
+		for (; j > 0 && height(m, &m->procs[order[j - 1]]) < height(m, &m->procs[i]); j--)
+			order[j] = order[j - 1];
+		order[j] = i;
+	}
+	if (n > ULMA_HTML_MEM_CHARTS)
+		n = ULMA_HTML_MEM_CHARTS;
+	ulma_sbuf_printf(b, ",\n\"series_left_out\":%u,\"series\":[", m->nprocs - n);
+	for (uint32_t o = 0; o < n; o++) {
+		uint32_t i = order[o];
+		ulma_sbuf_printf(b, "%s{\"pid\":%u", o ? ",\n" : "\n", m->procs[i].pid);
 		for (int k = 0; k < HM_SERIES; k++) {
-			uint32_t n = ulma_series_points(&m->procs[i].s[k], pts);
+			uint32_t npts = ulma_series_points(&m->procs[i].s[k], pts);
 			ulma_sbuf_printf(b, ",\"%s\":{\"t\":[", series_keys[k]);
-			for (uint32_t j = 0; j < n; j++) {
+			for (uint32_t j = 0; j < npts; j++) {
 				if (j)
 					ulma_sbuf_put(b, ",", 1);
 				ulma_sbuf_u64(b, pts[j].at);
 			}
 			ulma_sbuf_puts(b, "],\"v\":[");
-			for (uint32_t j = 0; j < n; j++) {
+			for (uint32_t j = 0; j < npts; j++) {
 				if (j)
 					ulma_sbuf_put(b, ",", 1);
 				ulma_sbuf_double(b, pts[j].v);

@@ -36,7 +36,8 @@
 #define ULMA_HTML_MEM_ROWS 50      /* stacks at the peak, leaks, types: the largest */
 #define ULMA_HTML_MEM_FUNC_ROWS 500 /* (function, type) object rows */
 #define ULMA_HTML_MEM_DEPTH 32     /* frames of a stack, the innermost */
-#define ULMA_HTML_MEM_PROCS 64     /* processes charted */
+#define ULMA_HTML_MEM_PROCS 64     /* processes whose counters are followed */
+#define ULMA_HTML_MEM_CHARTS 16    /* of those, charted: the peak's, then the highest */
 #define ULMA_HTML_MEM_POINTS 256   /* buckets per series (at most 513 points) */
 
 enum { HM_HEAP, HM_NATIVE, HM_RSS, HM_SERIES };

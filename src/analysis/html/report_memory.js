@@ -96,7 +96,8 @@ if (M) {
   if (M.peak.bytes || M.series.length) {
     drawMemChart(pids[0]);
     $("memnote").textContent = "the monitor's counters, written when they moved by 64 KiB or 1/64; the red mark " +
-      "is the exact peak of the traced blocks (Python and native), which a counter may pass by up to one step";
+      "is the exact peak of the traced blocks (Python and native), which a counter may pass by up to one step" +
+      (M.series_left_out ? "; " + M.series_left_out + " processes with lower memory are not charted" : "");
   } else {
     $("memchart").style.display = "none"; $("memprocl").hidden = true;
     $("memnote").textContent = "no allocation was recorded";
