@@ -416,16 +416,21 @@ static inline uint64_t event_ns(struct ulma_walk *w, struct ulma_walk_thread *t,
 	return ns;
 }
 
-/* An OFF record to the sink, at the thread's corrected time (as a mark's:
- * it is not an event and adds no cost). */
+/* The thread's corrected time of a record that is not an event (a mark,
+ * an OFF record, an allocation, an object): the hook's cost of the events
+ * before it taken out, never before the thread's latest event, and no
+ * cost of its own. */
+static inline uint64_t record_ns(const struct ulma_walk *w, const struct ulma_walk_thread *t, uint64_t ticks)
+{
+	uint64_t ns = to_ns(w, ticks), shift = t->shift_fp >> 32;
+	ns = ns > shift ? ns - shift : 0;
+	return t->seen && ns < t->last_ns ? t->last_ns : ns;
+}
+
+/* An OFF record to the sink, at the thread's corrected time. */
 static int report_off(struct ulma_walk *w, uint32_t thread, const struct ulma_trace_event *e)
 {
-	const struct ulma_walk_thread *t = &w->threads[thread];
-	uint64_t ns = to_ns(w, e->ticks), shift = t->shift_fp >> 32;
-	ns = ns > shift ? ns - shift : 0;
-	if (t->seen && ns < t->last_ns)
-		ns = t->last_ns;
-	return w->sink->on_off(w->sink->ctx, w, thread, e->off, ns, e->count);
+	return w->sink->on_off(w->sink->ctx, w, thread, e->off, record_ns(w, &w->threads[thread], e->ticks), e->count);
 }
 
 /* on_events when nothing is filtered out (keep_all): every frame is kept,
@@ -614,10 +619,7 @@ static int on_mark(void *ctx, const struct ulma_trace_mark *m)
 	struct ulma_walk_thread *t = &w->threads[m->thread];
 	if (!t->pass)
 		return 0;
-	uint64_t ns = to_ns(w, m->ticks), shift = t->shift_fp >> 32;
-	ns = ns > shift ? ns - shift : 0;
-	if (t->seen && ns < t->last_ns)
-		ns = t->last_ns;
+	uint64_t ns = record_ns(w, t, m->ticks);
 	if (m->kind == ULMA_EXT_THREAD_NAME)
 		t->name = m->name;
 	else if (ns < w->filter.from_ns || ns > w->filter.to_ns)
@@ -670,12 +672,7 @@ static int on_memory(void *ctx, const struct ulma_trace_memory *m)
 		if (err || !w->sink->on_memory)
 			return err;
 	}
-	const struct ulma_walk_thread *t = &w->threads[m->thread];
-	uint64_t ns = to_ns(w, m->ticks), shift = t->shift_fp >> 32;
-	ns = ns > shift ? ns - shift : 0;
-	if (t->seen && ns < t->last_ns)
-		ns = t->last_ns;
-	return w->sink->on_memory(w->sink->ctx, w, m->thread, m, ns);
+	return w->sink->on_memory(w->sink->ctx, w, m->thread, m, record_ns(w, &w->threads[m->thread], m->ticks));
 }
 
 /* An object created or destroyed (--memory on 3.13+): to the profile
@@ -691,12 +688,7 @@ static int on_object(void *ctx, const struct ulma_trace_object *o)
 		if (err || !w->sink->on_object)
 			return err;
 	}
-	const struct ulma_walk_thread *t = &w->threads[o->thread];
-	uint64_t ns = to_ns(w, o->ticks), shift = t->shift_fp >> 32;
-	ns = ns > shift ? ns - shift : 0;
-	if (t->seen && ns < t->last_ns)
-		ns = t->last_ns;
-	return w->sink->on_object(w->sink->ctx, w, o->thread, o, ns);
+	return w->sink->on_object(w->sink->ctx, w, o->thread, o, record_ns(w, &w->threads[o->thread], o->ticks));
 }
 
 static int on_overhead(void *ctx, uint64_t ps)
