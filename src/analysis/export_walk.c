@@ -291,7 +291,12 @@ static int on_meta(void *ctx, const struct ulma_trace_meta *m)
 	if (m->command && !w->command)
 		return -ENOMEM;
 	ulma_profile_feed_meta(&w->feed, m);
-	return w->sink->profile && (m->flags & ULMA_META_MEMORY) ? ulma_profile_memory_enable(w->sink->profile) : 0;
+	if (!w->sink->profile || !(m->flags & ULMA_META_MEMORY))
+		return 0;
+	int err = ulma_profile_memory_enable(w->sink->profile);
+	if (!err) /* as `ulma report` has it: sampled blocks are estimates */
+		w->sink->profile->memory->sample_bytes = m->mem_sample_bytes;
+	return err;
 }
 
 /* FNV-1a over kind, line, name and file; never 0 (idmap's empty key). */

@@ -18,6 +18,7 @@ known answers:
   count of the rest.
 - programs/mem_two_procs.py: a chart per process, the peak's first.
 - programs/mem_rss.py: the RSS line rises by the 100 MiB grow() touched.
+- --memory=sample: the page says its bytes are estimates.
 """
 import json
 import sys
@@ -157,3 +158,19 @@ def test_rss_line(browser, run_ulma, prog, tmp_path):
     at_peak = browser.js(ROWS % "peakrows")
     assert at_peak[0][4].endswith("main \u2192 grow") and at_peak[0][0] >= 100 * 2**20, at_peak[0]
     assert report["peak_bytes"] >= 100 * 2**20
+
+
+def test_sampled_says_so(browser, run_ulma, prog, tmp_path):
+    """--memory=sample: the facts say the bytes are estimates, and the
+    peak is the report's."""
+    trace, page = tmp_path / "s.trace", tmp_path / "s.html"
+    proc = run_ulma(["run", "--memory=sample:4K", "--no-live", "--summary", "none", "-o", str(trace),
+                     prog("mem_known.py"), "200", "1000", "100", "8"])
+    assert proc.returncode == 0, proc.stderr.decode(errors="replace")
+    assert run_ulma(["report", str(trace), "--html", str(page)]).returncode == 0
+    report = json.loads(run_ulma(["report", str(trace), "--format", "json"]).stdout)
+    browser.open(str(page))
+    assert browser.errors() == []
+    assert browser.js("document.getElementById('memfacts').textContent").startswith(
+        "sampled (one block every 4.0 KiB on average; bytes are estimates)")
+    assert browser.js("+document.getElementById('mempeak').getAttribute('data-bytes')") == report["peak_bytes"]
