@@ -13,9 +13,10 @@ load (timings here do); the monitor, another process, is not counted.
   40,000, as in bench/workloads/bootstrap.py's hot loop: instructions per
   iteration (six Python calls and two C calls each).
 - --native: bench/native/kernel.c's `calls` built with
-  -finstrument-functions, 200,000 against 400,000 calls, with the hooks
-  present but tracing off and under `ulma run`: instructions per native
-  event (two per call).
+  -finstrument-functions, 200,000 against 400,000 calls: bound to glibc's
+  empty hooks (the compiler's instrumentation alone), with ulma's hooks
+  present but tracing off, and under `ulma run`: instructions per native
+  event (two per call), and ulma's own, over the empty hooks.
 
 Under valgrind glibc registers no rseq area, so each Python event also
 counts sched_getcpu (about 35 instructions) that a real run reads from the
@@ -68,18 +69,24 @@ def native_counts(ulma, out):
     import ulma as pkg
 
     lib = os.path.dirname(pkg.__file__)
-    kernel = os.path.join(out, "kernel")
-    subprocess.run(["gcc", "-O2", "-g", os.path.join(HERE, "native", "kernel.c"), "-o", kernel,
+    src = os.path.join(HERE, "native", "kernel.c")
+    kernel, empty = os.path.join(out, "kernel"), os.path.join(out, "kernel_empty")
+    subprocess.run(["gcc", "-O2", "-g", src, "-o", kernel,
                     "-finstrument-functions", "-L" + lib, "-lulma_rt", "-Wl,-rpath," + lib], check=True)
-    count = callgrind_counts(out, kernel)
+    subprocess.run(["gcc", "-O2", "-g", src, "-o", empty, "-finstrument-functions"], check=True)
     trace = os.path.join(out, "k.trace")
-    variants = {"hooks, off": lambda n: lambda w: [w, "calls", str(n)],
-                "ulma run": lambda n: lambda w: [ulma, "run", "--no-live", "--summary", "none", "-o", trace,
-                                                 "/bin/sh", w, "calls", str(n)]}
+    variants = {"hooks, empty": (empty, lambda n: lambda w: [w, "calls", str(n)]),
+                "hooks, off": (kernel, lambda n: lambda w: [w, "calls", str(n)]),
+                "ulma run": (kernel, lambda n: lambda w: [ulma, "run", "--no-live", "--summary", "none", "-o", trace,
+                                                          "/bin/sh", w, "calls", str(n)])}
     print("native kernel `calls`, instructions per native event (two per call), in the traced process")
-    for name, cmd in variants.items():
-        per = (count(cmd(400000)) - count(cmd(200000))) / 400000
-        print("%-11s %6.1f" % (name, per))
+    per = {}
+    for name, (program, cmd) in variants.items():
+        count = callgrind_counts(out, program)
+        per[name] = (count(cmd(400000)) - count(cmd(200000))) / 400000
+        print("%-13s %6.1f" % (name, per[name]))
+    print("ulma's own, off %.1f, traced %.1f (over hooks, empty: glibc's, which only return)"
+          % (per["hooks, off"] - per["hooks, empty"], per["ulma run"] - per["hooks, empty"]))
 
 
 def main():

@@ -16,8 +16,12 @@
 #include "export.h"
 #include "export_objects.h"
 #include "protobuf.h"
-#ifdef ULMA_HAVE_ZLIB
+#if defined(ULMA_HAVE_LIBDEFLATE)
+#include <libdeflate.h>
+#define ULMA_PERFETTO_COMPRESS 1
+#elif defined(ULMA_HAVE_ZLIB)
 #include <zlib.h>
+#define ULMA_PERFETTO_COMPRESS 1
 #endif
 
 /* Field numbers, from the Perfetto protos named above. */
@@ -87,7 +91,8 @@ enum { CLOCK_MONOTONIC_ID = 3, CLOCK_BOOTTIME_ID = 6, CLOCK_INCREMENTAL_ID = 64 
 #define SEQ_STATE(thread) (3 * (uint64_t)(thread) + 2)
 #define SEQ_MPI(thread) (3 * (uint64_t)(thread) + 3)
 
-/* The batch compressed into one packet; and the zlib level (bench/exports.py, docs/exports.md). */
+/* The batch compressed into one packet; and the deflate level, libdeflate's
+ * or zlib's (bench/exports.py, docs/exports.md). */
 #define OUT_CAP (1u << 15)
 #define DEFLATE_LEVEL 1
 #define OUT_FLUSH (OUT_CAP - 256) /* room for one more event packet */
@@ -122,9 +127,13 @@ struct perfetto {
 	uint32_t nbegins;
 	uint8_t *buf; /* OUT_CAP bytes */
 	size_t len;
-#ifdef ULMA_HAVE_ZLIB
+#if defined(ULMA_HAVE_LIBDEFLATE)
+	struct libdeflate_compressor *deflater; /* set: batches are compressed */
+#elif defined(ULMA_HAVE_ZLIB)
 	z_stream z;
 	bool deflating;   /* z is initialized: batches are compressed */
+#endif
+#ifdef ULMA_PERFETTO_COMPRESS
 	uint8_t *zbuf;    /* a compressed batch */
 	size_t zcap;
 #endif
@@ -141,7 +150,7 @@ struct perfetto {
 };
 
 /* Start compressing the batches, unless o->no_compress (or a build
- * without zlib): 0 or -ENOMEM. */
+ * without libdeflate and zlib): 0 or -ENOMEM. */
 int pf_deflate_start(struct perfetto *c, const struct ulma_export_opts *o);
 void pf_deflate_end(struct perfetto *c);
 

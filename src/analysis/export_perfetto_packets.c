@@ -1,6 +1,7 @@
 /* export_perfetto_packets.c - the perfetto exporter's packet writer:
  * packets appended to a batch buffer of OUT_CAP bytes, each batch written
- * out as it is or deflated (zlib) into one packet's compressed_packets
+ * out as it is or deflated (libdeflate, else zlib: the same zlib stream)
+ * into one packet's compressed_packets
  * (field 50), which the trace processor inflates and reads as the packets
  * themselves; and the packets that start a sequence or describe a child
  * track, which every part of the exporter writes (export_perfetto.h).
@@ -17,7 +18,65 @@ static void pf_write_out(struct perfetto *c, const uint8_t *p, size_t n)
 		c->err = -EIO;
 }
 
-#ifdef ULMA_HAVE_ZLIB
+#ifdef ULMA_PERFETTO_COMPRESS
+/* A compressed batch, as one packet's compressed_packets. */
+static void pf_write_compressed(struct perfetto *c, size_t n)
+{
+	uint8_t head[2 * ULMA_PB_FIELD_MAX];
+	uint8_t *e = ulma_pb_varint(ulma_pb_key(head, PKT_COMPRESSED, ULMA_PB_BYTES), n);
+	size_t inner = (size_t)(e - head) + n;
+	uint8_t outer[ULMA_PB_FIELD_MAX];
+	uint8_t *f = ulma_pb_varint(ulma_pb_key(outer, TRACE_PACKET, ULMA_PB_BYTES), inner);
+	pf_write_out(c, outer, (size_t)(f - outer));
+	pf_write_out(c, head, (size_t)(e - head));
+	pf_write_out(c, c->zbuf, n);
+}
+#endif
+
+#if defined(ULMA_HAVE_LIBDEFLATE)
+/* Start compressing, if the options ask for it. */
+int pf_deflate_start(struct perfetto *c, const struct ulma_export_opts *o)
+{
+	if (o->no_compress)
+		return 0;
+	c->deflater = libdeflate_alloc_compressor(DEFLATE_LEVEL);
+	if (!c->deflater)
+		return -ENOMEM;
+	c->zcap = libdeflate_zlib_compress_bound(c->deflater, OUT_CAP);
+	c->zbuf = malloc(c->zcap);
+	if (!c->zbuf) {
+		libdeflate_free_compressor(c->deflater);
+		c->deflater = NULL;
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+void pf_deflate_end(struct perfetto *c)
+{
+	if (c->deflater)
+		libdeflate_free_compressor(c->deflater);
+	free(c->zbuf);
+}
+
+/* The batch, deflated (a zlib stream, as zlib writes it), as one packet's
+ * compressed_packets. */
+void pf_flush(struct perfetto *c)
+{
+	if (!c->deflater || !c->len) {
+		pf_write_out(c, c->buf, c->len);
+		c->len = 0;
+		return;
+	}
+	size_t n = libdeflate_zlib_compress(c->deflater, c->buf, c->len, c->zbuf, c->zcap);
+	c->len = 0;
+	if (!n) { /* cannot happen with the bound's room */
+		c->err = c->err ? c->err : -ENOMEM;
+		return;
+	}
+	pf_write_compressed(c, n);
+}
+#elif defined(ULMA_HAVE_ZLIB)
 /* Start compressing, if the options ask for it; false when they don't. */
 int pf_deflate_start(struct perfetto *c, const struct ulma_export_opts *o)
 {
@@ -62,14 +121,7 @@ void pf_flush(struct perfetto *c)
 		c->err = c->err ? c->err : -ENOMEM;
 		return;
 	}
-	uint8_t head[2 * ULMA_PB_FIELD_MAX];
-	uint8_t *e = ulma_pb_varint(ulma_pb_key(head, PKT_COMPRESSED, ULMA_PB_BYTES), n);
-	size_t inner = (size_t)(e - head) + n;
-	uint8_t outer[ULMA_PB_FIELD_MAX];
-	uint8_t *f = ulma_pb_varint(ulma_pb_key(outer, TRACE_PACKET, ULMA_PB_BYTES), inner);
-	pf_write_out(c, outer, (size_t)(f - outer));
-	pf_write_out(c, head, (size_t)(e - head));
-	pf_write_out(c, c->zbuf, n);
+	pf_write_compressed(c, n);
 }
 #else
 int pf_deflate_start(struct perfetto *c, const struct ulma_export_opts *o)

@@ -14,6 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 
 struct ulma_sbuf {
 	char *p;     /* NUL-terminated when not NULL */
@@ -32,19 +33,56 @@ char *ulma_sbuf_room(struct ulma_sbuf *b, size_t n);
 void ulma_sbuf_puts(struct ulma_sbuf *b, const char *s);
 void ulma_sbuf_printf(struct ulma_sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* "00" to "99": two digits a division. */
+static const char ulma_decimal_pairs[201] = "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+					    "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+					    "8081828384858687888990919293949596979899";
+
+/* Decimal digits of v: its bit length times log10 2 (~ 1233 / 4096) is
+ * the count or one more, which a power of ten tells apart. */
+static inline unsigned ulma_decimal_digits(uint64_t v)
+{
+	static const uint64_t pow10[20] = {1,
+					   10,
+					   100,
+					   1000,
+					   10000,
+					   100000,
+					   1000000,
+					   10000000,
+					   100000000,
+					   1000000000,
+					   10000000000ULL,
+					   100000000000ULL,
+					   1000000000000ULL,
+					   10000000000000ULL,
+					   100000000000000ULL,
+					   1000000000000000ULL,
+					   10000000000000000ULL,
+					   100000000000000000ULL,
+					   1000000000000000000ULL,
+					   10000000000000000000ULL};
+	uint64_t x = v | 1; /* 0 has one digit, as 1 */
+	unsigned t = (64 - (unsigned)__builtin_clzll(x)) * 1233 >> 12; /* at most 19 */
+	return t + 1 - (x < pow10[t]);
+}
+
 /* v in decimal at p, which has room for 20 bytes; returns the end.  For
  * exporters that write an event straight into ulma_sbuf_room's space. */
 static inline char *ulma_put_decimal(char *p, uint64_t v)
 {
-	unsigned n = 1;
-	for (uint64_t x = v; x >= 10; x /= 10)
-		n++;
-	char *e = p + n;
-	do {
-		*--e = (char)('0' + v % 10);
-		v /= 10;
-	} while (v);
-	return p + n;
+	char *end = p + ulma_decimal_digits(v), *e = end;
+	while (v >= 100) {
+		unsigned r = (unsigned)(v % 100);
+		v /= 100;
+		e -= 2;
+		memcpy(e, ulma_decimal_pairs + 2 * r, 2);
+	}
+	if (v >= 10)
+		memcpy(e - 2, ulma_decimal_pairs + 2 * v, 2);
+	else
+		e[-1] = (char)('0' + v);
+	return end;
 }
 
 /* v in decimal, without printf (the exporters' hot path). */

@@ -120,14 +120,19 @@ out:
 
 /* ns since the trace start: ticks times ns_per_tick in 32.32 fixed point
  * (a 128-bit product: no rounding through a double per event). */
+static inline uint64_t ticks_to_ns(uint64_t ticks, uint64_t ticks0, bool tsc, uint64_t ns_per_tick_fp)
+{
+	if (ticks <= ticks0)
+		return 0;
+	if (!tsc)
+		return ticks - ticks0;
+	unsigned __int128 ns = ((unsigned __int128)(ticks - ticks0) * ns_per_tick_fp + (1u << 31)) >> 32;
+	return ns < UINT64_C(9200000000000000000) ? (uint64_t)ns : UINT64_C(9200000000000000000); /* a damaged trace's times */
+}
+
 static inline uint64_t to_ns(const struct ulma_walk *w, uint64_t ticks)
 {
-	if (ticks <= w->ticks0)
-		return 0;
-	if (!w->tsc)
-		return ticks - w->ticks0;
-	unsigned __int128 ns = ((unsigned __int128)(ticks - w->ticks0) * w->ns_per_tick_fp + (1u << 31)) >> 32;
-	return ns < UINT64_C(9200000000000000000) ? (uint64_t)ns : UINT64_C(9200000000000000000); /* a damaged trace's times */
+	return ticks_to_ns(ticks, w->ticks0, w->tsc, w->ns_per_tick_fp);
 }
 
 /* ---------- frames ---------- */
@@ -446,6 +451,11 @@ static int on_events_all(struct ulma_walk *w, uint32_t thread, const struct ulma
 {
 	struct ulma_walk_thread *t = &w->threads[thread];
 	const struct ulma_walk_sink *sink = w->sink;
+	/* The conversion in locals (see on_events_tree); the thread's clock
+	 * stays in *t, which the sink's callbacks may read. */
+	const uint64_t ticks0 = w->ticks0, fp = w->ns_per_tick_fp, cost_fp = w->cost_fp;
+	const bool tsc = w->tsc;
+	struct ulma_walk_func *funcs = w->funcs;
 	uint64_t events = 0;
 	int err = 0;
 	for (size_t i = 0; i < n && !err; i++) {
@@ -457,7 +467,18 @@ static int on_events_all(struct ulma_walk *w, uint32_t thread, const struct ulma
 		events++;
 		if (e->kind == ULMA_EV_LINE)
 			continue; /* a line inside the frame on top */
-		uint64_t ns = event_ns(w, t, e);
+		/* event_ns, as there */
+		uint64_t ns = ticks_to_ns(e->ticks, ticks0, tsc, fp), shift = t->shift_fp >> 32;
+		ns = ns > shift ? ns - shift : 0;
+		if (__builtin_expect(!t->seen, 0)) {
+			t->seen = true;
+			t->first_ns = ns;
+		} else if (ns < t->last_ns) {
+			ns = t->last_ns; /* events closer together than the cost */
+		}
+		t->shift_fp += cost_fp;
+		t->last_ns = ns;
+		t->cpu = e->cpu;
 		if (e->kind == ULMA_EV_ENTER) {
 			if (t->depth == t->cap &&
 			    ulma_array_grow((void **)&t->stack, &t->cap, t->depth, sizeof(*t->stack))) {
@@ -466,7 +487,7 @@ static int on_events_all(struct ulma_walk *w, uint32_t thread, const struct ulma
 			}
 			uint32_t d = t->depth++, up = d ? d - 1 : ULMA_WALK_NONE;
 			t->stack[d] = (struct walk_slot){e->func, e->cpu, up, d, ns, 0, true};
-			w->funcs[e->func].opened++;
+			funcs[e->func].opened++;
 			t->kept++;
 			if (sink->on_open) {
 				struct ulma_walk_frame fr = {e->func, d ? t->stack[d - 1].func : ULMA_WALK_NONE, d, e->cpu, ns,
@@ -519,23 +540,54 @@ static int close_tree_frame(struct ulma_walk *w, uint32_t thread, uint32_t node,
 /* on_events_all for a sink that builds a call tree: the events go
  * straight into it, with no frame built and no callback per frame (but
  * for the long frames close_from asks for). */
-static int on_events_tree(struct ulma_walk *w, uint32_t thread, const struct ulma_trace_event *ev, size_t n)
+static int on_events_tree(struct ulma_walk *w, uint32_t thread, const struct ulma_trace_event *ev, size_t n,
+			  struct ulma_profile *prof)
 {
 	struct ulma_walk_thread *t = &w->threads[thread];
 	struct ulma_calltree *tree = w->sink->tree;
-	uint64_t events = 0;
+	const struct ulma_walk_func *funcs = w->funcs;
+	/* The thread's clock (event_ns) and the conversion in locals: each
+	 * store into the tree could alias them, and they would be reloaded
+	 * after every one.  Written back before a callback and at the end. */
+	const uint64_t ticks0 = w->ticks0, fp = w->ns_per_tick_fp, cost_fp = w->cost_fp;
+	const bool tsc = w->tsc;
+	uint64_t shift_fp = t->shift_fp, last_ns = t->last_ns, kept = t->kept, events = 0;
+	uint32_t cpu = t->cpu;
+	bool seen = t->seen;
 	int err = 0;
 	for (size_t i = 0; i < n && !err; i++) {
 		const struct ulma_trace_event *e = &ev[i];
+		if (prof) { /* the profile's work and the tree's, interleaved (see on_events) */
+			if (e->kind == ULMA_EV_ENTER)
+				err = ulma_profile_enter(prof, thread, e->func, e->ticks);
+			else if (e->kind == ULMA_EV_EXIT)
+				ulma_profile_exit(prof, thread, e->ticks);
+			else
+				err = ulma_profile_feed_event(&w->feed, thread, e);
+			if (err)
+				break;
+		}
 		if (e->kind == ULMA_EV_OFF)
 			continue; /* time off the CPU: not a frame boundary */
 		events++;
 		if (e->kind == ULMA_EV_LINE)
 			continue; /* a line inside the frame on top */
-		uint64_t ns = event_ns(w, t, e);
+		/* event_ns, as there */
+		uint64_t ns = ticks_to_ns(e->ticks, ticks0, tsc, fp), shift = shift_fp >> 32;
+		ns = ns > shift ? ns - shift : 0;
+		if (__builtin_expect(!seen, 0)) {
+			seen = true;
+			t->seen = true;
+			t->first_ns = ns;
+		} else if (ns < last_ns) {
+			ns = last_ns; /* events closer together than the cost */
+		}
+		shift_fp += cost_fp;
+		last_ns = ns;
+		cpu = e->cpu;
 		if (e->kind == ULMA_EV_ENTER) {
-			err = ulma_calltree_enter(tree, thread, w->funcs[e->func].key, ns);
-			t->kept++;
+			err = ulma_calltree_enter(tree, thread, funcs[e->func].key, ns);
+			kept++;
 		} else if (e->kind == ULMA_EV_EXIT) {
 			uint32_t d = ulma_calltree_depth(tree, thread);
 			if (!d)
@@ -544,13 +596,23 @@ static int on_events_tree(struct ulma_walk *w, uint32_t thread, const struct ulm
 			uint64_t start = fr->start, child = fr->child;
 			uint32_t node = fr->node;
 			ulma_calltree_leave(tree, thread, ns);
-			if (w->sink->close_from && ns - start >= *w->sink->close_from && w->sink->on_close)
+			if (w->sink->close_from && ns - start >= *w->sink->close_from && w->sink->on_close) {
+				t->shift_fp = shift_fp;
+				t->last_ns = last_ns;
+				t->cpu = cpu;
+				t->kept = kept;
 				err = close_tree_frame(w, thread, node, d - 1, e->cpu, start, ns, child);
+				t = &w->threads[thread];
+			}
 		} else {
 			t->lost += e->count;
 			w->lost += e->count;
 		}
 	}
+	t->shift_fp = shift_fp;
+	t->last_ns = last_ns;
+	t->cpu = cpu;
+	t->kept = kept;
 	w->events += events;
 	w->frames = 0;
 	for (uint32_t k = 0; k < w->nthreads; k++) /* every frame kept */
@@ -558,27 +620,24 @@ static int on_events_tree(struct ulma_walk *w, uint32_t thread, const struct ulm
 	return err;
 }
 
-/* A passing thread's events into the sink's profile, as recorded. */
-static int feed_profile(struct ulma_walk *w, uint32_t thread, const struct ulma_trace_event *ev, size_t n)
-{
-	for (size_t i = 0; i < n; i++) {
-		int err = ulma_profile_feed_event(&w->feed, thread, &ev[i]);
-		if (err)
-			return err;
-	}
-	return 0;
-}
-
 static int on_events(void *ctx, uint32_t thread, const struct ulma_trace_event *ev, size_t n)
 {
 	struct ulma_walk *w = ctx;
+	/* A profile and a tree fed from the same events (the HTML report) in
+	 * one loop: each keeps a stack whose updates wait on the previous
+	 * event's, and interleaved the processor overlaps the two chains.  Not
+	 * where the thread's schedstat samples need interpolating (they come
+	 * between chunks, so a batch has them throughout or not at all). */
+	if (w->keep_all && w->sink->tree && w->sink->profile &&
+	    ulma_schedline_empty(ulma_profile_feed_schedline(&w->feed, thread)))
+		return on_events_tree(w, thread, ev, n, w->sink->profile);
 	if (w->sink->profile && w->threads[thread].pass) {
-		int err = feed_profile(w, thread, ev, n);
+		int err = ulma_profile_feed_events(&w->feed, thread, ev, n); /* as recorded */
 		if (err)
 			return err;
 	}
 	if (w->keep_all)
-		return w->sink->tree ? on_events_tree(w, thread, ev, n) : on_events_all(w, thread, ev, n);
+		return w->sink->tree ? on_events_tree(w, thread, ev, n, NULL) : on_events_all(w, thread, ev, n);
 	struct ulma_walk_thread *t = &w->threads[thread];
 	for (size_t i = 0; i < n; i++) {
 		const struct ulma_trace_event *e = &ev[i];

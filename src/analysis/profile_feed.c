@@ -80,6 +80,30 @@ int ulma_profile_feed_event(struct ulma_profile_feed *f, uint32_t thread, const 
 	}
 }
 
+int ulma_profile_feed_events(struct ulma_profile_feed *f, uint32_t thread, const struct ulma_trace_event *ev, size_t n)
+{
+	struct ulma_profile *p = f->profile;
+	/* Samples come between chunks, never inside a batch: a thread with none
+	 * left now has none for the whole batch, and its events need no
+	 * interpolation (ulma_profile_feed_event's first step). */
+	bool sampled = !ulma_schedline_empty(&f->sched[thread]);
+	for (size_t i = 0; i < n; i++) {
+		const struct ulma_trace_event *e = &ev[i];
+		int err = 0;
+		if (__builtin_expect(sampled, 0))
+			err = ulma_profile_feed_event(f, thread, e);
+		else if (e->kind == ULMA_EV_ENTER)
+			err = ulma_profile_enter(p, thread, e->func, e->ticks);
+		else if (e->kind == ULMA_EV_EXIT)
+			ulma_profile_exit(p, thread, e->ticks);
+		else
+			err = ulma_profile_feed_event(f, thread, e);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
 void ulma_profile_feed_finish(struct ulma_profile_feed *f, const struct ulma_trace_end *end, uint64_t last_ticks)
 {
 	struct ulma_profile *p = f->profile;

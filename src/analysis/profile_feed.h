@@ -51,6 +51,11 @@ static inline struct ulma_schedline *ulma_profile_feed_schedline(struct ulma_pro
 /* One event of a thread added before (events of a thread in order). */
 int ulma_profile_feed_event(struct ulma_profile_feed *f, uint32_t thread, const struct ulma_trace_event *e);
 
+/* The same for n events of the thread, as the reader batches them: the
+ * same result as feeding each, with the frame events' path kept in one
+ * loop.  0 or -ENOMEM. */
+int ulma_profile_feed_events(struct ulma_profile_feed *f, uint32_t thread, const struct ulma_trace_event *ev, size_t n);
+
 /* An allocation or a free (--memory) of a thread added before, in order
  * with its events; nothing unless memory is on in the profile
  * (profile_memory.h: the caller enables it when META says so). */

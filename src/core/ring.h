@@ -71,9 +71,12 @@ static inline void ulma_ring_write(struct ulma_ring_writer *w, uint64_t time, ui
 	struct ulma_record *r = &w->records[head & w->mask];
 	r->time = time;
 #if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-	/* id, cpu, kind and flags (none) as one 8-byte store rather than four */
-	uint64_t word = id | (uint64_t)(uint16_t)cpu << 32 | (uint64_t)kind << 48;
+	/* id, cpu and a zero kind and flags as one 8-byte store, then the kind's
+	 * byte: two stores rather than four, and no 64-bit constant to build
+	 * (a native record's id and cpu are its address, already in a register) */
+	uint64_t word = id | (uint64_t)(uint16_t)cpu << 32;
 	memcpy((char *)r + offsetof(struct ulma_record, id), &word, sizeof word);
+	r->kind = kind;
 #else
 	r->id = id;
 	r->cpu = (uint16_t)cpu;

@@ -290,8 +290,11 @@ static int parse_events(struct reader *r, const uint8_t *p, const uint8_t *end)
 	struct thread_state *t = &r->threads[tidx];
 	struct ulma_trace_event batch[ULMA_TRACE_BATCH];
 	size_t n = 0;
-	uint64_t i = 0, last_ticks = r->st->last_ticks, mem_addr = 0;
+	uint64_t i = 0, last_ticks = r->st->last_ticks, event_ticks = 0, mem_addr = 0;
 	const char *what = "event";
+	/* the frame events' stack in locals: every store into the batch could
+	 * alias *t, which would otherwise be reloaded after each one */
+	uint32_t *stack = t->stack, depth = t->depth, cap = t->cap;
 	while (p < end) {
 		if (n == ULMA_TRACE_BATCH) {
 			if ((err = deliver(r, tidx, batch, n)))
@@ -309,31 +312,45 @@ static int parse_events(struct reader *r, const uint8_t *p, const uint8_t *end)
 		ev->cpu = (uint32_t)cpu;
 		ev->thread = tidx;
 		ev->count = 0;
-		switch (word & 3) {
-		case ULMA_TAG_EXIT:
-			if (t->depth == 0)
-				return corrupt(r, "exit with no open frame in thread %llu",
-					       (unsigned long long)serial);
+		unsigned tag = (unsigned)(word & 3);
+		if (tag == ULMA_TAG_EXIT) {
+			if (__builtin_expect(depth == 0, 0))
+				return corrupt(r, "exit with no open frame in thread %llu", (unsigned long long)serial);
 			ev->kind = ULMA_EV_EXIT;
-			ev->func = t->stack[--t->depth];
-			break;
-		case ULMA_TAG_ENTER:
-			what = "function id";
-			GET_VARINT(p, end, x, truncated);
-			if ((func = func_index(r, x)) == UINT32_MAX)
-				return corrupt(r, "event uses undefined function %llu", (unsigned long long)x);
-			goto push;
-		case ULMA_TAG_ENTER_SAME:
-			if (t->depth == 0)
+			ev->func = stack[--depth];
+			event_ticks = ticks;
+			i++;
+			n++;
+			continue;
+		}
+		if (tag != ULMA_TAG_EXT) {
+			if (tag == ULMA_TAG_ENTER) {
+				what = "function id";
+				GET_VARINT(p, end, x, truncated);
+				if ((func = func_index(r, x)) == UINT32_MAX)
+					return corrupt(r, "event uses undefined function %llu", (unsigned long long)x);
+			} else if (__builtin_expect(depth == 0, 0)) {
 				return corrupt(r, "recursive entry with no open frame");
-			func = t->stack[t->depth - 1];
-		push:
-			if (t->depth == t->cap && (err = grow_stack(r, t)))
-				return err;
-			t->stack[t->depth++] = func;
+			} else {
+				func = stack[depth - 1];
+			}
+			if (__builtin_expect(depth == cap, 0)) {
+				t->depth = depth;
+				if ((err = grow_stack(r, t)))
+					return err;
+				stack = t->stack;
+				cap = t->cap;
+			}
+			stack[depth++] = func;
 			ev->kind = ULMA_EV_ENTER;
 			ev->func = func;
-			break;
+			event_ticks = ticks;
+			i++;
+			n++;
+			continue;
+		}
+		t->depth = depth; /* a line event reads the stack */
+		switch (tag) { /* an extension record: each case below ends with `break` or `continue` */
 		default:
 			what = "extension";
 			GET_VARINT(p, end, x, truncated);
@@ -451,11 +468,13 @@ static int parse_events(struct reader *r, const uint8_t *p, const uint8_t *end)
 			ev->func = 0;
 			break;
 		}
-		if (ticks > last_ticks)
-			last_ticks = ticks;
+		event_ticks = ticks;
 		i++;
 		n++;
 	}
+	t->depth = depth;
+	if (i && event_ticks > last_ticks) /* times only grow within a chunk */
+		last_ticks = event_ticks;
 	if (i != count)
 		return corrupt(r, "events chunk holds %llu events where its header says %llu", (unsigned long long)i,
 			       (unsigned long long)count);

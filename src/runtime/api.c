@@ -25,7 +25,7 @@ void ulma_rt_set_active(bool on)
 	if (on)
 		ulma_rt_bind_hooks();
 	ulma_rt.active = on;
-	ulma_rt_hooks_state = on ? ULMA_HOOKS_ON : ULMA_HOOKS_OFF;
+	ulma_rt_hooks_state = !on ? ULMA_HOOKS_OFF : ulma_rt.use_tsc ? ULMA_HOOKS_ON : ULMA_HOOKS_SLOW;
 	ulma_enabled = on;
 }
 

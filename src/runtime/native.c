@@ -34,14 +34,20 @@ void ulma_rt_hook_exit(void *fn, void *site) NO_HOOK;
 ULMA_RT_API void __cyg_profile_func_enter(void *fn, void *site) NO_HOOK __attribute__((alias("ulma_rt_hook_enter")));
 ULMA_RT_API void __cyg_profile_func_exit(void *fn, void *site) NO_HOOK __attribute__((alias("ulma_rt_hook_exit")));
 
-/* Everything but the common case, out of line so that the common case
- * needs no registers saved: no writer yet or not idle (w NULL), a full
- * ring, no TSC, an address too wide for a record. */
-static NO_HOOK __attribute__((noinline)) void native_record_slow(uint8_t kind, uintptr_t addr,
-								 struct ulma_thread_writer *w)
+/* Everything but the common case, out of line (and in .text.unlikely) so
+ * that the common case saves no registers and sets up no stack frame:
+ * a state other than ULMA_HOOKS_ON (armed, no TSC, or a stop under way),
+ * no writer yet or not idle (w NULL), a full ring, an address too wide
+ * for a record. */
+static NO_HOOK __attribute__((noinline, cold)) void native_record_slow(uint8_t kind, uintptr_t addr,
+								       struct ulma_thread_writer *w)
 {
-	if (!w && !(w = ulma_rt_writer_slow()))
-		return;
+	if (!w) {
+		if (ulma_rt_hooks_state == ULMA_HOOKS_ARMED && !ulma_rt_start_armed())
+			return;
+		if (!(w = ulma_rt_writer()))
+			return;
+	}
 	if (ULMA_LIKELY(addr >> 48 == 0)) {
 		uint64_t t = ULMA_LIKELY(ULMA_RT.use_tsc) ? ulma_clock_rdtsc() : ulma_clock_monotonic_ns();
 		ulma_ring_write(&w->ring, t, (uint32_t)addr, (uint32_t)(addr >> 32), kind);
@@ -51,11 +57,19 @@ static NO_HOOK __attribute__((noinline)) void native_record_slow(uint8_t kind, u
 	ulma_rt_done(w);
 }
 
-static inline NO_HOOK void native_record(uint8_t kind, uintptr_t addr)
+/* The hooks' body once tracing may be on (`state` not OFF).  The common
+ * case is straight line: the state ON (tracing, with the TSC), the thread's
+ * writer, open and idle (its busy byte set), room in the ring, rdtsc, the
+ * record's two stores, busy cleared. */
+static inline NO_HOOK __attribute__((always_inline)) void native_record(uint8_t state, uint8_t kind,
+									 uintptr_t addr)
 {
-	struct ulma_thread_writer *w = ulma_rt_writer_fast();
-	if (ULMA_UNLIKELY(!w) || ULMA_UNLIKELY(addr >> 48 != 0) || ULMA_UNLIKELY(!ULMA_RT.use_tsc) ||
-	    ULMA_UNLIKELY(w->ring.head >= w->ring.limit)) {
+	struct ulma_thread_writer *w;
+	if (ULMA_UNLIKELY(state != ULMA_HOOKS_ON) || ULMA_UNLIKELY(!(w = ulma_rt_writer_fast()))) {
+		native_record_slow(kind, addr, NULL);
+		return;
+	}
+	if (ULMA_UNLIKELY(addr >> 48 != 0) || ULMA_UNLIKELY(w->ring.head >= w->ring.limit)) {
 		native_record_slow(kind, addr, w);
 		return;
 	}
@@ -64,22 +78,23 @@ static inline NO_HOOK void native_record(uint8_t kind, uintptr_t addr)
 	ulma_rt_done(w);
 }
 
+/* Tracing off: one load of a byte, a branch and the return. */
 void ulma_rt_hook_enter(void *fn, void *site)
 {
 	(void)site;
 	uint8_t state = ulma_rt_hooks_state;
-	if (ULMA_LIKELY(state == ULMA_HOOKS_OFF) || (state == ULMA_HOOKS_ARMED && !ulma_rt_start_armed()))
+	if (ULMA_LIKELY(state == ULMA_HOOKS_OFF))
 		return;
-	native_record(ULMA_REC_NATIVE_ENTER, (uintptr_t)fn);
+	native_record(state, ULMA_REC_NATIVE_ENTER, (uintptr_t)fn);
 }
 
 void ulma_rt_hook_exit(void *fn, void *site)
 {
 	(void)site;
 	uint8_t state = ulma_rt_hooks_state;
-	if (ULMA_LIKELY(state == ULMA_HOOKS_OFF) || (state == ULMA_HOOKS_ARMED && !ulma_rt_start_armed()))
+	if (ULMA_LIKELY(state == ULMA_HOOKS_OFF))
 		return;
-	native_record(ULMA_REC_NATIVE_EXIT, (uintptr_t)fn);
+	native_record(state, ULMA_REC_NATIVE_EXIT, (uintptr_t)fn);
 }
 
 /* for modules linked with -Wl,--wrap=__cyg_profile_func_enter,--wrap=__cyg_profile_func_exit (above) */

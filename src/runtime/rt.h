@@ -74,12 +74,16 @@ extern struct ulma_rt ulma_rt_self __attribute__((visibility("hidden")));
 #endif
 
 /* What the -finstrument-functions hooks check first (native.c): one byte,
- * hidden, kept by ulma_rt_set_active and the arming (rt.c). */
+ * hidden, kept by ulma_rt_set_active, ulma_rt_stop and the arming (rt.c).
+ * Only ULMA_HOOKS_ON takes the hooks' fast path; the other states that
+ * record go through its slow path, so the fast path tests neither the
+ * clock nor the arming. */
 enum ulma_hooks_state {
 	ULMA_HOOKS_OFF = 0,
-	ULMA_HOOKS_ARMED = 1, /* a session waits in the environment: the first native event or
+	ULMA_HOOKS_ON = 1,    /* tracing, with the TSC */
+	ULMA_HOOKS_SLOW = 2,  /* tracing, with no TSC: every event takes the slow path */
+	ULMA_HOOKS_ARMED = 3, /* a session waits in the environment: the first native event or
 			       * C API call starts tracing (ulma_rt_start_armed, rt.c) */
-	ULMA_HOOKS_ON = 2,
 };
 #ifdef ULMA_RT_INTERNAL
 extern volatile uint8_t ulma_rt_hooks_state __attribute__((visibility("hidden")));
@@ -88,7 +92,8 @@ ULMA_RT_API extern __thread struct ulma_thread_writer *ulma_tls_writer __attribu
 
 /* Map the session behind fd (not taken over) as this process's, dropping
  * the previous one, and bump the writer generation.  Does not start
- * tracing.  Returns 0, -EPROTO for a foreign session, or -errno. */
+ * tracing.  Only while this process is not tracing (never started, or
+ * stopped by ulma_rt_stop).  Returns 0, -EPROTO for a foreign session, or -errno. */
 ULMA_RT_API int ulma_rt_map(int fd);
 
 /* An armed process (no Python) starts tracing now, at its first native
@@ -99,7 +104,8 @@ ULMA_RT_API bool ulma_rt_start_armed(void);
  * include/ulma/ulma.h). */
 ULMA_RT_API void ulma_rt_set_active(bool on);
 
-/* Stop tracing in this process: no more events, and each thread's frames
+/* Stop tracing in this process: no more events (the hooks and the C API
+ * go back to their one load and branch), and each thread's frames
  * still open end at `stopped_at` (taken on CPU `cpu`).  Safe against
  * threads writing meanwhile.  Tracing may start again with a new map. */
 ULMA_RT_API void ulma_rt_stop(uint64_t stopped_at, uint32_t cpu);
@@ -226,7 +232,14 @@ ULMA_RT_API void ulma_rt_mark(uint8_t kind, uint32_t id, double value);
 ULMA_RT_API void ulma_rt_mpi_event(uint32_t op, const uint64_t *args, unsigned n);
 
 /* The common case of ulma_rt_writer: the thread's writer, open and idle,
- * with `busy` set; NULL where ulma_rt_writer_slow must decide. */
+ * with `busy` set; NULL where ulma_rt_writer_slow must decide.
+ *
+ * `closed` alone says whether the writer may write: one of an older
+ * generation is always closed or out of reach.  The generation changes
+ * when a session is mapped, which is only while no thread traces, after
+ * ulma_rt_stop closed every writer; and in a forked child, whose one
+ * thread forgets its writer (threads.c).  The slow path compares the
+ * generation, to attach the thread anew. */
 static inline struct ulma_thread_writer *ulma_rt_writer_fast(void)
 {
 	struct ulma_thread_writer *w = ulma_tls_writer;
@@ -234,7 +247,7 @@ static inline struct ulma_thread_writer *ulma_rt_writer_fast(void)
 		return NULL;
 	w->busy = 1;
 	__asm__ __volatile__("" ::: "memory"); /* busy is stored before closed is read */
-	if (ULMA_UNLIKELY(w->closed | (w->generation != ULMA_RT.writer_generation))) {
+	if (ULMA_UNLIKELY(w->closed)) {
 		w->busy = 0;
 		return NULL;
 	}

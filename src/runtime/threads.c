@@ -21,6 +21,8 @@
  */
 #include "rt.h"
 
+#include "ulma/ulma.h"
+
 #include <linux/membarrier.h>
 #include <pthread.h>
 #include <sched.h>
@@ -238,6 +240,10 @@ struct ulma_thread_writer *ulma_rt_thread_attach(void)
 void ulma_rt_stop(uint64_t stopped_at, uint32_t cpu)
 {
 	const struct stop_mark stopped = {stopped_at, cpu};
+	/* back to the one load and branch of a process that does not trace; a
+	 * hook past this check meets its writer closed, below */
+	ulma_rt_hooks_state = ULMA_HOOKS_OFF;
+	ulma_enabled = 0;
 	ulma_rt.active = false;
 	pthread_mutex_lock(&writers_lock);
 	/* first no writer takes a new record, then none is inside one */

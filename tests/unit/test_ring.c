@@ -176,6 +176,35 @@ static void test_write_read(void)
 	ulma_session_unmap(&s);
 }
 
+/* A record written over an older one (a ring's earlier lap, a PROXY
+ * record's flags) is all its own: the id/cpu word clears the kind and
+ * flags, and the kind's byte goes in after it.  A CPU wider than 16 bits
+ * (the field's width) does not spill into the kind. */
+static void test_write_over_old_records(void)
+{
+	struct ulma_session s;
+	struct ulma_ring_writer w;
+	struct ulma_record got[8];
+	if (!CHECK_EQ_I64(make_session(&s, 1, 64, 4096, false), 0, "create 1 slot x 64 records"))
+		return;
+	if (!CHECK_EQ_I64(ulma_session_claim_slot(&s, 100, 101, &w), 0, "claim"))
+		return;
+	memset(ulma_session_ring(&s, 0), 0xff, 64 * sizeof(struct ulma_record)); /* every byte of a lap ago set */
+	ulma_ring_write(&w, 7, 0xffffffffu, 0xffff, ULMA_REC_NATIVE_ENTER);
+	ulma_ring_write(&w, 8, 0, 0x12345, ULMA_REC_EXIT);
+	ulma_ring_write(&w, 9, 42, 0, ULMA_REC_ENTER);
+	ulma_ring_publish(&w);
+	size_t n = drain(&s, 0, got, 8);
+	CHECK(n == 3 && got[0].time == 7 && got[0].id == 0xffffffffu && got[0].cpu == 0xffff &&
+		      got[0].kind == ULMA_REC_NATIVE_ENTER && got[0].flags == 0,
+	      "all-ones id and cpu over all-ones bytes: kind and flags its own");
+	CHECK(n == 3 && got[1].cpu == 0x2345 && got[1].kind == ULMA_REC_EXIT && got[1].flags == 0,
+	      "a CPU of 17 bits keeps its low 16, and the kind is intact");
+	CHECK(n == 3 && got[2].id == 42 && got[2].cpu == 0 && got[2].kind == ULMA_REC_ENTER && got[2].flags == 0,
+	      "zero fields over all-ones bytes read zero");
+	ulma_session_unmap(&s);
+}
+
 static void test_overflow_drop(void)
 {
 	struct ulma_session s;
@@ -551,6 +580,7 @@ int main(void)
 {
 	test_config_and_geometry();
 	test_write_read();
+	test_write_over_old_records();
 	test_overflow_drop();
 	test_lossless_monitor_gone();
 	test_slots();

@@ -24,7 +24,7 @@ void __cyg_profile_func_exit(void *fn, void *site);
 #define THREADS 4
 #define RING_RECORDS (1u << 18)
 
-static int make_session(struct ulma_session *s)
+static int make_session(struct ulma_session *s, bool use_tsc)
 {
 	struct ulma_session_config cfg;
 	ulma_session_config_default(&cfg);
@@ -32,7 +32,7 @@ static int make_session(struct ulma_session *s)
 	cfg.ring_records = RING_RECORDS;
 	cfg.defs_size = 1u << 20;
 	cfg.lossless = false; /* nobody drains while the writers run: full rings drop */
-	cfg.use_tsc = false;
+	cfg.use_tsc = use_tsc; /* with the TSC the hooks take their fast path; without, the slow one */
 	return ulma_session_create(&cfg, s);
 }
 
@@ -125,12 +125,12 @@ static void check_rings(struct ulma_session *s, uintptr_t fn, struct ring_check 
 }
 
 /* Writers keep writing while the session stops under them, many times. */
-static void test_stop_under_writers(void)
+static void test_stop_under_writers(bool use_tsc)
 {
 	int rounds = 40, clean = 0;
 	for (int round = 0; round < rounds; round++) {
 		struct ulma_session s;
-		if (!CHECK(make_session(&s) == 0, "session"))
+		if (!CHECK(make_session(&s, use_tsc) == 0, "session"))
 			return;
 		start(&s);
 		atomic_store(&running, 1);
@@ -155,8 +155,86 @@ static void test_stop_under_writers(void)
 			      round, rc.slots, rc.stops, rc.bad_kind, rc.backwards, rc.bad_addr);
 		ulma_session_unmap(&s);
 	}
-	CHECK(clean == rounds, "%d rounds of %d writers stopped mid-flight: every ring ends in its STOP, in order",
-	      rounds, THREADS);
+	CHECK(clean == rounds, "%d rounds of %d writers stopped mid-flight (%s): every ring ends in its STOP, in order",
+	      rounds, THREADS, use_tsc ? "TSC, the hooks' fast path" : "no TSC, the slow path");
+}
+
+/* One thread writes in two sessions in turn: after the stop of the first
+ * and the map of the second, its writer of the first (closed, of an older
+ * generation) writes nothing more there, and the thread attaches to the
+ * second.  The hooks' fast path tests `closed` alone (rt.h). */
+static atomic_int phase; /* even: the thread writes batch phase/2; odd: it is done with it; 4: it exits
+			  * (a thread that exits first writes no STOP) */
+
+static void *two_sessions_thread(void *arg)
+{
+	uintptr_t fn = (uintptr_t)arg;
+	for (int batch = 0; batch < 2; batch++) {
+		while (atomic_load(&phase) != 2 * batch)
+			usleep(100);
+		for (int i = 0; i < 100; i++) {
+			__cyg_profile_func_enter((void *)(fn + 16 * (uintptr_t)batch), NULL);
+			__cyg_profile_func_exit((void *)(fn + 16 * (uintptr_t)batch), NULL);
+		}
+		atomic_store(&phase, 2 * batch + 1);
+	}
+	while (atomic_load(&phase) != 4)
+		usleep(100);
+	return NULL;
+}
+
+/* The native records of session s, which must all be in one ring and name
+ * address `fn`, then its STOP; returns their count, or -1 if anything else. */
+static int native_records_then_stop(struct ulma_session *s, uintptr_t fn)
+{
+	int n = 0, rings = 0;
+	for (uint32_t i = 0; i < s->hdr->slot_count; i++) {
+		uint64_t head = atomic_load(&s->slots[i].head);
+		if (head == 0)
+			continue;
+		rings++;
+		const struct ulma_record *r = ulma_session_ring(s, i);
+		for (uint64_t pos = 0; pos < head; pos++) {
+			uint64_t a = (uint64_t)r[pos].id | (uint64_t)r[pos].cpu << 32;
+			if (r[pos].kind == ULMA_REC_STOP && pos == head - 1)
+				continue;
+			if ((r[pos].kind != ULMA_REC_NATIVE_ENTER && r[pos].kind != ULMA_REC_NATIVE_EXIT) || a != fn)
+				return -1;
+			n++;
+		}
+		if (r[head - 1].kind != ULMA_REC_STOP)
+			return -1;
+	}
+	return rings == 1 ? n : -1;
+}
+
+static void test_two_sessions(bool use_tsc)
+{
+	struct ulma_session s1, s2;
+	if (!CHECK(make_session(&s1, use_tsc) == 0 && make_session(&s2, use_tsc) == 0, "sessions"))
+		return;
+	uintptr_t fn = (uintptr_t)&two_sessions_thread;
+	atomic_store(&phase, 0);
+	start(&s1);
+	pthread_t th;
+	pthread_create(&th, NULL, two_sessions_thread, (void *)fn);
+	while (atomic_load(&phase) != 1)
+		usleep(100);
+	stop();
+	CHECK(ulma_enabled == 0, "stopped: the C API's flag is off again");
+	start(&s2);
+	atomic_store(&phase, 2);
+	while (atomic_load(&phase) != 3)
+		usleep(100);
+	stop();
+	atomic_store(&phase, 4);
+	pthread_join(th, NULL);
+	int first = native_records_then_stop(&s1, fn), second = native_records_then_stop(&s2, fn + 16);
+	CHECK(first == 200 && second == 200,
+	      "one thread, two sessions in turn (%s): 200 records then a STOP in each, none astray (%d, %d)",
+	      use_tsc ? "TSC" : "no TSC", first, second);
+	ulma_session_unmap(&s1);
+	ulma_session_unmap(&s2);
 }
 
 /* The C API: zones are ENTER/EXIT of one zone definition per site, and
@@ -164,7 +242,7 @@ static void test_stop_under_writers(void)
 static void test_c_api(void)
 {
 	struct ulma_session s;
-	if (!CHECK(make_session(&s) == 0, "session"))
+	if (!CHECK(make_session(&s, false) == 0, "session"))
 		return;
 	ulma_instant("before"); /* not tracing: nothing */
 	start(&s);
@@ -239,6 +317,13 @@ static void test_c_api(void)
 int main(void)
 {
 	test_c_api();
-	test_stop_under_writers();
+	test_stop_under_writers(false);
+	test_two_sessions(false);
+	if (ulma_clock_tsc_usable()) {
+		test_stop_under_writers(true);
+		test_two_sessions(true);
+	} else {
+		tap_skip("no usable TSC here: the hooks' fast path is not tested");
+	}
 	return tap_done();
 }
