@@ -126,7 +126,7 @@ static int on_thread(void *ctx, const struct ulma_walk *w, uint32_t thread)
 static inline void put_event(struct perfetto *c, uint32_t thread, uint64_t ns, const uint8_t *te, size_t n)
 {
 	struct pf_thread *pt = &c->threads[thread];
-	if (__builtin_expect(c->len >= OUT_FLUSH, 0))
+	if (__builtin_expect(c->len >= c->flush_at, 0))
 		pf_flush(c);
 	uint64_t delta = ns > pt->last_ns ? ns - pt->last_ns : 0; /* never back: the walker's times only grow */
 	pt->last_ns += delta;
@@ -323,7 +323,7 @@ static int on_off(void *ctx, const struct ulma_walk *w, uint32_t thread, uint8_t
 	uint64_t iid = state < ULMA_OFF_STATES ? (uint64_t)state + 1 : 1;
 	state_slice(c, thread, iid, at_ns, at_ns + ns);
 	pt->on_since = at_ns + ns;
-	if (c->len >= OUT_FLUSH)
+	if (c->len >= c->flush_at)
 		pf_flush(c);
 	return c->err;
 }
@@ -405,7 +405,7 @@ static int on_memory(void *ctx, const struct ulma_walk *w, uint32_t thread, cons
 	uint64_t moved = p->live > p->written ? p->live - p->written : p->written - p->live;
 	if (moved >= step || !p->track)
 		memory_value(c, w, thread, p, at_ns);
-	if (c->len >= OUT_FLUSH)
+	if (c->len >= c->flush_at)
 		pf_flush(c);
 	return c->err;
 }
@@ -530,7 +530,11 @@ int ulma_export_perfetto(FILE *in, const struct ulma_export_opts *o, FILE *out, 
 	struct perfetto c = {.out = out};
 	struct ulma_walk w;
 	(void)dir;
-	c.buf = malloc(OUT_CAP);
+	c.cap = o->no_compress ? OUT_CAP_PLAIN : OUT_CAP;
+	c.flush_at = c.cap - OUT_ROOM;
+	if (o->no_compress)
+		setvbuf(out, NULL, _IONBF, 0); /* nothing is written yet; on failure, buffered as before */
+	c.buf = malloc(c.cap);
 	if (!c.buf || pf_deflate_start(&c, o)) {
 		free(c.buf);
 		memset(res, 0, sizeof(*res));
