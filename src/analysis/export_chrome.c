@@ -328,7 +328,7 @@ int ulma_export_chrome(FILE *in, const struct ulma_export_opts *o, FILE *out, co
 	struct ulma_walk w;
 	(void)dir;
 	ulma_sbuf_puts(&c.b, "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n");
-	struct ulma_walk_sink sink = {&c, on_func, on_thread, NULL, on_close, NULL, NULL, on_mark, NULL, on_mpi, NULL, NULL};
+	struct ulma_walk_sink sink = {&c, on_func, on_thread, NULL, on_close, NULL, NULL, on_mark, NULL, on_mpi, NULL, NULL, NULL};
 	int err = ulma_export_walk(in, o, &w, &sink, res);
 	if (!err)
 		err = spawn_flows(&c, &w);

@@ -620,7 +620,7 @@ int ulma_export_html(FILE *in, const struct ulma_export_opts *o, FILE *out, cons
 		return err;
 	h.t.per_thread = true; /* the page merges the threads as the user chooses */
 	ulma_profile_init(&h.lines);
-	struct ulma_walk_sink sink = {&h, NULL, NULL, on_open, on_close, &h.t, &h.min_span, on_mark, &h.lines, NULL, NULL, NULL};
+	struct ulma_walk_sink sink = {&h, NULL, NULL, on_open, on_close, &h.t, &h.min_span, on_mark, &h.lines, NULL, NULL, NULL, NULL};
 	err = ulma_export_walk(in, o, &w, &sink, res);
 	if (!err && fputs(ulma_html_head, out) == EOF)
 		err = -EIO;

@@ -200,6 +200,26 @@ static int on_open(void *ctx, const struct ulma_walk *w, uint32_t thread, const 
 	return c->err;
 }
 
+/* A batch of the thread's opens and closes, when nothing is filtered:
+ * what on_open and on_close write, without a call per frame. */
+static int on_edges(void *ctx, const struct ulma_walk *w, uint32_t thread, const struct ulma_walk_edge *e, size_t n)
+{
+	struct perfetto *c = ctx;
+	static const uint8_t end_te[TE_SHORT] = {EV_TYPE << 3 | ULMA_PB_VARINT, TYPE_END};
+	for (size_t i = 0; i < n; i++) {
+		if (e[i].open) {
+			int err = intern(c, w, thread, e[i].func);
+			if (err)
+				return err;
+			const struct pf_begin *b = &c->begins[e[i].func];
+			put_event(c, thread, e[i].ns, b->te, b->len);
+		} else {
+			put_event(c, thread, e[i].ns, end_te, 2);
+		}
+	}
+	return c->err;
+}
+
 /* A function's begin event, made once: its type, name and category. */
 static int on_func(void *ctx, const struct ulma_walk *w, uint32_t func)
 {
@@ -532,8 +552,8 @@ int ulma_export_perfetto(FILE *in, const struct ulma_export_opts *o, FILE *out, 
 	(void)dir;
 	c.cap = o->no_compress ? OUT_CAP_PLAIN : OUT_CAP;
 	c.flush_at = c.cap - OUT_ROOM;
-	if (o->no_compress)
-		setvbuf(out, NULL, _IONBF, 0); /* nothing is written yet; on failure, buffered as before */
+	if (o->no_compress && fileno(out) >= 0) /* a file's stream (not a memory stream), nothing written yet */
+		setvbuf(out, NULL, _IONBF, 0);  /* on failure, buffered as before */
 	c.buf = malloc(c.cap);
 	if (!c.buf || pf_deflate_start(&c, o)) {
 		free(c.buf);
@@ -548,7 +568,8 @@ int ulma_export_perfetto(FILE *in, const struct ulma_export_opts *o, FILE *out, 
 				      .on_mark = on_mark,
 				      .on_off = on_off,
 				      .on_memory = on_memory,
-				      .on_mpi = on_mpi};
+				      .on_mpi = on_mpi,
+				      .on_edges = on_edges};
 	int err = ulma_export_walk(in, o, &w, &sink, res);
 	if (!err) {
 		finish(&c, &w);

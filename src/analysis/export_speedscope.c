@@ -296,7 +296,7 @@ int ulma_export_speedscope(FILE *in, const struct ulma_export_opts *o, FILE *out
 	s.spill = open_spill();
 	if (!s.spill)
 		return -errno;
-	struct ulma_walk_sink sink = {&s, NULL, NULL, on_open, on_close, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
+	struct ulma_walk_sink sink = {&s, NULL, NULL, on_open, on_close, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
 	int err = ulma_export_walk(in, o, &w, &sink, res);
 	if (!err)
 		err = write_file(&s, &w, out);

@@ -510,6 +510,94 @@ static int on_events_all(struct ulma_walk *w, uint32_t thread, const struct ulma
 	return err;
 }
 
+/* on_events_all for a sink taking the frames' edges in batches
+ * (on_edges): no frame built and no call per frame, the thread's clock
+ * and depth in locals (see on_events_tree), written back before each
+ * batch goes out. */
+#define EDGE_BATCH 256
+static int on_events_edges(struct ulma_walk *w, uint32_t thread, const struct ulma_trace_event *ev, size_t n)
+{
+	struct ulma_walk_thread *t = &w->threads[thread];
+	const struct ulma_walk_sink *sink = w->sink;
+	const uint64_t ticks0 = w->ticks0, fp = w->ns_per_tick_fp, cost_fp = w->cost_fp;
+	const bool tsc = w->tsc;
+	struct ulma_walk_func *funcs = w->funcs;
+	uint64_t shift_fp = t->shift_fp, last_ns = t->last_ns, kept = t->kept, events = 0;
+	uint32_t cpu = t->cpu, depth = t->depth;
+	bool seen = t->seen;
+	struct ulma_walk_edge edges[EDGE_BATCH];
+	size_t nedges = 0;
+	int err = 0;
+	for (size_t i = 0; i <= n; i++) {
+		const struct ulma_trace_event *e = i < n ? &ev[i] : NULL;
+		bool off = e && e->kind == ULMA_EV_OFF;
+		if (!e || off || nedges == EDGE_BATCH) { /* the batch out, before what follows it */
+			t->shift_fp = shift_fp;
+			t->last_ns = last_ns;
+			t->cpu = cpu;
+			t->kept = kept;
+			t->depth = depth;
+			err = nedges ? sink->on_edges(sink->ctx, w, thread, edges, nedges) : 0;
+			nedges = 0;
+			if (!err && off && sink->on_off) /* time off the CPU: not a frame boundary */
+				err = report_off(w, thread, e);
+			t = &w->threads[thread];
+			if (err || !e)
+				break;
+			if (off)
+				continue;
+		}
+		events++;
+		if (e->kind == ULMA_EV_LINE)
+			continue; /* a line inside the frame on top */
+		/* event_ns, as there */
+		uint64_t ns = ticks_to_ns(e->ticks, ticks0, tsc, fp), shift = shift_fp >> 32;
+		ns = ns > shift ? ns - shift : 0;
+		if (__builtin_expect(!seen, 0)) {
+			seen = true;
+			t->seen = true;
+			t->first_ns = ns;
+		} else if (ns < last_ns) {
+			ns = last_ns; /* events closer together than the cost */
+		}
+		shift_fp += cost_fp;
+		last_ns = ns;
+		cpu = e->cpu;
+		if (e->kind == ULMA_EV_ENTER) {
+			if (depth == t->cap &&
+			    ulma_array_grow((void **)&t->stack, &t->cap, depth, sizeof(*t->stack))) {
+				err = -ENOMEM;
+				break;
+			}
+			t->stack[depth] = (struct walk_slot){e->func, e->cpu, depth ? depth - 1 : ULMA_WALK_NONE, depth, ns, 0, true};
+			depth++;
+			funcs[e->func].opened++;
+			kept++;
+			edges[nedges++] = (struct ulma_walk_edge){ns, e->func, 1};
+		} else if (e->kind == ULMA_EV_EXIT) {
+			if (depth == 0)
+				continue;
+			const struct walk_slot *sl = &t->stack[--depth];
+			if (depth)
+				t->stack[depth - 1].child += ns - sl->start;
+			edges[nedges++] = (struct ulma_walk_edge){ns, sl->func, 0};
+		} else {
+			t->lost += e->count;
+			w->lost += e->count;
+		}
+	}
+	t->shift_fp = shift_fp;
+	t->last_ns = last_ns;
+	t->cpu = cpu;
+	t->kept = kept;
+	t->depth = depth;
+	w->events += events;
+	w->frames = 0;
+	for (uint32_t k = 0; k < w->nthreads; k++) /* every frame kept */
+		w->frames += w->threads[k].kept;
+	return err;
+}
+
 /* A frame the tree was fed directly, for on_close (close_from). */
 static int close_tree_frame(struct ulma_walk *w, uint32_t thread, uint32_t node, uint32_t depth, uint32_t cpu,
 			    uint64_t start, uint64_t end, uint64_t child)
@@ -627,7 +715,9 @@ static int on_events(void *ctx, uint32_t thread, const struct ulma_trace_event *
 			return err;
 	}
 	if (w->keep_all)
-		return w->sink->tree ? on_events_tree(w, thread, ev, n, NULL) : on_events_all(w, thread, ev, n);
+		return w->sink->tree	  ? on_events_tree(w, thread, ev, n, NULL)
+		       : w->sink->on_edges ? on_events_edges(w, thread, ev, n)
+					   : on_events_all(w, thread, ev, n);
 	struct ulma_walk_thread *t = &w->threads[thread];
 	for (size_t i = 0; i < n; i++) {
 		const struct ulma_trace_event *e = &ev[i];
