@@ -632,6 +632,8 @@ static int on_events_tree(struct ulma_walk *w, uint32_t thread, const struct ulm
 	uint64_t shift_fp = t->shift_fp, last_ns = t->last_ns, kept = t->kept, events = 0;
 	uint32_t cpu = t->cpu;
 	bool seen = t->seen;
+	struct ulma_ct_cursor cur; /* the tree's thread, in locals too */
+	ulma_ct_cursor_load(tree, thread, &cur);
 	int err = 0;
 	for (size_t i = 0; i < n && !err; i++) {
 		const struct ulma_trace_event *e = &ev[i];
@@ -664,22 +666,24 @@ static int on_events_tree(struct ulma_walk *w, uint32_t thread, const struct ulm
 		last_ns = ns;
 		cpu = e->cpu;
 		if (e->kind == ULMA_EV_ENTER) {
-			err = ulma_calltree_enter(tree, thread, funcs[e->func].key, ns);
+			err = ulma_ct_cursor_enter(tree, thread, &cur, funcs[e->func].key, ns);
 			kept++;
 		} else if (e->kind == ULMA_EV_EXIT) {
-			uint32_t d = ulma_calltree_depth(tree, thread);
+			uint32_t d = cur.depth;
 			if (!d)
 				continue;
-			const struct ulma_ct_frame *fr = &tree->threads[thread].frames[d - 1];
+			const struct ulma_ct_frame *fr = &cur.frames[d - 1];
 			uint64_t start = fr->start, child = fr->child;
 			uint32_t node = fr->node;
-			ulma_calltree_leave(tree, thread, ns);
+			ulma_ct_cursor_leave(&cur, ns);
 			if (w->sink->close_from && ns - start >= *w->sink->close_from && w->sink->on_close) {
 				t->shift_fp = shift_fp;
 				t->last_ns = last_ns;
 				t->cpu = cpu;
 				t->kept = kept;
+				ulma_ct_cursor_store(tree, thread, &cur);
 				err = close_tree_frame(w, thread, node, d - 1, e->cpu, start, ns, child);
+				ulma_ct_cursor_load(tree, thread, &cur);
 				t = &w->threads[thread];
 			}
 		} else {
@@ -687,6 +691,7 @@ static int on_events_tree(struct ulma_walk *w, uint32_t thread, const struct ulm
 			w->lost += e->count;
 		}
 	}
+	ulma_ct_cursor_store(tree, thread, &cur);
 	t->shift_fp = shift_fp;
 	t->last_ns = last_ns;
 	t->cpu = cpu;
