@@ -1,19 +1,35 @@
 """What recording memory costs: `ulma run --memory` against memray and tracemalloc.
 
 Usage: python bench/memory.py [--rounds N] [--workloads bootstrap,mergesort,...] [--hook-only] [--cpu] [--no-tracemalloc]
+                              [--baseline PYTHON]
 
 For each workload in bench/workloads/, runs side by side, interleaved
-(untraced, ulma, ulma --memory, memray, tracemalloc, untraced, ...), N
-times each, and prints the median wall time ratio to untraced:
+(untraced, ulma, ulma --memory, ..., untraced, ...), N times each, and
+prints the median wall time ratio to untraced:
 - ulma: `ulma run` without memory, for reference;
-- ulma --memory: every allocation and free of the three domains and of
-  native code (malloc .. munmap);
+- ulma --memory: every allocation and free of Python's three domains
+  (PyMem_RawMalloc, PyMem_Malloc, PyObject_Malloc) and of native code
+  (malloc .. munmap), with every call; mem/ulma: its ratio to plain
+  `ulma run`, what recording memory adds (memray records no calls);
 - ulma sampled: `--memory=sample` (one allocation every 256 KiB on
   average, bytes estimated), and its ratio to plain `ulma run`;
-- memray: `python -m memray run -o FILE` (Python allocators, as ulma; skipped
-  with a message when memray is not installed beside this Python), and
+- memray: `python -m memray run -o FILE`, which by default sees only the
+  system allocator (malloc .. munmap): of Python's allocations only the
+  ones pymalloc passes on (its 256 KiB arenas and blocks over 512 bytes),
+  not the objects pymalloc hands out (memray's docs, "Python allocators";
+  on bench/workloads/numeric.py `memray stats` counts 1,121 allocations
+  without the flag and 15,079,347 with it, ulma 15,105,869); and
   `--native` (it also unwinds native stacks);
-- tracemalloc: `python -X tracemalloc=1` (one frame per traceback).
+- memray -tpa: `memray run --trace-python-allocators`, which also records
+  PyMem/PyObject allocations, as ulma --memory does: the columns that
+  record the same allocations as ulma --memory; and with `--native`;
+  skipped, with a message, when memray is not installed beside this Python;
+- baseline (with --baseline PYTHON, an interpreter with another build of
+  ulma installed, an earlier commit's): its `ulma run --memory`, in the
+  same rotation, with its monitor ns/ev and B/alloc (against this build's
+  plain run: the call events are the same);
+- tracemalloc: `python -X tracemalloc=1` (one frame per traceback; Python's
+  three domains, no native allocation).
 Every tool writes its results to a file, so none pays for printing.  Then
 from ulma's JSON: the allocation events (allocations and frees) of the
 run, the hook's cost per allocation event in the program (the --memory
@@ -51,11 +67,11 @@ def summary(ulma, trace, env):
 
 
 HOOK_LOOP = """
-import sys, time
+import itertools, sys, time
 
 def loop(n):
     t = time.thread_time()  # CPU time: a loaded machine's waits for a CPU left out
-    for _ in range(n):
+    for _ in itertools.repeat(None, n):  # no int object per iteration
         bytes(100)  # one allocation and its free: no free list, no call event
     return time.thread_time() - t
 loop(10000)
@@ -109,7 +125,15 @@ def main():
                     help="ratios of CPU time (the command and its children, user + system) instead of wall time: "
                          "steadier on a loaded machine, and it counts the monitor's CPU too")
     ap.add_argument("--no-tracemalloc", action="store_true", help="leave tracemalloc out (the slowest)")
+    ap.add_argument("--baseline", metavar="PYTHON",
+                    help="an interpreter with another build of ulma installed: its ulma --memory in the same rotation")
     args = ap.parse_args()
+    baseline = None
+    if args.baseline:
+        baseline = subprocess.run([args.baseline, "-c", "import ulma._locate as l; print(l.ulma_binary() or '')"],
+                                  capture_output=True, text=True).stdout.strip()
+        if not baseline:
+            sys.exit("bench: no ulma program installed beside %s" % args.baseline)
     ulma = ulma_binary()
     env = dict(os.environ, ULMA_PYTHON=sys.executable)
     out = tempfile.mkdtemp(prefix="ulma-bench-memory-")
@@ -118,12 +142,16 @@ def main():
         return
     memray = have_memray()
     if not memray:
-        print("memray is not installed beside %s: its columns are skipped (pip install memray)" % sys.executable)
+        print("memray is NOT installed beside %s: its four columns show '-' (pip install memray)" % sys.executable)
     print("Python %s, %d rounds, median %s ratio to untraced" % (sys.version.split()[0], args.rounds,
                                                                "CPU-time" if args.cpu else "wall-time"))
-    head = ["workload", "untraced", "ulma", "ulma --memory", "sampled", "sampled/ulma", "memray", "memray --native",
-            "tracemalloc", "alloc events", "ns/alloc", "monitor ns/ev", "B/alloc"]
-    print("%-10s %9s %7s %14s %8s %13s %8s %16s %12s %13s %9s %14s %8s" % tuple(head))
+    print("Same allocations as ulma --memory (Python's three domains and native code): the memray -tpa columns "
+          "(--trace-python-allocators).  memray without it sees the system allocator only; tracemalloc sees "
+          "Python's domains only.  mem/ulma: what --memory adds to a plain `ulma run` (calls recorded in both)")
+    head = ["workload", "untraced", "ulma", "ulma --memory", "mem/ulma", "sampled", "sampled/ulma", "memray",
+            "memray --native", "memray -tpa", "-tpa --native", "tracemalloc", "alloc events", "ns/alloc",
+            "monitor ns/ev", "B/alloc", "baseline --memory", "its monitor ns/ev", "its B/alloc"]
+    print("%-10s %9s %7s %14s %9s %8s %13s %8s %16s %12s %14s %12s %13s %9s %14s %8s %18s %18s %12s" % tuple(head))
     for name in args.workloads.split(","):
         script = os.path.join(WORKLOADS, name + ".py")
         trace = os.path.join(out, name + ".trace")
@@ -135,6 +163,10 @@ def main():
             "ulma-sampled": [ulma, "run", "--no-live", "--memory=sample", "--summary", "none", "-o",
                              os.path.join(out, name + ".sampled.trace"), script],
         }
+        if baseline:
+            variants["baseline-memory"] = [baseline, "run", "--no-live", "--memory", "--summary", "none", "-o",
+                                           os.path.join(out, name + ".baseline.trace"), "--python", args.baseline,
+                                           script]
         if not args.no_tracemalloc:
             variants["tracemalloc"] = [sys.executable, "-X", "tracemalloc=1", script]
         if memray:
@@ -142,6 +174,10 @@ def main():
             variants["memray"] = [sys.executable, "-m", "memray", "run", "-f", "-q", "-o", bin_, script]
             variants["memray-native"] = [sys.executable, "-m", "memray", "run", "--native", "-f", "-q", "-o",
                                          bin_ + ".native", script]
+            variants["memray-tpa"] = [sys.executable, "-m", "memray", "run", "--trace-python-allocators", "-f", "-q",
+                                      "-o", bin_ + ".tpa", script]
+            variants["memray-tpa-native"] = [sys.executable, "-m", "memray", "run", "--trace-python-allocators",
+                                             "--native", "-f", "-q", "-o", bin_ + ".tpa.native", script]
         times = {k: [] for k in variants}
         for _ in range(args.rounds):
             for k, cmd in variants.items():
@@ -157,10 +193,18 @@ def main():
         def ratio(k):
             return "%.2fx" % (med[k] / base) if k in med else "-"
 
-        print("%-10s %8.2fs %7s %14s %8s %13s %8s %16s %12s %13d %9.1f %14.1f %8.2f" % (
-            name, base, ratio("ulma"), ratio("ulma-memory"), ratio("ulma-sampled"),
-            "%.2fx" % (med["ulma-sampled"] / med["ulma"]), ratio("memray"), ratio("memray-native"),
-            ratio("tracemalloc"), events, per_event, monitor, per_byte))
+        its_monitor = its_bytes = "-"
+        if baseline:
+            old = summary(baseline, os.path.join(out, name + ".baseline.trace"), env)
+            old_events = old["alloc_count"] + old["free_count"]
+            if old_events:
+                its_monitor = "%.1f" % ((old["monitor_cpu_ns"] - plain["monitor_cpu_ns"]) / old_events)
+                its_bytes = "%.2f" % ((old["trace_bytes"] - plain["trace_bytes"]) / old_events)
+        print("%-10s %8.2fs %7s %14s %9s %8s %13s %8s %16s %12s %14s %12s %13d %9.1f %14.1f %8.2f %18s %18s %12s" % (
+            name, base, ratio("ulma"), ratio("ulma-memory"), "%.2fx" % (med["ulma-memory"] / med["ulma"]),
+            ratio("ulma-sampled"), "%.2fx" % (med["ulma-sampled"] / med["ulma"]), ratio("memray"),
+            ratio("memray-native"), ratio("memray-tpa"), ratio("memray-tpa-native"), ratio("tracemalloc"), events,
+            per_event, monitor, per_byte, ratio("baseline-memory"), its_monitor, its_bytes))
         sys.stdout.flush()
     hook_cost(ulma, env, out, args.rounds)
 

@@ -19,7 +19,7 @@
 #include <stdint.h>
 
 #define ULMA_SHM_MAGIC UINT64_C(0x314d48534d4c5500) /* "\0ULMSHM1" */
-#define ULMA_SHM_VERSION 6u
+#define ULMA_SHM_VERSION 7u
 #define ULMA_CACHELINE 64
 
 /* Header flags, fixed at session creation. */
@@ -64,15 +64,21 @@ enum ulma_record_kind {
 				    * resume or throw); not a hit, the line's time goes on */
 	/* Memory (--memory, docs/memory.md): a block of Python's allocators.
 	 * Each carries a 48-bit value as id | cpu << 32, as native records do,
-	 * and no CPU number.  An allocation is MEM_SIZE then ALLOC, both with
-	 * the time read after the allocator returned; a free's time is read
-	 * before the block is given back, so that an address handed to another
-	 * thread at once is freed before it is allocated again.  A realloc
-	 * that moved or resized a block is FREE (old) then MEM_SIZE, ALLOC. */
+	 * and no CPU number.  An allocation is one ALLOC_SMALL where it fits
+	 * (version 7), else MEM_SIZE then ALLOC, all with the time read after
+	 * the allocator returned; a free's time is read before the block is
+	 * given back, so that an address handed to another thread at once is
+	 * freed before it is allocated again.  A realloc that moved or resized
+	 * a block is FREE (old) then the allocation's record(s). */
 	ULMA_REC_MEM_SIZE = 13, /* value = size << 2 | domain (enum ulma_mem_domain) of the ALLOC
 				 * that follows; a size of 2^46 bytes or more is written as 2^46 - 1 */
 	ULMA_REC_ALLOC = 14,    /* value = the block's address */
 	ULMA_REC_FREE = 15,     /* value = the block's address */
+	/* (version 7) an allocation in one record, for a block of fewer than
+	 * ULMA_MEM_SMALL_MAX bytes at a 16-byte aligned address below 2^48:
+	 * value = address | size & 15, flags = size >> 4 | domain << 6
+	 * (ulma_mem_small_encode below). */
+	ULMA_REC_ALLOC_SMALL = 18,
 	/* Objects (--memory on Python 3.13+, docs/memory.md): a Python object
 	 * of type `id` (a ULMA_DEF_TYPE definition) created or destroyed; no
 	 * CPU number. */
@@ -97,6 +103,30 @@ enum ulma_mem_domain {
 			      * directly (src/runtime/alloc.c) */
 };
 #define ULMA_MEM_SIZE_MAX ((UINT64_C(1) << 46) - 1)
+#define ULMA_MEM_SMALL_MAX 1024u /* ALLOC_SMALL's sizes are below this */
+
+/* ALLOC_SMALL's 48-bit value and flags byte for block addr of `size` bytes
+ * in `domain`: false (nothing set) where the block does not fit one
+ * record (unaligned, at 2^48 or above, or ULMA_MEM_SMALL_MAX bytes or
+ * more): then MEM_SIZE and ALLOC carry it. */
+static inline bool ulma_mem_small_encode(uint64_t addr, uint64_t size, unsigned domain, uint64_t *value,
+					 uint8_t *flags)
+{
+	if ((addr & (UINT64_C(0xffff000000000000) | 15)) != 0 || size >= ULMA_MEM_SMALL_MAX)
+		return false;
+	*value = addr | (size & 15);
+	*flags = (uint8_t)(size >> 4 | (domain & 3) << 6);
+	return true;
+}
+
+/* The block an ALLOC_SMALL record's value and flags describe. */
+static inline void ulma_mem_small_decode(uint64_t value, uint8_t flags, uint64_t *addr, uint64_t *size,
+					 unsigned *domain)
+{
+	*addr = value & ~(uint64_t)15;
+	*size = (value & 15) | (uint64_t)(flags & 63) << 4;
+	*domain = flags >> 6;
+}
 
 /* Record flags. */
 enum ulma_record_flag {

@@ -57,6 +57,17 @@ void ulma_profile_memory_free(struct ulma_profile_memory *m)
 
 /* ---- per function and per thread ---- */
 
+static struct ulma_mem_thread *thread_mem_slow(struct ulma_profile *p, struct ulma_thread_row *t, uint32_t depth);
+
+/* thread_mem_slow's common case: made, deep enough, a row per function. */
+static inline struct ulma_mem_thread *thread_mem(struct ulma_profile *p, struct ulma_thread_row *t, uint32_t depth)
+{
+	struct ulma_mem_thread *mt = t->mem;
+	if (__builtin_expect(mt && depth < mt->cap && p->memory->nfuncs >= p->nfuncs, 1))
+		return mt;
+	return thread_mem_slow(p, t, depth);
+}
+
 static struct ulma_mem_func *func_row(struct ulma_profile_memory *m, uint32_t f)
 {
 	return f < m->nfuncs ? &m->funcs[f] : NULL;
@@ -84,7 +95,7 @@ static uint32_t proc_of(struct ulma_profile_memory *m, uint32_t pid)
 
 /* The thread's memory state, made at its first allocation or free, with
  * room for depth `depth`; NULL if out of memory. */
-static struct ulma_mem_thread *thread_mem(struct ulma_profile *p, struct ulma_thread_row *t, uint32_t depth)
+static struct ulma_mem_thread *thread_mem_slow(struct ulma_profile *p, struct ulma_thread_row *t, uint32_t depth)
 {
 	struct ulma_mem_thread *mt = t->mem;
 	if (!mt) {
@@ -284,7 +295,7 @@ static void drop_ghosts(struct ulma_profile_memory *m)
 }
 
 /* A block of func's, of `size` bytes in process proc, is gone. */
-static void block_gone(struct ulma_profile_memory *m, uint32_t func, uint32_t proc, uint64_t size, bool native,
+static inline void block_gone(struct ulma_profile_memory *m, uint32_t func, uint32_t proc, uint64_t size, bool native,
 		       bool was_live)
 {
 	struct ulma_mem_func *r = func == ULMA_MEM_NO_FUNC ? NULL : func_row(m, func);

@@ -122,6 +122,8 @@ struct ulma_mem_proc {
 	uint64_t live_bytes;
 	uint64_t native_live_bytes; /* of live_bytes, native code's blocks */
 	uint64_t counted_bytes;     /* live_bytes when last written as a counter (the collector's) */
+	uint64_t uncounted_lo, uncounted_hi; /* live_bytes in [lo, hi) need no counter yet (the
+					      * collector's; hi 0: not set) */
 	uint64_t live_blocks;
 	uint64_t peak_bytes;
 	uint64_t peak_ticks;

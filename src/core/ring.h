@@ -56,9 +56,10 @@ static_assert(offsetof(struct ulma_record, id) == 8 && offsetof(struct ulma_reco
 		      offsetof(struct ulma_record, kind) == 14 && offsetof(struct ulma_record, flags) == 15,
 	      "ulma_ring_write stores id, cpu, kind and flags as one little-endian word");
 
-/* Append one record.  Never blocks in drop mode; never fails loudly. */
-static inline void ulma_ring_write(struct ulma_ring_writer *w, uint64_t time, uint32_t id,
-				   uint32_t cpu, uint8_t kind)
+/* Append one record with flags (a memory record's data, shm.h).  Never
+ * blocks in drop mode; never fails loudly. */
+static inline void ulma_ring_write_flags(struct ulma_ring_writer *w, uint64_t time, uint32_t id,
+					 uint32_t cpu, uint8_t kind, uint8_t flags)
 {
 	uint64_t head = w->head; /* a local copy: the record's stores cannot make it reload */
 	if (ULMA_UNLIKELY(head >= w->limit)) {
@@ -71,22 +72,30 @@ static inline void ulma_ring_write(struct ulma_ring_writer *w, uint64_t time, ui
 	struct ulma_record *r = &w->records[head & w->mask];
 	r->time = time;
 #if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-	/* id, cpu and a zero kind and flags as one 8-byte store, then the kind's
+	/* id, cpu, flags and a zero kind as one 8-byte store, then the kind's
 	 * byte: two stores rather than four, and no 64-bit constant to build
-	 * (a native record's id and cpu are its address, already in a register) */
-	uint64_t word = id | (uint64_t)(uint16_t)cpu << 32;
+	 * (a native record's id and cpu are its address, already in a register;
+	 * flags are 0 but in memory records, shm.h) */
+	uint64_t word = id | (uint64_t)(uint16_t)cpu << 32 | (uint64_t)flags << 56;
 	memcpy((char *)r + offsetof(struct ulma_record, id), &word, sizeof word);
 	r->kind = kind;
 #else
 	r->id = id;
 	r->cpu = (uint16_t)cpu;
 	r->kind = kind;
-	r->flags = 0;
+	r->flags = flags;
 #endif
 	w->head = ++head;
 	if (ULMA_UNLIKELY((head & (ULMA_RING_BATCH - 1)) == 0))
 		/* release: the batch's bytes are visible before the consumer sees head */
 		atomic_store_explicit(&w->slot->head, head, memory_order_release);
+}
+
+/* Append one record (no flags). */
+static inline void ulma_ring_write(struct ulma_ring_writer *w, uint64_t time, uint32_t id,
+				   uint32_t cpu, uint8_t kind)
+{
+	ulma_ring_write_flags(w, time, id, cpu, kind, 0);
 }
 
 /* Append a record for another thread (ULMA_RECF_PROXY): its frames open

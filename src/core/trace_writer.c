@@ -354,28 +354,23 @@ void ulma_trace_line(struct ulma_trace_stream *s, uint64_t ticks, uint32_t line,
 	s->len += ulma_varint_put(s->body + s->len, line);
 }
 
-/* An address as a zigzag delta from the chunk's previous one: blocks are
- * mostly near each other, so two or three bytes instead of seven. */
-static void put_addr(struct ulma_trace_stream *s, uint64_t addr)
-{
-	uint64_t d = addr - s->mem_addr;
-	s->len += ulma_varint_put(s->body + s->len, d << 1 ^ (uint64_t)((int64_t)d >> 63));
-	s->mem_addr = addr;
-}
-
+/* Addresses are zigzag deltas from the chunk's previous one: blocks are
+ * mostly near each other, so two or three bytes instead of seven
+ * (ulma_trace_cursor_memory). */
 void ulma_trace_alloc(struct ulma_trace_stream *s, uint64_t ticks, uint64_t addr, uint64_t size, unsigned domain)
 {
-	ext_word(s, ticks, false); /* not an event of its own; may begin a chunk */
-	s->len += ulma_varint_put(s->body + s->len, ULMA_EXT_ALLOC);
-	s->len += ulma_varint_put(s->body + s->len, size << 2 | (domain & 3));
-	put_addr(s, addr);
+	struct ulma_trace_cursor c;
+	ulma_trace_cursor_get(s, &c);
+	ulma_trace_cursor_memory(s, &c, ticks, true, addr, size, domain);
+	ulma_trace_cursor_put(s, &c);
 }
 
 void ulma_trace_free(struct ulma_trace_stream *s, uint64_t ticks, uint64_t addr)
 {
-	ext_word(s, ticks, false);
-	s->len += ulma_varint_put(s->body + s->len, ULMA_EXT_FREE);
-	put_addr(s, addr);
+	struct ulma_trace_cursor c;
+	ulma_trace_cursor_get(s, &c);
+	ulma_trace_cursor_memory(s, &c, ticks, false, addr, 0, 0);
+	ulma_trace_cursor_put(s, &c);
 }
 
 void ulma_trace_object(struct ulma_trace_stream *s, uint64_t ticks, unsigned ext, uint32_t id)

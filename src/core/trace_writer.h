@@ -15,6 +15,7 @@
 #ifndef ULMA_TRACE_WRITER_H
 #define ULMA_TRACE_WRITER_H
 
+#include <assert.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -176,6 +177,25 @@ static inline void ulma_trace_cursor_enter(struct ulma_trace_stream *s, struct u
 		*c->p++ = (uint8_t)id;
 	else
 		c->p += ulma_varint_put(c->p, id);
+}
+
+/* Append an allocation (ULMA_EXT_ALLOC: block addr of `size` bytes in
+ * `domain`) or a free (ULMA_EXT_FREE of addr; size and domain unused),
+ * as ulma_trace_alloc and ulma_trace_free do: not events of their own,
+ * the address a zigzag delta from the chunk's previous one. */
+static inline __attribute__((always_inline)) void
+ulma_trace_cursor_memory(struct ulma_trace_stream *s, struct ulma_trace_cursor *c, uint64_t ticks, bool alloc,
+			 uint64_t addr, uint64_t size, unsigned domain)
+{
+	ulma_trace_cursor_word(s, c, ticks, c->cpu, ULMA_TAG_EXT);
+	c->count--;
+	static_assert(ULMA_EXT_ALLOC < 0x80 && ULMA_EXT_FREE < 0x80, "one byte each");
+	*c->p++ = alloc ? ULMA_EXT_ALLOC : ULMA_EXT_FREE;
+	if (alloc)
+		c->p += ulma_varint_put(c->p, size << 2 | (domain & 3));
+	uint64_t d = addr - s->mem_addr; /* after the word, which may have begun a chunk */
+	c->p += ulma_varint_put(c->p, d << 1 ^ (uint64_t)((int64_t)d >> 63));
+	s->mem_addr = addr;
 }
 
 static inline void ulma_trace_cursor_exit(struct ulma_trace_stream *s, struct ulma_trace_cursor *c, uint64_t ticks,

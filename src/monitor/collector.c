@@ -346,7 +346,18 @@ static inline uint64_t native_addr(const struct ulma_record *r)
 static inline bool has_cpu(uint8_t kind)
 {
 	return kind != ULMA_REC_NATIVE_ENTER && kind != ULMA_REC_NATIVE_EXIT && kind != ULMA_REC_VALUE &&
-	       (kind < ULMA_REC_MEM_SIZE || kind > ULMA_REC_OBJ_FREE) && kind != ULMA_REC_MPI_ARG;
+	       (kind < ULMA_REC_MEM_SIZE || kind > ULMA_REC_ALLOC_SMALL) && kind != ULMA_REC_MPI_ARG;
+}
+
+/* An allocation or free record (--memory): its block's address, to prefetch. */
+static inline bool mem_addr(const struct ulma_record *r, uint64_t *addr)
+{
+	if (r->kind == ULMA_REC_ALLOC_SMALL) {
+		*addr = native_addr(r) & ~(uint64_t)15;
+		return true;
+	}
+	*addr = native_addr(r);
+	return r->kind == ULMA_REC_ALLOC || r->kind == ULMA_REC_FREE;
 }
 
 /* The dense index of the native function at addr, of the thread's cache
@@ -539,15 +550,24 @@ apply_loop(struct ulma_collector *c, struct ulma_collector_slot *cs, const struc
 			cpu = (mode & APPLY_STREAM) ? cur.cpu : cs->cpu;
 			enter = r->kind == ULMA_REC_NATIVE_ENTER;
 		} else {
-			if (r->kind >= ULMA_REC_MEM_SIZE && r->kind <= ULMA_REC_FREE) { /* --memory */
+			if ((r->kind >= ULMA_REC_MEM_SIZE && r->kind <= ULMA_REC_FREE) ||
+			    r->kind == ULMA_REC_ALLOC_SMALL) { /* --memory */
 				const struct ulma_record *ahead = r + MEMORY_AHEAD;
-				if (ahead < end && (ahead->kind == ULMA_REC_ALLOC || ahead->kind == ULMA_REC_FREE) &&
-				    p->memory)
-					ulma_profile_mem_prefetch(p, thread, native_addr(ahead));
-				CURSOR_PUT();
-				set_error(c, ulma_collector_memory(c, cs->thread, cs->stream, &cs->mem, r->kind,
-								   native_addr(r), t));
-				CURSOR_GET();
+				uint64_t addr;
+				if (ahead < end && mem_addr(ahead, &addr) && p->memory)
+					ulma_profile_mem_prefetch(p, thread, addr);
+				struct ulma_collector_block b;
+				if (p->memory && ulma_collector_mem_decode(&cs->mem, r, &b, &p->memory->unmatched_allocs)) {
+					bool due = false;
+					if (mode & APPLY_STREAM)
+						ulma_trace_cursor_memory(st, &cur, t, b.alloc, b.addr, b.size, b.domain);
+					set_error(c, ulma_collector_memory(c, cs->thread, mode & APPLY_STREAM, &b, t, &due));
+					if (ULMA_UNLIKELY(due)) { /* they go to the stream: after the block's record */
+						CURSOR_PUT();
+						set_error(c, ulma_collector_memory_counters(c, cs->thread, cs->stream, t));
+						CURSOR_GET();
+					}
+				} /* else a MEM_SIZE, or not asked for: a foreign writer's */
 				last = t;
 				continue;
 			}

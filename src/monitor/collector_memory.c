@@ -25,19 +25,24 @@ static const char *const counter_names[2] = {"memory: Python heap (bytes)", "mem
  * thread's stream, Python's allocators' and native code's, whenever they
  * have moved enough since they were last written (a few hundred times from
  * 0 to 1 GiB, and once per 64 KiB of a working set that swings).  The
- * timeline exports draw them as counter tracks. */
-static int memory_counters(struct ulma_collector *c, uint32_t thread, struct ulma_trace_stream *stream,
-			   uint64_t ticks)
+ * timeline exports draw them as counter tracks.  The band of live bytes
+ * that needs no write is kept as two bounds, so that an event inside it
+ * (nearly all) costs two compares (ulma_collector_memory) and leaves the
+ * stream alone. */
+static int memory_counters_slow(struct ulma_collector *c, struct ulma_mem_proc *pr, struct ulma_trace_stream *stream,
+				uint64_t ticks)
 {
-	const struct ulma_mem_thread *mt = c->profile.threads[thread].mem;
-	if (!stream || !mt)
-		return 0;
-	struct ulma_mem_proc *pr = &c->profile.memory->procs[mt->proc];
 	uint64_t live = pr->live_bytes, last = pr->counted_bytes;
 	uint64_t step = last / COUNTER_STEP_SHARE > COUNTER_STEP_MIN ? last / COUNTER_STEP_SHARE : COUNTER_STEP_MIN;
-	if (live < last + step && live + step > last)
+	bool within = live < last + step && live + step > last;
+	if (!within) {
+		pr->counted_bytes = last = live;
+		step = last / COUNTER_STEP_SHARE > COUNTER_STEP_MIN ? last / COUNTER_STEP_SHARE : COUNTER_STEP_MIN;
+	}
+	pr->uncounted_lo = last >= step ? last - step + 1 : 0;
+	pr->uncounted_hi = last + step;
+	if (within)
 		return 0;
-	pr->counted_bytes = live;
 	for (int i = 0; i < 2; i++) {
 		if (!c->mem_counters[i]) {
 			uint32_t idx = ulma_collector_define(c, ULMA_DEF_MARK, counter_names[i], strlen(counter_names[i]),
@@ -52,32 +57,27 @@ static int memory_counters(struct ulma_collector *c, uint32_t thread, struct ulm
 	return 0;
 }
 
-int ulma_collector_memory(struct ulma_collector *c, uint32_t thread, struct ulma_trace_stream *stream,
-			  struct ulma_collector_mem *mem, uint8_t kind, uint64_t value, uint64_t ticks)
+int ulma_collector_memory_counters(struct ulma_collector *c, uint32_t thread, struct ulma_trace_stream *stream,
+				   uint64_t ticks)
+{
+	const struct ulma_mem_thread *mt = c->profile.threads[thread].mem;
+	if (!stream || !mt)
+		return 0;
+	return memory_counters_slow(c, &c->profile.memory->procs[mt->proc], stream, ticks);
+}
+
+int ulma_collector_memory(struct ulma_collector *c, uint32_t thread, bool streaming,
+			  const struct ulma_collector_block *b, uint64_t ticks, bool *counters_due)
 {
 	struct ulma_profile *p = &c->profile;
-	if (!p->memory)
-		return 0; /* not asked for: a foreign writer's */
-	if (kind == ULMA_REC_MEM_SIZE) {
-		mem->size = value;
-		mem->sized = true;
-		return 0;
+	int err = b->alloc ? ulma_profile_mem_alloc(p, thread, b->addr, b->size, b->domain, ticks)
+			   : ulma_profile_mem_free(p, thread, b->addr, ticks);
+	const struct ulma_mem_thread *mt = p->threads[thread].mem;
+	if (!err && streaming && mt) {
+		const struct ulma_mem_proc *pr = &p->memory->procs[mt->proc];
+		*counters_due = pr->live_bytes < pr->uncounted_lo || pr->live_bytes >= pr->uncounted_hi;
 	}
-	if (kind == ULMA_REC_FREE) {
-		if (stream)
-			ulma_trace_free(stream, ticks, value);
-		int err = ulma_profile_mem_free(p, thread, value, ticks);
-		return err ? err : memory_counters(c, thread, stream, ticks);
-	}
-	if (!mem->sized) {
-		p->memory->unmatched_allocs++;
-		return 0;
-	}
-	mem->sized = false;
-	if (stream)
-		ulma_trace_alloc(stream, ticks, value, mem->size >> 2, (unsigned)(mem->size & 3));
-	int err = ulma_profile_mem_alloc(p, thread, value, mem->size >> 2, (unsigned)(mem->size & 3), ticks);
-	return err ? err : memory_counters(c, thread, stream, ticks);
+	return err;
 }
 
 int ulma_collector_object(struct ulma_collector *c, uint32_t thread, struct ulma_trace_stream *stream, bool created,

@@ -1,6 +1,7 @@
 /* collector_memory.h - memory records (--memory, docs/memory.md) in the
  * collector: a MEM_SIZE record waits in its thread's state for the ALLOC
- * that follows it; an ALLOC and a FREE go to the profile's memory half
+ * that follows it; an ALLOC (or an ALLOC_SMALL, size and address in one)
+ * and a FREE go to the profile's memory half
  * (profile_memory.h) and to the thread's trace stream; objects created
  * and destroyed (3.13+) likewise to its objects.  Internal to the
  * collector.  Errors: -ENOMEM.
@@ -11,8 +12,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "ulma/shm.h"
+
 struct ulma_collector;
-struct ulma_record;
 struct ulma_trace_stream;
 
 /* A thread's MEM_SIZE waiting for its ALLOC. */
@@ -21,12 +23,59 @@ struct ulma_collector_mem {
 	bool sized;    /* size is set */
 };
 
-/* Record `kind` (ULMA_REC_MEM_SIZE, _ALLOC or _FREE) of thread `thread`,
- * with its 48-bit value, at ticks; stream may be NULL.  An ALLOC whose
- * MEM_SIZE was lost is counted and dropped (the LOST marker before it says
- * why); without memory in the session the records are ignored. */
-int ulma_collector_memory(struct ulma_collector *c, uint32_t thread, struct ulma_trace_stream *stream,
-			  struct ulma_collector_mem *mem, uint8_t kind, uint64_t value, uint64_t ticks);
+/* One allocation or free, as memory records tell it. */
+struct ulma_collector_block {
+	bool alloc;
+	uint64_t addr, size; /* size: of an allocation */
+	unsigned domain;     /* enum ulma_mem_domain, of an allocation */
+};
+
+/* Memory record r (ULMA_REC_MEM_SIZE, _ALLOC, _FREE or _ALLOC_SMALL) of
+ * a thread whose MEM_SIZE waits in mem: true with the allocation or free
+ * it completes in *b; false for a MEM_SIZE (kept in mem) and for an ALLOC
+ * whose MEM_SIZE was lost (counted in *unmatched and dropped: the LOST
+ * marker before it says why). */
+static inline bool ulma_collector_mem_decode(struct ulma_collector_mem *mem, const struct ulma_record *r,
+					     struct ulma_collector_block *b, uint64_t *unmatched)
+{
+	uint64_t value = (uint64_t)r->id | (uint64_t)r->cpu << 32;
+	if (r->kind == ULMA_REC_ALLOC_SMALL) {
+		b->alloc = true;
+		ulma_mem_small_decode(value, r->flags, &b->addr, &b->size, &b->domain);
+		return true;
+	}
+	if (r->kind == ULMA_REC_MEM_SIZE) {
+		mem->size = value;
+		mem->sized = true;
+		return false;
+	}
+	if (r->kind == ULMA_REC_FREE) {
+		*b = (struct ulma_collector_block){.alloc = false, .addr = value};
+		return true;
+	}
+	if (!mem->sized) {
+		(*unmatched)++;
+		return false;
+	}
+	mem->sized = false;
+	*b = (struct ulma_collector_block){.alloc = true, .addr = value, .size = mem->size >> 2,
+					   .domain = (unsigned)(mem->size & 3)};
+	return true;
+}
+
+/* Allocation or free b of thread `thread` at ticks, already in its trace
+ * stream (ulma_trace_cursor_memory), into the profile's memory half.  With
+ * `streaming` (the thread has a stream), *counters_due is set when the
+ * process's live bytes have moved enough that the memory counters must be
+ * written (ulma_collector_memory_counters), else left alone.  The profile
+ * must have memory on.  Errors: -ENOMEM. */
+int ulma_collector_memory(struct ulma_collector *c, uint32_t thread, bool streaming,
+			  const struct ulma_collector_block *b, uint64_t ticks, bool *counters_due);
+
+/* Write the memory counters of thread's process into stream (may be NULL:
+ * nothing) at ticks, if they moved enough.  Errors: -ENOMEM. */
+int ulma_collector_memory_counters(struct ulma_collector *c, uint32_t thread, struct ulma_trace_stream *stream,
+				   uint64_t ticks);
 
 /* An object of the type the session defined as `type_id` created (or
  * destroyed) by thread `thread` at ticks: to the profile's objects

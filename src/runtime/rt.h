@@ -280,7 +280,8 @@ static inline void ulma_rt_mem_put(struct ulma_thread_writer *w, uint64_t t, uin
 /* What one allocator call did, into the calling thread's ring: block
  * `old` freed at t_free (if old), block p of `size` bytes allocated in
  * `domain` (enum ulma_mem_domain) at t_alloc (if p), through one writer,
- * so a realloc's three records go in together (shm.h's memory records).
+ * so a realloc's records go in together (shm.h's memory records: a small
+ * aligned block is one ALLOC_SMALL, any other MEM_SIZE and ALLOC).
  * With no writer, counted in the session's mem_unattributed. */
 static inline void ulma_rt_mem_record(unsigned domain, const void *old, uint64_t t_free, const void *p,
 				      uint64_t size, uint64_t t_alloc)
@@ -294,7 +295,12 @@ static inline void ulma_rt_mem_record(unsigned domain, const void *old, uint64_t
 	}
 	if (old)
 		ulma_rt_mem_put(w, t_free, (uint64_t)(uintptr_t)old, ULMA_REC_FREE);
-	if (p) {
+	uint64_t value;
+	uint8_t flags;
+	if (ULMA_LIKELY(p != NULL) && ULMA_LIKELY(ulma_mem_small_encode((uintptr_t)p, size, domain, &value, &flags))) {
+		ulma_ring_write_flags(&w->ring, t_alloc, (uint32_t)value, (uint32_t)(value >> 32), ULMA_REC_ALLOC_SMALL,
+				      flags);
+	} else if (p) {
 		uint64_t sz = size < ULMA_MEM_SIZE_MAX ? size : ULMA_MEM_SIZE_MAX;
 		ulma_rt_mem_put(w, t_alloc, sz << 2 | domain, ULMA_REC_MEM_SIZE);
 		ulma_rt_mem_put(w, t_alloc, (uint64_t)(uintptr_t)p, ULMA_REC_ALLOC);
