@@ -421,6 +421,32 @@ static inline uint64_t event_ns(struct ulma_walk *w, struct ulma_walk_thread *t,
 	return ns;
 }
 
+/* A thread's corrected clock held in locals through a batch (each store
+ * into a stack could alias it, and it would be reloaded after each one):
+ * event_ns's steps on them.  Written back by the caller. */
+struct local_clock {
+	uint64_t shift_fp;
+	uint64_t last_ns;
+	bool seen;
+};
+
+static inline uint64_t local_clock_ns(struct local_clock *k, struct ulma_walk_thread *t, uint64_t ticks,
+				      uint64_t ticks0, bool tsc, uint64_t fp, uint64_t cost_fp)
+{
+	uint64_t ns = ticks_to_ns(ticks, ticks0, tsc, fp), shift = k->shift_fp >> 32;
+	ns = ns > shift ? ns - shift : 0;
+	if (__builtin_expect(!k->seen, 0)) {
+		k->seen = true;
+		t->seen = true;
+		t->first_ns = ns;
+	} else if (ns < k->last_ns) {
+		ns = k->last_ns; /* events closer together than the cost */
+	}
+	k->shift_fp += cost_fp;
+	k->last_ns = ns;
+	return ns;
+}
+
 /* An OFF record to the sink, at the thread's corrected time (as a mark's:
  * it is not an event and adds no cost). */
 static int report_off(struct ulma_walk *w, uint32_t thread, const struct ulma_trace_event *e)
@@ -522,9 +548,9 @@ static int on_events_edges(struct ulma_walk *w, uint32_t thread, const struct ul
 	const uint64_t ticks0 = w->ticks0, fp = w->ns_per_tick_fp, cost_fp = w->cost_fp;
 	const bool tsc = w->tsc;
 	struct ulma_walk_func *funcs = w->funcs;
-	uint64_t shift_fp = t->shift_fp, last_ns = t->last_ns, kept = t->kept, events = 0;
+	struct local_clock clk = {t->shift_fp, t->last_ns, t->seen};
+	uint64_t kept = t->kept, events = 0;
 	uint32_t cpu = t->cpu, depth = t->depth;
-	bool seen = t->seen;
 	struct ulma_walk_edge edges[EDGE_BATCH];
 	size_t nedges = 0;
 	int err = 0;
@@ -532,8 +558,8 @@ static int on_events_edges(struct ulma_walk *w, uint32_t thread, const struct ul
 		const struct ulma_trace_event *e = i < n ? &ev[i] : NULL;
 		bool off = e && e->kind == ULMA_EV_OFF;
 		if (!e || off || nedges == EDGE_BATCH) { /* the batch out, before what follows it */
-			t->shift_fp = shift_fp;
-			t->last_ns = last_ns;
+			t->shift_fp = clk.shift_fp;
+			t->last_ns = clk.last_ns;
 			t->cpu = cpu;
 			t->kept = kept;
 			t->depth = depth;
@@ -550,18 +576,7 @@ static int on_events_edges(struct ulma_walk *w, uint32_t thread, const struct ul
 		events++;
 		if (e->kind == ULMA_EV_LINE)
 			continue; /* a line inside the frame on top */
-		/* event_ns, as there */
-		uint64_t ns = ticks_to_ns(e->ticks, ticks0, tsc, fp), shift = shift_fp >> 32;
-		ns = ns > shift ? ns - shift : 0;
-		if (__builtin_expect(!seen, 0)) {
-			seen = true;
-			t->seen = true;
-			t->first_ns = ns;
-		} else if (ns < last_ns) {
-			ns = last_ns; /* events closer together than the cost */
-		}
-		shift_fp += cost_fp;
-		last_ns = ns;
+		uint64_t ns = local_clock_ns(&clk, t, e->ticks, ticks0, tsc, fp, cost_fp); /* event_ns, as there */
 		cpu = e->cpu;
 		if (e->kind == ULMA_EV_ENTER) {
 			if (depth == t->cap &&
@@ -586,8 +601,8 @@ static int on_events_edges(struct ulma_walk *w, uint32_t thread, const struct ul
 			w->lost += e->count;
 		}
 	}
-	t->shift_fp = shift_fp;
-	t->last_ns = last_ns;
+	t->shift_fp = clk.shift_fp;
+	t->last_ns = clk.last_ns;
 	t->cpu = cpu;
 	t->kept = kept;
 	t->depth = depth;
@@ -629,9 +644,9 @@ static int on_events_tree(struct ulma_walk *w, uint32_t thread, const struct ulm
 	 * after every one.  Written back before a callback and at the end. */
 	const uint64_t ticks0 = w->ticks0, fp = w->ns_per_tick_fp, cost_fp = w->cost_fp;
 	const bool tsc = w->tsc;
-	uint64_t shift_fp = t->shift_fp, last_ns = t->last_ns, kept = t->kept, events = 0;
+	struct local_clock clk = {t->shift_fp, t->last_ns, t->seen};
+	uint64_t kept = t->kept, events = 0;
 	uint32_t cpu = t->cpu;
-	bool seen = t->seen;
 	struct ulma_ct_cursor cur; /* the tree's thread, in locals too */
 	ulma_ct_cursor_load(tree, thread, &cur);
 	int err = 0;
@@ -652,18 +667,7 @@ static int on_events_tree(struct ulma_walk *w, uint32_t thread, const struct ulm
 		events++;
 		if (e->kind == ULMA_EV_LINE)
 			continue; /* a line inside the frame on top */
-		/* event_ns, as there */
-		uint64_t ns = ticks_to_ns(e->ticks, ticks0, tsc, fp), shift = shift_fp >> 32;
-		ns = ns > shift ? ns - shift : 0;
-		if (__builtin_expect(!seen, 0)) {
-			seen = true;
-			t->seen = true;
-			t->first_ns = ns;
-		} else if (ns < last_ns) {
-			ns = last_ns; /* events closer together than the cost */
-		}
-		shift_fp += cost_fp;
-		last_ns = ns;
+		uint64_t ns = local_clock_ns(&clk, t, e->ticks, ticks0, tsc, fp, cost_fp); /* event_ns, as there */
 		cpu = e->cpu;
 		if (e->kind == ULMA_EV_ENTER) {
 			err = ulma_ct_cursor_enter(tree, thread, &cur, funcs[e->func].key, ns);
@@ -677,8 +681,8 @@ static int on_events_tree(struct ulma_walk *w, uint32_t thread, const struct ulm
 			uint32_t node = fr->node;
 			ulma_ct_cursor_leave(&cur, ns);
 			if (w->sink->close_from && ns - start >= *w->sink->close_from && w->sink->on_close) {
-				t->shift_fp = shift_fp;
-				t->last_ns = last_ns;
+				t->shift_fp = clk.shift_fp;
+				t->last_ns = clk.last_ns;
 				t->cpu = cpu;
 				t->kept = kept;
 				ulma_ct_cursor_store(tree, thread, &cur);
@@ -692,8 +696,8 @@ static int on_events_tree(struct ulma_walk *w, uint32_t thread, const struct ulm
 		}
 	}
 	ulma_ct_cursor_store(tree, thread, &cur);
-	t->shift_fp = shift_fp;
-	t->last_ns = last_ns;
+	t->shift_fp = clk.shift_fp;
+	t->last_ns = clk.last_ns;
 	t->cpu = cpu;
 	t->kept = kept;
 	w->events += events;
