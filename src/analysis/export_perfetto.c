@@ -118,21 +118,16 @@ static int on_thread(void *ctx, const struct ulma_walk *w, uint32_t thread)
 	return c->err;
 }
 
-/* A packet of one TrackEvent on thread's event sequence, written straight
- * into the output buffer (the hot path: one per frame's open and close):
- * the sequence id, the time since the sequence's previous packet, and the
- * event te[0..n) (n < 64; te holds at least TE_SHORT bytes).  Every
- * length fits in one byte. */
-static inline void put_event(struct perfetto *c, uint32_t thread, uint64_t ns, const uint8_t *te, size_t n)
+/* A packet of one TrackEvent at p: the sequence id seq[0..seq_len), the
+ * time since the sequence's previous packet, and the event te[0..n)
+ * (n < 64; te holds at least TE_SHORT bytes).  Every length fits in one
+ * byte.  Returns the end. */
+static inline uint8_t *encode_event(uint8_t *p, const uint8_t *seq, size_t seq_len, uint64_t delta, const uint8_t *te,
+				    size_t n)
 {
-	struct pf_thread *pt = &c->threads[thread];
-	if (__builtin_expect(c->len >= OUT_FLUSH, 0))
-		pf_flush(c);
-	uint64_t delta = ns > pt->last_ns ? ns - pt->last_ns : 0; /* never back: the walker's times only grow */
-	pt->last_ns += delta;
-	uint8_t *p = c->buf + c->len, *q = p + 2;
-	memcpy(q, pt->seq_field, sizeof(pt->seq_field));
-	q += pt->seq_len;
+	uint8_t *q = p + 2;
+	memcpy(q, seq, 8);
+	q += seq_len;
 	*q++ = PKT_TIMESTAMP << 3 | ULMA_PB_VARINT;
 	q = ulma_pb_varint(q, delta);
 	*q++ = PKT_TRACK_EVENT << 3 | ULMA_PB_BYTES;
@@ -144,7 +139,19 @@ static inline void put_event(struct perfetto *c, uint32_t thread, uint64_t ns, c
 	q += n;
 	p[0] = TRACE_PACKET << 3 | ULMA_PB_BYTES;
 	p[1] = (uint8_t)(q - p - 2);
-	c->len = (size_t)(q - c->buf);
+	return q;
+}
+
+/* An event at ns on thread's event sequence, written straight into the
+ * output buffer. */
+static inline void put_event(struct perfetto *c, uint32_t thread, uint64_t ns, const uint8_t *te, size_t n)
+{
+	struct pf_thread *pt = &c->threads[thread];
+	if (__builtin_expect(c->len >= c->flush_at, 0))
+		pf_flush(c);
+	uint64_t delta = ns > pt->last_ns ? ns - pt->last_ns : 0; /* never back: the walker's times only grow */
+	pt->last_ns += delta;
+	c->len = (size_t)(encode_event(c->buf + c->len, pt->seq_field, pt->seq_len, delta, te, n) - c->buf);
 }
 
 /* Intern name key (a function's or a mark's) on the thread's sequence
@@ -198,6 +205,56 @@ static int on_open(void *ctx, const struct ulma_walk *w, uint32_t thread, const 
 	const struct pf_begin *b = &c->begins[f->func];
 	put_event(c, thread, f->start_ns, b->te, b->len);
 	return c->err;
+}
+
+/* A batch of the thread's opens and closes, when nothing is filtered:
+ * what on_open and on_close write, without a call per frame, the
+ * thread's clock and the buffer's length in locals (each store into the
+ * buffer could alias them), written back around interning and flushing. */
+static int on_edges(void *ctx, const struct ulma_walk *w, uint32_t thread, const struct ulma_walk_edge *e, size_t n)
+{
+	struct perfetto *c = ctx;
+	static const uint8_t end_te[TE_SHORT] = {EV_TYPE << 3 | ULMA_PB_VARINT, TYPE_END};
+	struct pf_thread *pt = &c->threads[thread];
+	const struct pf_begin *begins = c->begins;
+	const struct ulma_walk_func *funcs = w->funcs;
+	uint8_t seq[8];
+	memcpy(seq, pt->seq_field, sizeof(seq));
+	const size_t seq_len = pt->seq_len, flush_at = c->flush_at;
+	uint8_t *const buf = c->buf;
+	uint64_t last = pt->last_ns;
+	uint32_t last_interned = pt->last_interned;
+	size_t len = c->len;
+	int err = 0;
+	for (size_t i = 0; i < n; i++) {
+		const uint8_t *te = end_te;
+		size_t tn = 2;
+		if (e[i].open) {
+			uint32_t key = funcs[e[i].func].key;
+			if (__builtin_expect(last_interned != key + 1, 0)) { /* else recursion, a loop: see intern */
+				c->len = len;
+				err = intern_slow(c, w, thread, key);
+				pt = &c->threads[thread];
+				last_interned = pt->last_interned;
+				len = c->len;
+				if (err)
+					break;
+			}
+			te = begins[e[i].func].te;
+			tn = begins[e[i].func].len;
+		}
+		if (__builtin_expect(len >= flush_at, 0)) {
+			c->len = len;
+			pf_flush(c);
+			len = c->len;
+		}
+		uint64_t delta = e[i].ns > last ? e[i].ns - last : 0; /* never back: the walker's times only grow */
+		last += delta;
+		len = (size_t)(encode_event(buf + len, seq, seq_len, delta, te, tn) - buf);
+	}
+	c->len = len;
+	pt->last_ns = last;
+	return err ? err : c->err;
 }
 
 /* A function's begin event, made once: its type, name and category. */
@@ -319,7 +376,7 @@ static int on_off(void *ctx, const struct ulma_walk *w, uint32_t thread, uint8_t
 	uint64_t iid = state < ULMA_OFF_STATES ? (uint64_t)state + 1 : 1;
 	state_slice(c, thread, iid, at_ns, at_ns + ns);
 	pt->on_since = at_ns + ns;
-	if (c->len >= OUT_FLUSH)
+	if (c->len >= c->flush_at)
 		pf_flush(c);
 	return c->err;
 }
@@ -442,7 +499,7 @@ static void object_counters(struct perfetto *c, const struct ulma_walk *w)
 			q = ulma_pb_uint(q, EV_TYPE, TYPE_COUNTER);
 			q = ulma_pb_fixed64(q, EV_DOUBLE_COUNTER, bits);
 			pf_put_track_event(c, seq, delta, te, (size_t)(q - te));
-			if (c->len >= OUT_FLUSH)
+			if (c->len >= c->flush_at)
 				pf_flush(c);
 		}
 		seq++;
@@ -479,7 +536,11 @@ int ulma_export_perfetto(FILE *in, const struct ulma_export_opts *o, FILE *out, 
 	struct perfetto c = {.out = out};
 	struct ulma_walk w;
 	(void)dir;
-	c.buf = malloc(OUT_CAP);
+	c.cap = o->no_compress ? OUT_CAP_PLAIN : OUT_CAP;
+	c.flush_at = c.cap - OUT_ROOM;
+	if (o->no_compress && fileno(out) >= 0) /* a file's stream (not a memory stream), nothing written yet */
+		setvbuf(out, NULL, _IONBF, 0);  /* on failure, buffered as before */
+	c.buf = malloc(c.cap);
 	if (!c.buf || pf_deflate_start(&c, o)) {
 		free(c.buf);
 		memset(res, 0, sizeof(*res));
@@ -493,6 +554,7 @@ int ulma_export_perfetto(FILE *in, const struct ulma_export_opts *o, FILE *out, 
 				      .on_mark = on_mark,
 				      .on_off = on_off,
 				      .on_mpi = on_mpi,
+				      .on_edges = on_edges,
 				      .on_object = on_object};
 	int err = ulma_export_walk(in, o, &w, &sink, res);
 	if (!err) {

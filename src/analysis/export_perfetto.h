@@ -92,10 +92,14 @@ enum { CLOCK_MONOTONIC_ID = 3, CLOCK_BOOTTIME_ID = 6, CLOCK_INCREMENTAL_ID = 64 
 #define SEQ_MPI(thread) (3 * (uint64_t)(thread) + 3)
 
 /* The batch compressed into one packet; and the deflate level, libdeflate's
- * or zlib's (bench/exports.py, docs/exports.md). */
+ * or zlib's (bench/exports.py, docs/exports.md).  Uncompressed, the batch
+ * is larger, OUT_CAP_PLAIN, and written with write() straight from the
+ * buffer (the stream unbuffered): stdio's 4 KiB buffer split each 32 KiB
+ * batch into two writes at offsets off the page size. */
 #define OUT_CAP (1u << 15)
+#define OUT_CAP_PLAIN (1u << 20)
 #define DEFLATE_LEVEL 1
-#define OUT_FLUSH (OUT_CAP - 256) /* room for one more event packet */
+#define OUT_ROOM 256 /* a batch is flushed with less room than this: one more event packet */
 
 struct pf_thread {
 	bool started;        /* its event sequence's first packet written */
@@ -125,8 +129,10 @@ struct perfetto {
 	FILE *out;
 	struct pf_begin *begins; /* per function */
 	uint32_t nbegins;
-	uint8_t *buf; /* OUT_CAP bytes */
+	uint8_t *buf; /* cap bytes: OUT_CAP, or OUT_CAP_PLAIN if not compressed */
 	size_t len;
+	size_t cap;
+	size_t flush_at; /* cap - OUT_ROOM */
 #if defined(ULMA_HAVE_LIBDEFLATE)
 	struct libdeflate_compressor *deflater; /* set: batches are compressed */
 #elif defined(ULMA_HAVE_ZLIB)
