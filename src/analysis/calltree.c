@@ -133,7 +133,7 @@ static int sink_close(void *ctx, const struct ulma_walk *w, uint32_t thread, con
 	return ulma_calltree_close(ctx, w, thread, f);
 }
 
-const struct ulma_walk_sink ulma_calltree_sink_template = {NULL, NULL, NULL, sink_open, sink_close, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
+const struct ulma_walk_sink ulma_calltree_sink_template = {NULL, NULL, NULL, sink_open, sink_close, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
 
 int ulma_calltree_fold_recursion(struct ulma_calltree *to, const struct ulma_calltree *from)
 {

@@ -94,21 +94,79 @@ extern const struct ulma_walk_sink ulma_calltree_sink_template;
  * at ns.  The same figures as open/close, without building frames. */
 int ulma_calltree_enter_slow(struct ulma_calltree *t, uint32_t thread, uint32_t key, uint64_t ns);
 
-static inline int ulma_calltree_enter(struct ulma_calltree *t, uint32_t thread, uint32_t key, uint64_t ns)
+/* A thread's open frames held in locals by a loop feeding the tree
+ * (export_walk.c's on_events_tree: each store into a node could alias
+ * the thread's depth, which would be reloaded after each one): loaded,
+ * entered and left, and stored back before anything else reads the
+ * tree's thread. */
+struct ulma_ct_cursor {
+	struct ulma_ct_node *nodes;
+	struct ulma_ct_frame *frames;
+	uint32_t depth;
+	uint32_t cap;
+	uint32_t root;
+	bool per_thread;
+};
+
+static inline void ulma_ct_cursor_load(const struct ulma_calltree *t, uint32_t thread, struct ulma_ct_cursor *c)
 {
-	if (__builtin_expect(thread < t->nthreads, 1)) {
-		struct ulma_ct_thread *th = &t->threads[thread];
-		if (__builtin_expect(th->depth < th->cap && (th->depth || th->root || !t->per_thread), 1)) {
-			uint32_t parent = th->depth ? th->frames[th->depth - 1].node : th->root;
-			uint32_t guess = t->nodes[parent].recent;
-			if (__builtin_expect(guess && t->nodes[guess].key == key, 1)) {
-				t->nodes[guess].calls++;
-				th->frames[th->depth++] = (struct ulma_ct_frame){guess, ns, 0};
-				return 0;
-			}
+	c->nodes = t->nodes;
+	c->per_thread = t->per_thread;
+	if (thread < t->nthreads) {
+		const struct ulma_ct_thread *th = &t->threads[thread];
+		c->frames = th->frames;
+		c->depth = th->depth;
+		c->cap = th->cap;
+		c->root = th->root;
+	} else { /* a thread never seen: entering it takes the slow path */
+		c->frames = NULL;
+		c->depth = c->cap = c->root = 0;
+	}
+}
+
+static inline void ulma_ct_cursor_store(struct ulma_calltree *t, uint32_t thread, const struct ulma_ct_cursor *c)
+{
+	if (thread < t->nthreads)
+		t->threads[thread].depth = c->depth;
+}
+
+static inline int ulma_ct_cursor_enter(struct ulma_calltree *t, uint32_t thread, struct ulma_ct_cursor *c,
+				       uint32_t key, uint64_t ns)
+{
+	if (__builtin_expect(c->depth < c->cap && (c->depth || c->root || !c->per_thread), 1)) {
+		uint32_t parent = c->depth ? c->frames[c->depth - 1].node : c->root;
+		uint32_t guess = c->nodes[parent].recent;
+		if (__builtin_expect(guess && c->nodes[guess].key == key, 1)) {
+			c->nodes[guess].calls++;
+			c->frames[c->depth++] = (struct ulma_ct_frame){guess, ns, 0};
+			return 0;
 		}
 	}
-	return ulma_calltree_enter_slow(t, thread, key, ns);
+	ulma_ct_cursor_store(t, thread, c);
+	int err = ulma_calltree_enter_slow(t, thread, key, ns);
+	ulma_ct_cursor_load(t, thread, c);
+	return err;
+}
+
+/* Leave the top frame (depth > 0) at ns. */
+static inline void ulma_ct_cursor_leave(struct ulma_ct_cursor *c, uint64_t ns)
+{
+	const struct ulma_ct_frame *f = &c->frames[--c->depth];
+	uint64_t dur = ns > f->start ? ns - f->start : 0;
+	struct ulma_ct_node *n = &c->nodes[f->node];
+	n->total_ns += dur;
+	n->self_ns += dur > f->child ? dur - f->child : 0;
+	if (c->depth)
+		c->frames[c->depth - 1].child += dur;
+}
+
+static inline int ulma_calltree_enter(struct ulma_calltree *t, uint32_t thread, uint32_t key, uint64_t ns)
+{
+	struct ulma_ct_cursor c;
+	ulma_ct_cursor_load(t, thread, &c);
+	int err = ulma_ct_cursor_enter(t, thread, &c, key, ns);
+	ulma_ct_cursor_store(t, thread, &c);
+	return err;
 }
 
 /* Frames open on a thread (0 for a thread never seen). */
@@ -120,14 +178,10 @@ static inline uint32_t ulma_calltree_depth(const struct ulma_calltree *t, uint32
 /* Leave the top frame of a thread with ulma_calltree_depth > 0. */
 static inline void ulma_calltree_leave(struct ulma_calltree *t, uint32_t thread, uint64_t ns)
 {
-	struct ulma_ct_thread *th = &t->threads[thread];
-	const struct ulma_ct_frame *f = &th->frames[--th->depth];
-	uint64_t dur = ns > f->start ? ns - f->start : 0;
-	struct ulma_ct_node *n = &t->nodes[f->node];
-	n->total_ns += dur;
-	n->self_ns += dur > f->child ? dur - f->child : 0;
-	if (th->depth)
-		th->frames[th->depth - 1].child += dur;
+	struct ulma_ct_cursor c;
+	ulma_ct_cursor_load(t, thread, &c);
+	ulma_ct_cursor_leave(&c, ns);
+	ulma_ct_cursor_store(t, thread, &c);
 }
 
 #endif

@@ -27,6 +27,7 @@
 #include <string.h>
 
 #include "export.h"
+#include "export_objects.h"
 #include "export_text.h"
 #include "ulma/shm.h"
 
@@ -46,6 +47,7 @@ struct chrome {
 	uint32_t npids;
 	uint64_t not_finite; /* counter values JSON cannot hold (NaN, infinities), left out */
 	bool first;
+	struct ulma_xobjects objects; /* objects per process and type (--memory on 3.13+) */
 };
 
 static void separator(struct chrome *c)
@@ -321,6 +323,43 @@ static int spawn_flows(struct chrome *c, const struct ulma_walk *w)
 	return err;
 }
 
+static int on_object(void *ctx, const struct ulma_walk *w, uint32_t thread, const struct ulma_trace_object *o,
+		     uint64_t at_ns)
+{
+	struct chrome *c = ctx;
+	return ulma_xobjects_add(&c->objects, w, thread, o, at_ns);
+}
+
+/* The types with the most objects of each process, as counters of the
+ * process ({"ph": "C", "cat": "objects"}), known only at the end. */
+static int object_counters(struct chrome *c, const struct ulma_walk *w)
+{
+	struct ulma_series_point pts[2 * ULMA_XOBJ_BUCKETS + 1];
+	char name[ULMA_WALK_LABEL_MAX];
+	int err = 0;
+	ulma_xobjects_choose(&c->objects);
+	for (uint32_t i = 0; i < c->objects.n && !err; i++) {
+		const struct ulma_xobj_track *t = &c->objects.t[i];
+		if (!t->drawn)
+			continue;
+		ulma_xobjects_name(w, t, name, sizeof(name));
+		uint32_t n = ulma_series_points(&t->s, pts);
+		for (uint32_t k = 0; k < n && !err; k++) {
+			separator(c);
+			ulma_sbuf_puts(&c->b, "{\"ph\":\"C\",\"cat\":\"objects\",\"name\":");
+			ulma_sbuf_json_text(&c->b, name);
+			ulma_sbuf_puts(&c->b, ",\"args\":{");
+			ulma_sbuf_json_text(&c->b, name);
+			ulma_sbuf_put(&c->b, ":", 1);
+			ulma_sbuf_double(&c->b, pts[k].v);
+			ulma_sbuf_puts(&c->b, "},\"ts\":");
+			put_us(&c->b, pts[k].at);
+			err = end_event(c, &w->threads[t->thread]);
+		}
+	}
+	return err;
+}
+
 int ulma_export_chrome(FILE *in, const struct ulma_export_opts *o, FILE *out, const char *dir,
 		       struct ulma_export_result *res)
 {
@@ -328,10 +367,18 @@ int ulma_export_chrome(FILE *in, const struct ulma_export_opts *o, FILE *out, co
 	struct ulma_walk w;
 	(void)dir;
 	ulma_sbuf_puts(&c.b, "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n");
-	struct ulma_walk_sink sink = {&c, on_func, on_thread, NULL, on_close, NULL, NULL, on_mark, NULL, on_mpi, NULL, NULL};
+	struct ulma_walk_sink sink = {.ctx = &c,
+				      .on_func = on_func,
+				      .on_thread = on_thread,
+				      .on_close = on_close,
+				      .on_mark = on_mark,
+				      .on_mpi = on_mpi,
+				      .on_object = on_object};
 	int err = ulma_export_walk(in, o, &w, &sink, res);
 	if (!err)
 		err = spawn_flows(&c, &w);
+	if (!err)
+		err = object_counters(&c, &w);
 	if (!err) {
 		thread_names(&c, &w);
 		ulma_sbuf_puts(&c.b, "\n],\"otherData\":{\"producer\":\"ulma export\",\"command\":");
@@ -345,6 +392,8 @@ int ulma_export_chrome(FILE *in, const struct ulma_export_opts *o, FILE *out, co
 				 (unsigned long long)w.lost);
 		if (c.not_finite)
 			ulma_sbuf_printf(&c.b, ",\"counter_values_not_finite\":%llu", (unsigned long long)c.not_finite);
+		if (c.objects.left_out)
+			ulma_sbuf_printf(&c.b, ",\"object_events_not_drawn\":%llu", (unsigned long long)c.objects.left_out);
 		ulma_sbuf_puts(&c.b, "}}\n");
 		err = ulma_sbuf_flush(&c.b, out);
 	}
@@ -355,6 +404,7 @@ int ulma_export_chrome(FILE *in, const struct ulma_export_opts *o, FILE *out, co
 	free(c.tails);
 	free(c.tail_len);
 	free(c.pids_seen);
+	ulma_xobjects_free(&c.objects);
 	ulma_sbuf_free(&c.b);
 	ulma_walk_free(&w);
 	return err;

@@ -429,7 +429,7 @@ int ulma_export_ctf(FILE *in, const struct ulma_export_opts *o, FILE *out, const
 	struct ctf c = {.dir = dir};
 	struct ulma_walk w;
 	(void)out;
-	struct ulma_walk_sink sink = {&c, on_func, NULL, on_open, on_close, NULL, NULL, on_mark, NULL, NULL, NULL, NULL};
+	struct ulma_walk_sink sink = {&c, on_func, NULL, on_open, on_close, NULL, NULL, on_mark, NULL, NULL, NULL, NULL, NULL, NULL};
 	int err = ulma_export_walk(in, o, &w, &sink, res);
 	for (uint32_t i = 0; i < c.nthreads && !err; i++)
 		err = write_packet(&c, &w, i);

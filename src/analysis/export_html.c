@@ -32,7 +32,10 @@
  *
  * Lines recorded with `ulma run --lines` get a view of their own: the walk
  * feeds a profile (export_walk.h) whose line rows export_html_lines.c
- * writes out, with the source they annotate.
+ * writes out, with the source they annotate.  A trace recorded with
+ * --memory gets a Memory view from the same profile (export_html_memory.c:
+ * the memory counters over time, the peak and the stacks holding it, the
+ * leaks, the objects).
  */
 #include <errno.h>
 #include <math.h>
@@ -43,6 +46,7 @@
 #include "export.h"
 #include "export_html_funcs.h"
 #include "export_html_lines.h"
+#include "export_html_memory.h"
 #include "export_html_page.h"
 #include "export_text.h"
 #include "ulma/shm.h"
@@ -95,7 +99,8 @@ struct html {
 	struct counter *counters;
 	uint32_t ncounters;
 	uint64_t counters_left_out; /* values of counters past MAX_COUNTERS */
-	struct ulma_profile lines;  /* fed by the walk: the line view's rows */
+	struct ulma_profile lines;  /* fed by the walk: the line view's rows, the split, memory and objects */
+	struct ulma_html_memory mem; /* the memory views' series and peak */
 };
 
 static struct lane *lane_of(struct html *h, uint32_t thread)
@@ -203,6 +208,9 @@ static int on_mark(void *ctx, const struct ulma_walk *w, uint32_t thread, const 
 	}
 	if (m->kind != ULMA_EXT_COUNTER)
 		return 0;
+	int err = h->lines.memory ? ulma_html_memory_mark(&h->mem, w, thread, m) : 0;
+	if (err)
+		return err;
 	uint32_t pid = w->threads[thread].pid, key = w->funcs[m->name].key, i = 0;
 	while (i < h->ncounters && (h->counters[i].pid != pid || h->counters[i].key != key))
 		i++;
@@ -232,6 +240,16 @@ static int on_mark(void *ctx, const struct ulma_walk *w, uint32_t thread, const 
 		c->max = m->value;
 	c->last = m->value;
 	add_point(c, m->at_ns, m->value);
+	return 0;
+}
+
+/* A memory record, just fed to the profile: the peak's moment. */
+static int on_memory(void *ctx, const struct ulma_walk *w, uint32_t thread, const struct ulma_trace_memory *m,
+		     uint64_t at_ns)
+{
+	struct html *h = ctx;
+	(void)w, (void)thread, (void)m;
+	ulma_html_memory_record(&h->mem, &h->lines, at_ns);
 	return 0;
 }
 
@@ -598,6 +616,8 @@ static int write_data(FILE *out, const struct ulma_walk *w, struct html *h)
 	write_counters(&b, w, h);
 	if (!err)
 		err = ulma_html_lines(&b, w, &h->lines, r.of_key);
+	if (!err)
+		err = ulma_html_memory_json(&b, w, &h->lines, &h->mem, r.of_key);
 	ulma_sbuf_puts(&b, "}");
 	if (!err)
 		err = ulma_sbuf_flush(&b, out);
@@ -620,8 +640,18 @@ int ulma_export_html(FILE *in, const struct ulma_export_opts *o, FILE *out, cons
 		return err;
 	h.t.per_thread = true; /* the page merges the threads as the user chooses */
 	ulma_profile_init(&h.lines);
-	struct ulma_walk_sink sink = {&h, NULL, NULL, on_open, on_close, &h.t, &h.min_span, on_mark, &h.lines, NULL, NULL, NULL};
+	struct ulma_walk_sink sink = {.ctx = &h,
+				      .on_open = on_open,
+				      .on_close = on_close,
+				      .tree = &h.t,
+				      .close_from = &h.min_span,
+				      .on_mark = on_mark,
+				      .profile = &h.lines,
+				      .on_memory = on_memory};
+	long start = ftell(in); /* the memory view's second walk starts here too */
 	err = ulma_export_walk(in, o, &w, &sink, res);
+	if (!err && h.lines.memory)
+		err = ulma_html_memory_replay(&h.mem, in, start, o);
 	if (!err && fputs(ulma_html_head, out) == EOF)
 		err = -EIO;
 	if (!err)
@@ -636,6 +666,7 @@ int ulma_export_html(FILE *in, const struct ulma_export_opts *o, FILE *out, cons
 	free(h.counters);
 	ulma_calltree_free(&h.t);
 	ulma_profile_free(&h.lines);
+	ulma_html_memory_free(&h.mem);
 	ulma_walk_free(&w);
 	return err;
 }

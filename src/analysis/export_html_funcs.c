@@ -48,6 +48,8 @@ void ulma_html_funcs_split(const struct ulma_walk *w, const struct ulma_profile 
 		if (p->memory && i < p->memory->nfuncs) {
 			o->self_bytes += p->memory->funcs[i].alloc_bytes;
 			o->total_bytes += p->memory->funcs[i].total_alloc_bytes;
+			o->self_native_bytes += p->memory->funcs[i].native_alloc_bytes;
+			o->net_bytes += p->memory->funcs[i].alloc_bytes - p->memory->funcs[i].free_bytes;
 		}
 	}
 }
@@ -56,7 +58,8 @@ void ulma_html_split_json(struct ulma_sbuf *b, const struct ulma_html_split *x)
 {
 	const uint64_t v[] = {x->self_cpu,  x->self_runnable, x->self_blocked, x->self_gil,
 			      x->total_cpu, x->total_runnable, x->total_blocked, x->total_gil,
-			      x->self_native, x->total_native, x->self_bytes, x->total_bytes};
+			      x->self_native, x->total_native, x->self_bytes, x->total_bytes,
+			      x->self_native_bytes, x->net_bytes};
 	ulma_sbuf_put(b, "[", 1);
 	for (size_t k = 0; k < sizeof(v) / sizeof(v[0]); k++) {
 		if (k)

@@ -26,6 +26,8 @@ struct ulma_html_split {
 	uint64_t total_cpu, total_runnable, total_blocked, total_gil;
 	uint64_t self_native, total_native;
 	uint64_t self_bytes, total_bytes; /* allocated */
+	uint64_t self_native_bytes;       /* of self_bytes, native code's blocks */
+	uint64_t net_bytes;               /* of self_bytes, still allocated at the end */
 };
 
 /* out[key] for every key of w below w->nfuncs (the caller allocates
@@ -34,7 +36,8 @@ struct ulma_html_split {
 void ulma_html_funcs_split(const struct ulma_walk *w, const struct ulma_profile *p, struct ulma_html_split *out,
 			   struct ulma_html_has *has);
 
-/* `[s_cpu,s_run,s_blk,s_gil,t_cpu,t_run,t_blk,t_gil,s_native,t_native,s_bytes,t_bytes]` into b. */
+/* `[s_cpu,s_run,s_blk,s_gil,t_cpu,t_run,t_blk,t_gil,s_native,t_native,s_bytes,t_bytes,s_native_bytes,net_bytes]`
+ * into b. */
 void ulma_html_split_json(struct ulma_sbuf *b, const struct ulma_html_split *x);
 
 #endif

@@ -234,15 +234,15 @@ static int region_of(struct otf2_out *o, uint32_t k, uint32_t *region)
 	return 0;
 }
 
-static int frame_event(struct otf2_out *o, const struct ulma_walk *w, uint32_t thread, const struct ulma_walk_frame *f,
+static int frame_event(struct otf2_out *o, const struct ulma_walk *w, uint32_t thread, uint32_t func, uint64_t ns,
 		       bool enter)
 {
 	OTF2_TimeStamp at;
-	OTF2_EvtWriter *evt = writer_of(o, w, thread, enter ? f->start_ns : f->end_ns, &at);
+	OTF2_EvtWriter *evt = writer_of(o, w, thread, ns, &at);
 	if (!evt)
 		return check(o, OTF2_ERROR_INVALID_ARGUMENT);
 	uint32_t region;
-	int err = region_of(o, w->funcs[f->func].key, &region);
+	int err = region_of(o, w->funcs[func].key, &region);
 	if (err)
 		return err;
 	return check(o, enter ? OTF2_EvtWriter_Enter(evt, NULL, at, region) : OTF2_EvtWriter_Leave(evt, NULL, at, region));
@@ -250,12 +250,24 @@ static int frame_event(struct otf2_out *o, const struct ulma_walk *w, uint32_t t
 
 static int on_open(void *ctx, const struct ulma_walk *w, uint32_t thread, const struct ulma_walk_frame *f)
 {
-	return frame_event(ctx, w, thread, f, true);
+	return frame_event(ctx, w, thread, f->func, f->start_ns, true);
 }
 
 static int on_close(void *ctx, const struct ulma_walk *w, uint32_t thread, const struct ulma_walk_frame *f)
 {
-	return frame_event(ctx, w, thread, f, false);
+	return frame_event(ctx, w, thread, f->func, f->end_ns, false);
+}
+
+/* A batch of the thread's opens and closes, when nothing is filtered:
+ * what on_open and on_close write, without a call per frame. */
+static int on_edges(void *ctx, const struct ulma_walk *w, uint32_t thread, const struct ulma_walk_edge *e, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		int err = frame_event(ctx, w, thread, e[i].func, e[i].ns, e[i].open);
+		if (err)
+			return err;
+	}
+	return 0;
 }
 
 /* Room in metric_of / marker_of for function index func. */
@@ -641,7 +653,7 @@ int ulma_export_otf2(FILE *in, const struct ulma_export_opts *opts, FILE *out, c
 	check(&o, OTF2_Archive_OpenEvtFiles(o.archive));
 	struct ulma_walk_sink sink = {
 		.ctx = &o, .on_thread = on_thread, .on_open = on_open, .on_close = on_close, .on_mark = on_mark,
-		.on_mpi = on_mpi};
+		.on_mpi = on_mpi, .on_edges = on_edges};
 	int err;
 	if (o.err) {
 		memset(res, 0, sizeof(*res));

@@ -118,21 +118,16 @@ static int on_thread(void *ctx, const struct ulma_walk *w, uint32_t thread)
 	return c->err;
 }
 
-/* A packet of one TrackEvent on thread's event sequence, written straight
- * into the output buffer (the hot path: one per frame's open and close):
- * the sequence id, the time since the sequence's previous packet, and the
- * event te[0..n) (n < 64; te holds at least TE_SHORT bytes).  Every
- * length fits in one byte. */
-static inline void put_event(struct perfetto *c, uint32_t thread, uint64_t ns, const uint8_t *te, size_t n)
+/* A packet of one TrackEvent at p: the sequence id seq[0..seq_len), the
+ * time since the sequence's previous packet, and the event te[0..n)
+ * (n < 64; te holds at least TE_SHORT bytes).  Every length fits in one
+ * byte.  Returns the end. */
+static inline uint8_t *encode_event(uint8_t *p, const uint8_t *seq, size_t seq_len, uint64_t delta, const uint8_t *te,
+				    size_t n)
 {
-	struct pf_thread *pt = &c->threads[thread];
-	if (__builtin_expect(c->len >= OUT_FLUSH, 0))
-		pf_flush(c);
-	uint64_t delta = ns > pt->last_ns ? ns - pt->last_ns : 0; /* never back: the walker's times only grow */
-	pt->last_ns += delta;
-	uint8_t *p = c->buf + c->len, *q = p + 2;
-	memcpy(q, pt->seq_field, sizeof(pt->seq_field));
-	q += pt->seq_len;
+	uint8_t *q = p + 2;
+	memcpy(q, seq, 8);
+	q += seq_len;
 	*q++ = PKT_TIMESTAMP << 3 | ULMA_PB_VARINT;
 	q = ulma_pb_varint(q, delta);
 	*q++ = PKT_TRACK_EVENT << 3 | ULMA_PB_BYTES;
@@ -144,7 +139,19 @@ static inline void put_event(struct perfetto *c, uint32_t thread, uint64_t ns, c
 	q += n;
 	p[0] = TRACE_PACKET << 3 | ULMA_PB_BYTES;
 	p[1] = (uint8_t)(q - p - 2);
-	c->len = (size_t)(q - c->buf);
+	return q;
+}
+
+/* An event at ns on thread's event sequence, written straight into the
+ * output buffer. */
+static inline void put_event(struct perfetto *c, uint32_t thread, uint64_t ns, const uint8_t *te, size_t n)
+{
+	struct pf_thread *pt = &c->threads[thread];
+	if (__builtin_expect(c->len >= c->flush_at, 0))
+		pf_flush(c);
+	uint64_t delta = ns > pt->last_ns ? ns - pt->last_ns : 0; /* never back: the walker's times only grow */
+	pt->last_ns += delta;
+	c->len = (size_t)(encode_event(c->buf + c->len, pt->seq_field, pt->seq_len, delta, te, n) - c->buf);
 }
 
 /* Intern name key (a function's or a mark's) on the thread's sequence
@@ -198,6 +205,56 @@ static int on_open(void *ctx, const struct ulma_walk *w, uint32_t thread, const 
 	const struct pf_begin *b = &c->begins[f->func];
 	put_event(c, thread, f->start_ns, b->te, b->len);
 	return c->err;
+}
+
+/* A batch of the thread's opens and closes, when nothing is filtered:
+ * what on_open and on_close write, without a call per frame, the
+ * thread's clock and the buffer's length in locals (each store into the
+ * buffer could alias them), written back around interning and flushing. */
+static int on_edges(void *ctx, const struct ulma_walk *w, uint32_t thread, const struct ulma_walk_edge *e, size_t n)
+{
+	struct perfetto *c = ctx;
+	static const uint8_t end_te[TE_SHORT] = {EV_TYPE << 3 | ULMA_PB_VARINT, TYPE_END};
+	struct pf_thread *pt = &c->threads[thread];
+	const struct pf_begin *begins = c->begins;
+	const struct ulma_walk_func *funcs = w->funcs;
+	uint8_t seq[8];
+	memcpy(seq, pt->seq_field, sizeof(seq));
+	const size_t seq_len = pt->seq_len, flush_at = c->flush_at;
+	uint8_t *const buf = c->buf;
+	uint64_t last = pt->last_ns;
+	uint32_t last_interned = pt->last_interned;
+	size_t len = c->len;
+	int err = 0;
+	for (size_t i = 0; i < n; i++) {
+		const uint8_t *te = end_te;
+		size_t tn = 2;
+		if (e[i].open) {
+			uint32_t key = funcs[e[i].func].key;
+			if (__builtin_expect(last_interned != key + 1, 0)) { /* else recursion, a loop: see intern */
+				c->len = len;
+				err = intern_slow(c, w, thread, key);
+				pt = &c->threads[thread];
+				last_interned = pt->last_interned;
+				len = c->len;
+				if (err)
+					break;
+			}
+			te = begins[e[i].func].te;
+			tn = begins[e[i].func].len;
+		}
+		if (__builtin_expect(len >= flush_at, 0)) {
+			c->len = len;
+			pf_flush(c);
+			len = c->len;
+		}
+		uint64_t delta = e[i].ns > last ? e[i].ns - last : 0; /* never back: the walker's times only grow */
+		last += delta;
+		len = (size_t)(encode_event(buf + len, seq, seq_len, delta, te, tn) - buf);
+	}
+	c->len = len;
+	pt->last_ns = last;
+	return err ? err : c->err;
 }
 
 /* A function's begin event, made once: its type, name and category. */
@@ -286,18 +343,14 @@ static void state_slice(struct perfetto *c, uint32_t thread, uint64_t iid, uint6
 {
 	struct pf_thread *pt = &c->threads[thread];
 	uint64_t seq = SEQ_STATE(thread);
-	uint8_t body[64], te[16], *p, *q;
+	uint8_t te[16], *q;
 	for (int end = 0; end < 2; end++) {
 		uint64_t at = end ? to : from, delta = at > pt->state_ns ? at - pt->state_ns : 0;
 		pt->state_ns += delta;
 		q = ulma_pb_uint(te, EV_TYPE, end ? TYPE_END : TYPE_BEGIN);
 		if (!end)
 			q = ulma_pb_uint(q, EV_NAME_IID, iid);
-		p = ulma_pb_uint(body, PKT_SEQUENCE_ID, seq);
-		p = ulma_pb_uint(p, PKT_TIMESTAMP, delta);
-		p = ulma_pb_varint(ulma_pb_key(p, PKT_TRACK_EVENT, ULMA_PB_BYTES), (uint64_t)(q - te));
-		memcpy(p, te, (size_t)(q - te));
-		pf_put_packet(c, body, (size_t)(p + (q - te) - body));
+		pf_put_track_event(c, seq, delta, te, (size_t)(q - te));
 	}
 }
 
@@ -324,97 +377,14 @@ static int on_off(void *ctx, const struct ulma_walk *w, uint32_t thread, uint8_t
 	uint64_t iid = state < ULMA_OFF_STATES ? (uint64_t)state + 1 : 1;
 	state_slice(c, thread, iid, at_ns, at_ns + ns);
 	pt->on_since = at_ns + ns;
-	if (c->len >= OUT_FLUSH)
-		pf_flush(c);
-	return c->err;
-}
-
-static struct pf_process *process_of(struct perfetto *c, uint32_t pid)
-{
-	for (uint32_t i = 0; i < c->nprocs; i++)
-		if (c->procs[i].pid == pid)
-			return &c->procs[i];
-	struct pf_process *p = realloc(c->procs, (size_t)(c->nprocs + 1) * sizeof(*p));
-	if (!p)
-		return NULL;
-	c->procs = p;
-	p += c->nprocs++;
-	memset(p, 0, sizeof(*p));
-	p->pid = pid;
-	return p;
-}
-
-/* The process's live bytes as a value of its memory counter, on
- * the thread's memory sequence. */
-static void memory_value(struct perfetto *c, const struct ulma_walk *w, uint32_t thread, struct pf_process *p,
-			 uint64_t at_ns)
-{
-	struct pf_thread *pt = &c->threads[thread];
-	if (!p->track) {
-		pf_child_descriptor(c, UUID_MEMORY | p->pid, UUID_PROCESS | p->pid, "memory (live bytes)", true);
-		p->track = true;
-	}
-	if (!pt->memory_started) {
-		pf_start_sequence(c, w, (uint32_t)SEQ_MEMORY(thread), UUID_MEMORY | p->pid, INT_NAMES, states, 1);
-		pt->memory_started = true;
-	}
-	uint8_t body[64], te[32], *q = te, *b;
-	double v = (double)p->live;
-	uint64_t bits, delta = at_ns > pt->memory_ns ? at_ns - pt->memory_ns : 0;
-	pt->memory_ns += delta;
-	memcpy(&bits, &v, sizeof(bits));
-	q = ulma_pb_uint(q, EV_TYPE, TYPE_COUNTER);
-	q = ulma_pb_uint(q, EV_TRACK_UUID, UUID_MEMORY | p->pid);
-	q = ulma_pb_fixed64(q, EV_DOUBLE_COUNTER, bits);
-	b = ulma_pb_uint(body, PKT_SEQUENCE_ID, SEQ_MEMORY(thread));
-	b = ulma_pb_uint(b, PKT_TIMESTAMP, delta);
-	b = ulma_pb_varint(ulma_pb_key(b, PKT_TRACK_EVENT, ULMA_PB_BYTES), (uint64_t)(q - te));
-	memcpy(b, te, (size_t)(q - te));
-	pf_put_packet(c, body, (size_t)(b + (q - te) - body));
-	p->written = p->live;
-}
-
-/* An allocation or a free moves its process's live bytes (of the blocks
- * allocated since the trace began: a free of an older block is not
- * counted); the counter shows the moves of MEMORY_STEP or more. */
-static int on_memory(void *ctx, const struct ulma_walk *w, uint32_t thread, const struct ulma_trace_memory *m,
-		     uint64_t at_ns)
-{
-	struct perfetto *c = ctx;
-	struct pf_process *p = process_of(c, w->threads[thread].pid);
-	if (!p)
-		return -ENOMEM;
-	uint32_t size;
-	if (m->kind == ULMA_EXT_ALLOC) {
-		size = m->size < UINT32_MAX ? (uint32_t)m->size : UINT32_MAX - 1;
-		if (ulma_idmap_get(&p->blocks, m->addr + 1, &size) && size)
-			p->live -= size; /* allocated again without a free we saw */
-		size = m->size < UINT32_MAX ? (uint32_t)m->size : UINT32_MAX - 1;
-		p->live += size;
-		int err = ulma_idmap_put(&p->blocks, m->addr + 1, size);
-		if (err)
-			return err;
-	} else if (ulma_idmap_get(&p->blocks, m->addr + 1, &size) && size) {
-		p->live -= size;
-		int err = ulma_idmap_put(&p->blocks, m->addr + 1, 0);
-		if (err)
-			return err;
-	}
-	if (p->live > p->peak)
-		p->peak = p->live;
-	uint64_t step = p->peak / 256 > MEMORY_STEP ? p->peak / 256 : MEMORY_STEP;
-	uint64_t moved = p->live > p->written ? p->live - p->written : p->written - p->live;
-	if (moved >= step || !p->track)
-		memory_value(c, w, thread, p, at_ns);
-	if (c->len >= OUT_FLUSH)
+	if (c->len >= c->flush_at)
 		pf_flush(c);
 	return c->err;
 }
 
 /* An MPI message's send and its receive (of a merged trace, docs/mpi.md)
  * as instants on their threads joined by a flow: the send's flow id ends
- * at the receive.  On the thread's memory sequence, whose clock MPI events
- * and allocations share in stream order. */
+ * at the receive.  On the thread's MPI sequence. */
 static int on_mpi(void *ctx, const struct ulma_walk *w, uint32_t thread, const struct ulma_walk_mpi *m)
 {
 	struct perfetto *c = ctx;
@@ -423,16 +393,16 @@ static int on_mpi(void *ctx, const struct ulma_walk *w, uint32_t thread, const s
 	uint64_t id;
 	if (!ulma_walk_mpi_message_id(m, &id))
 		return 0;
-	if (!pt->memory_started) {
-		pf_start_sequence(c, w, (uint32_t)SEQ_MEMORY(thread), (uint64_t)thread + 1, INT_NAMES, states, 1);
-		pt->memory_started = true;
+	if (!pt->mpi_started) {
+		pf_start_sequence(c, w, (uint32_t)SEQ_MPI(thread), (uint64_t)thread + 1, INT_NAMES, states, 1);
+		pt->mpi_started = true;
 	}
 	struct ulma_sbuf p = {0}, te = {0};
 	char name[96];
 	snprintf(name, sizeof(name), "%s tag %lld, %llu bytes", e->op == ULMA_MPI_SEND ? "MPI send" : "MPI receive",
 		 (long long)ulma_unzigzag(e->args[1]), (unsigned long long)e->args[3]);
-	uint64_t delta = m->at_ns > pt->memory_ns ? m->at_ns - pt->memory_ns : 0;
-	pt->memory_ns += delta;
+	uint64_t delta = m->at_ns > pt->mpi_ns ? m->at_ns - pt->mpi_ns : 0;
+	pt->mpi_ns += delta;
 	uint8_t flow[ULMA_PB_FIELD_MAX];
 	uint8_t *q = ulma_pb_fixed64(flow, e->op == ULMA_MPI_SEND ? EV_FLOW_IDS : EV_TERMINATING_FLOW_IDS, id);
 	ulma_pb_put_uint(&te, EV_TYPE, TYPE_INSTANT);
@@ -440,7 +410,7 @@ static int on_mpi(void *ctx, const struct ulma_walk *w, uint32_t thread, const s
 	ulma_pb_put_string(&te, EV_NAME, name);
 	ulma_pb_put_string(&te, EV_CATEGORIES, "mpi");
 	ulma_sbuf_put(&te, (const char *)flow, (size_t)(q - flow));
-	ulma_pb_put_uint(&p, PKT_SEQUENCE_ID, SEQ_MEMORY(thread));
+	ulma_pb_put_uint(&p, PKT_SEQUENCE_ID, SEQ_MPI(thread));
 	ulma_pb_put_uint(&p, PKT_TIMESTAMP, delta);
 	ulma_pb_put_message(&p, PKT_TRACK_EVENT, &te);
 	pf_put_packet_sbuf(c, &p);
@@ -498,6 +468,45 @@ static int spawn_flows(struct perfetto *c, const struct ulma_walk *w)
 	return c->err;
 }
 
+static int on_object(void *ctx, const struct ulma_walk *w, uint32_t thread, const struct ulma_trace_object *o,
+		     uint64_t at_ns)
+{
+	struct perfetto *c = ctx;
+	return ulma_xobjects_add(&c->objects, w, thread, o, at_ns);
+}
+
+/* The types with the most objects of each process, each a counter track
+ * of the process (known only at the end), on a sequence of its own. */
+static void object_counters(struct perfetto *c, const struct ulma_walk *w)
+{
+	struct ulma_series_point pts[2 * ULMA_XOBJ_BUCKETS + 1];
+	char name[ULMA_WALK_LABEL_MAX];
+	uint32_t seq = (uint32_t)SEQ_EVENTS(w->nthreads) + 1;
+	ulma_xobjects_choose(&c->objects);
+	for (uint32_t i = 0; i < c->objects.n && !c->err; i++) {
+		const struct ulma_xobj_track *t = &c->objects.t[i];
+		if (!t->drawn)
+			continue;
+		uint64_t uuid = UUID_OBJECTS | i, clock = 0;
+		ulma_xobjects_name(w, t, name, sizeof(name));
+		pf_child_descriptor(c, uuid, UUID_PROCESS | t->pid, name, true);
+		pf_start_sequence(c, w, seq, uuid, INT_NAMES, states, 1);
+		uint32_t n = ulma_series_points(&t->s, pts);
+		for (uint32_t k = 0; k < n; k++) {
+			uint8_t te[32], *q = te;
+			uint64_t bits, delta = pts[k].at > clock ? pts[k].at - clock : 0;
+			clock += delta;
+			memcpy(&bits, &pts[k].v, sizeof(bits));
+			q = ulma_pb_uint(q, EV_TYPE, TYPE_COUNTER);
+			q = ulma_pb_fixed64(q, EV_DOUBLE_COUNTER, bits);
+			pf_put_track_event(c, seq, delta, te, (size_t)(q - te));
+			if (c->len >= c->flush_at)
+				pf_flush(c);
+		}
+		seq++;
+	}
+}
+
 /* Threads' last names and processes' names, known at the end; each
  * thread's running time after its last OFF record. */
 static void finish(struct perfetto *c, const struct ulma_walk *w)
@@ -510,9 +519,6 @@ static void finish(struct perfetto *c, const struct ulma_walk *w)
 			thread_descriptor(c, w, i);
 		if (c->threads[i].state_started && t->last_ns > c->threads[i].on_since)
 			state_slice(c, i, STATE_RUNNING_IID, c->threads[i].on_since, t->last_ns);
-		struct pf_process *p = c->threads[i].memory_started ? process_of(c, t->pid) : NULL;
-		if (p && p->written != p->live) /* the last value, on a thread that wrote the counter */
-			memory_value(c, w, i, p, t->last_ns > c->threads[i].memory_ns ? t->last_ns : c->threads[i].memory_ns);
 	}
 	for (uint32_t i = 0; i < w->nthreads; i++) {
 		const struct ulma_walk_thread *t = &w->threads[i];
@@ -531,7 +537,11 @@ int ulma_export_perfetto(FILE *in, const struct ulma_export_opts *o, FILE *out, 
 	struct perfetto c = {.out = out};
 	struct ulma_walk w;
 	(void)dir;
-	c.buf = malloc(OUT_CAP);
+	c.cap = o->no_compress ? OUT_CAP_PLAIN : OUT_CAP;
+	c.flush_at = c.cap - OUT_ROOM;
+	if (o->no_compress && fileno(out) >= 0) /* a file's stream (not a memory stream), nothing written yet */
+		setvbuf(out, NULL, _IONBF, 0);  /* on failure, buffered as before */
+	c.buf = malloc(c.cap);
 	if (!c.buf || pf_deflate_start(&c, o)) {
 		free(c.buf);
 		memset(res, 0, sizeof(*res));
@@ -544,13 +554,15 @@ int ulma_export_perfetto(FILE *in, const struct ulma_export_opts *o, FILE *out, 
 				      .on_close = on_close,
 				      .on_mark = on_mark,
 				      .on_off = on_off,
-				      .on_memory = on_memory,
-				      .on_mpi = on_mpi};
+				      .on_mpi = on_mpi,
+				      .on_edges = on_edges,
+				      .on_object = on_object};
 	int err = ulma_export_walk(in, o, &w, &sink, res);
 	if (!err) {
 		finish(&c, &w);
 		pf_lanes_finish(&c, &w);
 		err = spawn_flows(&c, &w);
+		object_counters(&c, &w);
 		pf_flush(&c);
 		err = err ? err : c.err;
 	}
@@ -558,10 +570,8 @@ int ulma_export_perfetto(FILE *in, const struct ulma_export_opts *o, FILE *out, 
 		ulma_idmap_free(&c.threads[i].interned);
 	free(c.threads);
 	free(c.begins);
-	for (uint32_t i = 0; i < c.nprocs; i++)
-		ulma_idmap_free(&c.procs[i].blocks);
-	free(c.procs);
 	pf_lanes_free(&c);
+	ulma_xobjects_free(&c.objects);
 	ulma_idmap_free(&c.pids);
 	ulma_idmap_free(&c.counters);
 	free(c.buf);

@@ -14,6 +14,7 @@
 #include <stdio.h>
 
 #include "export.h"
+#include "export_objects.h"
 #include "protobuf.h"
 #if defined(ULMA_HAVE_LIBDEFLATE)
 #include <libdeflate.h>
@@ -78,26 +79,27 @@ enum { CLOCK_MONOTONIC_ID = 3, CLOCK_BOOTTIME_ID = 6, CLOCK_INCREMENTAL_ID = 64 
 #define UUID_PROCESS (UINT64_C(1) << 32)
 #define UUID_STATE (UINT64_C(2) << 32)
 #define UUID_COUNTER (UINT64_C(3) << 32)
-#define UUID_MEMORY (UINT64_C(4) << 32)
+#define UUID_OBJECTS (UINT64_C(4) << 32)
 
 /* A thread's three sequences, each with its own clock: its frames and
- * marks, its state track, its allocations (the walker hands OFF records
- * and allocations on as they come, before the delayed opens of a filtered
- * walk, and an OFF record's running slice starts before the allocations
- * that precede it). */
+ * marks, its state track, its MPI messages (the walker hands OFF records
+ * and MPI events on as they come, before the delayed opens of a filtered
+ * walk, and an OFF record's running slice starts before the events that
+ * precede it).  After every thread's: the process flows' sequence
+ * (SEQ_EVENTS(nthreads)), then one per object counter. */
 #define SEQ_EVENTS(thread) (3 * (uint64_t)(thread) + 1)
 #define SEQ_STATE(thread) (3 * (uint64_t)(thread) + 2)
-#define SEQ_MEMORY(thread) (3 * (uint64_t)(thread) + 3)
-
-/* A process's memory counter moves when the live bytes change by this
- * much (or 1/256 of their peak, if more) since the value last written. */
-#define MEMORY_STEP 65536
+#define SEQ_MPI(thread) (3 * (uint64_t)(thread) + 3)
 
 /* The batch compressed into one packet; and the deflate level, libdeflate's
- * or zlib's (bench/exports.py, docs/exports.md). */
+ * or zlib's (bench/exports.py, docs/exports.md).  Uncompressed, the batch
+ * is larger, OUT_CAP_PLAIN, and written with write() straight from the
+ * buffer (the stream unbuffered): stdio's 4 KiB buffer split each 32 KiB
+ * batch into two writes at offsets off the page size. */
 #define OUT_CAP (1u << 15)
+#define OUT_CAP_PLAIN (1u << 20)
 #define DEFLATE_LEVEL 1
-#define OUT_FLUSH (OUT_CAP - 256) /* room for one more event packet */
+#define OUT_ROOM 256 /* a batch is flushed with less room than this: one more event packet */
 
 struct pf_thread {
 	bool started;        /* its event sequence's first packet written */
@@ -109,18 +111,10 @@ struct pf_thread {
 	uint32_t last_interned;     /* the latest key looked up there, + 1 (recursion repeats it) */
 	uint8_t seq_field[8];       /* its event sequence's id field, encoded */
 	uint8_t seq_len;
-	bool memory_started;        /* its memory sequence's first packet written */
-	uint64_t memory_ns;         /* that sequence's clock */
+	bool mpi_started;           /* its MPI sequence's first packet written */
+	uint64_t mpi_ns;            /* that sequence's clock */
 	bool lane_started;          /* an OFF record seen: it has CPU lanes */
 	uint64_t lane_since;        /* raw end of its latest OFF interval (export_perfetto_lanes.c) */
-};
-
-/* A process's allocations (every domain the trace records), for its memory counter. */
-struct pf_process {
-	uint32_t pid;
-	uint64_t live, peak, written; /* bytes */
-	bool track;                   /* its counter track described */
-	struct ulma_idmap blocks;     /* address + 1 -> size (0: freed), sizes capped at 4 GiB - 1 */
 };
 
 #define TE_SHORT 16 /* put_event's te has at least this many bytes */
@@ -135,8 +129,10 @@ struct perfetto {
 	FILE *out;
 	struct pf_begin *begins; /* per function */
 	uint32_t nbegins;
-	uint8_t *buf; /* OUT_CAP bytes */
+	uint8_t *buf; /* cap bytes: OUT_CAP, or OUT_CAP_PLAIN if not compressed */
 	size_t len;
+	size_t cap;
+	size_t flush_at; /* cap - OUT_ROOM */
 #if defined(ULMA_HAVE_LIBDEFLATE)
 	struct libdeflate_compressor *deflater; /* set: batches are compressed */
 #elif defined(ULMA_HAVE_ZLIB)
@@ -153,11 +149,10 @@ struct perfetto {
 	struct ulma_idmap pids;     /* pid + 1 -> 1: its process descriptor is written */
 	struct ulma_idmap counters; /* pid << 32 | name key + 1 -> counter index */
 	uint32_t ncounters;
-	struct pf_process *procs;   /* with allocations */
-	uint32_t nprocs;
 	struct ulma_sbuf *cpus;     /* per CPU: its sched_switch events not yet written */
 	uint32_t ncpus;
 	bool lanes_tied;            /* BOOTTIME's clock snapshot written */
+	struct ulma_xobjects objects; /* objects per process and type (--memory on 3.13+) */
 };
 
 /* Start compressing the batches, unless o->no_compress (or a build
@@ -172,6 +167,10 @@ void pf_flush(struct perfetto *c);
  * allocation failure in building p sets c->err). */
 void pf_put_packet(struct perfetto *c, const uint8_t *body, size_t n);
 void pf_put_packet_sbuf(struct perfetto *c, struct ulma_sbuf *p);
+
+/* A packet of sequence seq, delta after its previous one, holding the
+ * TrackEvent te[0..n) (a short one: at most 48 bytes). */
+void pf_put_track_event(struct perfetto *c, uint64_t seq, uint64_t delta, const uint8_t *te, size_t n);
 
 /* The first packet of sequence seq: incremental state cleared, the
  * defaults (track, and the incremental clock), the clock's tie to

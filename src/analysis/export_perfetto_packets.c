@@ -1,5 +1,5 @@
 /* export_perfetto_packets.c - the perfetto exporter's packet writer:
- * packets appended to a batch buffer of OUT_CAP bytes, each batch written
+ * packets appended to a batch buffer of c->cap bytes, each batch written
  * out as it is or deflated (libdeflate, else zlib: the same zlib stream)
  * into one packet's compressed_packets
  * (field 50), which the trace processor inflates and reads as the packets
@@ -149,9 +149,9 @@ void pf_put_packet(struct perfetto *c, const uint8_t *body, size_t n)
 	uint8_t head[ULMA_PB_FIELD_MAX];
 	uint8_t *e = ulma_pb_varint(ulma_pb_key(head, TRACE_PACKET, ULMA_PB_BYTES), n);
 	size_t h = (size_t)(e - head);
-	if (c->len + h + n > OUT_CAP)
+	if (c->len + h + n > c->cap)
 		pf_flush(c);
-	if (h + n > OUT_CAP) { /* a big descriptor: straight out */
+	if (h + n > c->cap) { /* a big descriptor: straight out */
 		if (!c->err && (fwrite(head, 1, h, c->out) != h || fwrite(body, 1, n, c->out) != n))
 			c->err = -EIO;
 		return;
@@ -233,3 +233,17 @@ void pf_child_descriptor(struct perfetto *c, uint64_t uuid, uint64_t parent, con
 	ulma_sbuf_free(&d);
 }
 
+
+void pf_put_track_event(struct perfetto *c, uint64_t seq, uint64_t delta, const uint8_t *te, size_t n)
+{
+	uint8_t body[96], *p;
+	if (n > sizeof(body) - 3 * ULMA_PB_FIELD_MAX) {
+		c->err = c->err ? c->err : -EINVAL;
+		return;
+	}
+	p = ulma_pb_uint(body, PKT_SEQUENCE_ID, seq);
+	p = ulma_pb_uint(p, PKT_TIMESTAMP, delta);
+	p = ulma_pb_varint(ulma_pb_key(p, PKT_TRACK_EVENT, ULMA_PB_BYTES), n);
+	memcpy(p, te, n);
+	pf_put_packet(c, body, (size_t)(p + n - body));
+}

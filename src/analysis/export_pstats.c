@@ -263,7 +263,7 @@ int ulma_export_pstats(FILE *in, const struct ulma_export_opts *o, FILE *out, co
 	int err = ulma_calltree_init(&pk.t);
 	if (err)
 		return err;
-	const struct ulma_walk_sink sink = {&pk, on_func, NULL, on_open, on_close, &pk.t, NULL, NULL, NULL, NULL, NULL, NULL};
+	const struct ulma_walk_sink sink = {&pk, on_func, NULL, on_open, on_close, &pk.t, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
 	err = ulma_export_walk(in, o, &w, &sink, res);
 	if (!err)
 		err = ulma_callgraph_from_tree(&pk.g, &w, &pk.t);

@@ -195,6 +195,18 @@ static int on_close(void *ctx, const struct ulma_walk *w, uint32_t thread, const
 	return event(ctx, w, thread, 'C', f->func, f->end_ns);
 }
 
+/* A batch of the thread's opens and closes, when nothing is filtered:
+ * what on_open and on_close write, without a call per frame. */
+static int on_edges(void *ctx, const struct ulma_walk *w, uint32_t thread, const struct ulma_walk_edge *e, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		int err = event(ctx, w, thread, e[i].open ? 'O' : 'C', e[i].func, e[i].ns);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
 static int copy_blocks(struct speedscope *s, const struct ss_thread *t, FILE *out)
 {
 	char buf[65536];
@@ -296,7 +308,7 @@ int ulma_export_speedscope(FILE *in, const struct ulma_export_opts *o, FILE *out
 	s.spill = open_spill();
 	if (!s.spill)
 		return -errno;
-	struct ulma_walk_sink sink = {&s, NULL, NULL, on_open, on_close, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
+	struct ulma_walk_sink sink = {.ctx = &s, .on_open = on_open, .on_close = on_close, .on_edges = on_edges};
 	int err = ulma_export_walk(in, o, &w, &sink, res);
 	if (!err)
 		err = write_file(&s, &w, out);

@@ -296,7 +296,12 @@ static int on_meta(void *ctx, const struct ulma_trace_meta *m)
 	if (m->command && !w->command)
 		return -ENOMEM;
 	ulma_profile_feed_meta(&w->feed, m);
-	return w->sink->profile && (m->flags & ULMA_META_MEMORY) ? ulma_profile_memory_enable(w->sink->profile) : 0;
+	if (!w->sink->profile || !(m->flags & ULMA_META_MEMORY))
+		return 0;
+	int err = ulma_profile_memory_enable(w->sink->profile);
+	if (!err) /* as `ulma report` has it: sampled blocks are estimates */
+		w->sink->profile->memory->sample_bytes = m->mem_sample_bytes;
+	return err;
 }
 
 /* FNV-1a over kind, line, name and file; never 0 (idmap's empty key). */
@@ -421,16 +426,48 @@ static inline uint64_t event_ns(struct ulma_walk *w, struct ulma_walk_thread *t,
 	return ns;
 }
 
-/* An OFF record to the sink, at the thread's corrected time (as a mark's:
- * it is not an event and adds no cost). */
+/* A thread's corrected clock held in locals through a batch (each store
+ * into a stack could alias it, and it would be reloaded after each one):
+ * event_ns's steps on them.  Written back by the caller. */
+struct local_clock {
+	uint64_t shift_fp;
+	uint64_t last_ns;
+	bool seen;
+};
+
+static inline uint64_t local_clock_ns(struct local_clock *k, struct ulma_walk_thread *t, uint64_t ticks,
+				      uint64_t ticks0, bool tsc, uint64_t fp, uint64_t cost_fp)
+{
+	uint64_t ns = ticks_to_ns(ticks, ticks0, tsc, fp), shift = k->shift_fp >> 32;
+	ns = ns > shift ? ns - shift : 0;
+	if (__builtin_expect(!k->seen, 0)) {
+		k->seen = true;
+		t->seen = true;
+		t->first_ns = ns;
+	} else if (ns < k->last_ns) {
+		ns = k->last_ns; /* events closer together than the cost */
+	}
+	k->shift_fp += cost_fp;
+	k->last_ns = ns;
+	return ns;
+}
+
+/* The thread's corrected time of a record that is not an event (a mark,
+ * an OFF record, an allocation, an object): the hook's cost of the events
+ * before it taken out, never before the thread's latest event, and no
+ * cost of its own. */
+static inline uint64_t record_ns(const struct ulma_walk *w, const struct ulma_walk_thread *t, uint64_t ticks)
+{
+	uint64_t ns = to_ns(w, ticks), shift = t->shift_fp >> 32;
+	ns = ns > shift ? ns - shift : 0;
+	return t->seen && ns < t->last_ns ? t->last_ns : ns;
+}
+
+/* An OFF record to the sink, at the thread's corrected time. */
 static int report_off(struct ulma_walk *w, uint32_t thread, const struct ulma_trace_event *e)
 {
-	const struct ulma_walk_thread *t = &w->threads[thread];
-	uint64_t ns = to_ns(w, e->ticks), shift = t->shift_fp >> 32;
-	ns = ns > shift ? ns - shift : 0;
-	if (t->seen && ns < t->last_ns)
-		ns = t->last_ns;
-	return w->sink->on_off(w->sink->ctx, w, thread, e->off, e->cpu, ns, e->count);
+	return w->sink->on_off(w->sink->ctx, w, thread, e->off, e->cpu, record_ns(w, &w->threads[thread], e->ticks),
+			       e->count);
 }
 
 /* on_events when nothing is filtered out (keep_all): every frame is kept,
@@ -510,6 +547,83 @@ static int on_events_all(struct ulma_walk *w, uint32_t thread, const struct ulma
 	return err;
 }
 
+/* on_events_all for a sink taking the frames' edges in batches
+ * (on_edges): no frame built and no call per frame, the thread's clock
+ * and depth in locals (see on_events_tree), written back before each
+ * batch goes out. */
+#define EDGE_BATCH 256
+static int on_events_edges(struct ulma_walk *w, uint32_t thread, const struct ulma_trace_event *ev, size_t n)
+{
+	struct ulma_walk_thread *t = &w->threads[thread];
+	const struct ulma_walk_sink *sink = w->sink;
+	const uint64_t ticks0 = w->ticks0, fp = w->ns_per_tick_fp, cost_fp = w->cost_fp;
+	const bool tsc = w->tsc;
+	struct ulma_walk_func *funcs = w->funcs;
+	struct local_clock clk = {t->shift_fp, t->last_ns, t->seen};
+	uint64_t kept = t->kept, events = 0;
+	uint32_t cpu = t->cpu, depth = t->depth;
+	struct ulma_walk_edge edges[EDGE_BATCH];
+	size_t nedges = 0;
+	int err = 0;
+	for (size_t i = 0; i <= n; i++) {
+		const struct ulma_trace_event *e = i < n ? &ev[i] : NULL;
+		bool off = e && e->kind == ULMA_EV_OFF;
+		if (!e || off || nedges == EDGE_BATCH) { /* the batch out, before what follows it */
+			t->shift_fp = clk.shift_fp;
+			t->last_ns = clk.last_ns;
+			t->cpu = cpu;
+			t->kept = kept;
+			t->depth = depth;
+			err = nedges ? sink->on_edges(sink->ctx, w, thread, edges, nedges) : 0;
+			nedges = 0;
+			if (!err && off && sink->on_off) /* time off the CPU: not a frame boundary */
+				err = report_off(w, thread, e);
+			t = &w->threads[thread];
+			if (err || !e)
+				break;
+			if (off)
+				continue;
+		}
+		events++;
+		if (e->kind == ULMA_EV_LINE)
+			continue; /* a line inside the frame on top */
+		uint64_t ns = local_clock_ns(&clk, t, e->ticks, ticks0, tsc, fp, cost_fp); /* event_ns, as there */
+		cpu = e->cpu;
+		if (e->kind == ULMA_EV_ENTER) {
+			if (depth == t->cap &&
+			    ulma_array_grow((void **)&t->stack, &t->cap, depth, sizeof(*t->stack))) {
+				err = -ENOMEM;
+				break;
+			}
+			t->stack[depth] = (struct walk_slot){e->func, e->cpu, depth ? depth - 1 : ULMA_WALK_NONE, depth, ns, 0, true};
+			depth++;
+			funcs[e->func].opened++;
+			kept++;
+			edges[nedges++] = (struct ulma_walk_edge){ns, e->func, 1};
+		} else if (e->kind == ULMA_EV_EXIT) {
+			if (depth == 0)
+				continue;
+			const struct walk_slot *sl = &t->stack[--depth];
+			if (depth)
+				t->stack[depth - 1].child += ns - sl->start;
+			edges[nedges++] = (struct ulma_walk_edge){ns, sl->func, 0};
+		} else {
+			t->lost += e->count;
+			w->lost += e->count;
+		}
+	}
+	t->shift_fp = clk.shift_fp;
+	t->last_ns = clk.last_ns;
+	t->cpu = cpu;
+	t->kept = kept;
+	t->depth = depth;
+	w->events += events;
+	w->frames = 0;
+	for (uint32_t k = 0; k < w->nthreads; k++) /* every frame kept */
+		w->frames += w->threads[k].kept;
+	return err;
+}
+
 /* A frame the tree was fed directly, for on_close (close_from). */
 static int close_tree_frame(struct ulma_walk *w, uint32_t thread, uint32_t node, uint32_t depth, uint32_t cpu,
 			    uint64_t start, uint64_t end, uint64_t child)
@@ -541,9 +655,11 @@ static int on_events_tree(struct ulma_walk *w, uint32_t thread, const struct ulm
 	 * after every one.  Written back before a callback and at the end. */
 	const uint64_t ticks0 = w->ticks0, fp = w->ns_per_tick_fp, cost_fp = w->cost_fp;
 	const bool tsc = w->tsc;
-	uint64_t shift_fp = t->shift_fp, last_ns = t->last_ns, kept = t->kept, events = 0;
+	struct local_clock clk = {t->shift_fp, t->last_ns, t->seen};
+	uint64_t kept = t->kept, events = 0;
 	uint32_t cpu = t->cpu;
-	bool seen = t->seen;
+	struct ulma_ct_cursor cur; /* the tree's thread, in locals too */
+	ulma_ct_cursor_load(tree, thread, &cur);
 	int err = 0;
 	for (size_t i = 0; i < n && !err; i++) {
 		const struct ulma_trace_event *e = &ev[i];
@@ -562,36 +678,27 @@ static int on_events_tree(struct ulma_walk *w, uint32_t thread, const struct ulm
 		events++;
 		if (e->kind == ULMA_EV_LINE)
 			continue; /* a line inside the frame on top */
-		/* event_ns, as there */
-		uint64_t ns = ticks_to_ns(e->ticks, ticks0, tsc, fp), shift = shift_fp >> 32;
-		ns = ns > shift ? ns - shift : 0;
-		if (__builtin_expect(!seen, 0)) {
-			seen = true;
-			t->seen = true;
-			t->first_ns = ns;
-		} else if (ns < last_ns) {
-			ns = last_ns; /* events closer together than the cost */
-		}
-		shift_fp += cost_fp;
-		last_ns = ns;
+		uint64_t ns = local_clock_ns(&clk, t, e->ticks, ticks0, tsc, fp, cost_fp); /* event_ns, as there */
 		cpu = e->cpu;
 		if (e->kind == ULMA_EV_ENTER) {
-			err = ulma_calltree_enter(tree, thread, funcs[e->func].key, ns);
+			err = ulma_ct_cursor_enter(tree, thread, &cur, funcs[e->func].key, ns);
 			kept++;
 		} else if (e->kind == ULMA_EV_EXIT) {
-			uint32_t d = ulma_calltree_depth(tree, thread);
+			uint32_t d = cur.depth;
 			if (!d)
 				continue;
-			const struct ulma_ct_frame *fr = &tree->threads[thread].frames[d - 1];
+			const struct ulma_ct_frame *fr = &cur.frames[d - 1];
 			uint64_t start = fr->start, child = fr->child;
 			uint32_t node = fr->node;
-			ulma_calltree_leave(tree, thread, ns);
+			ulma_ct_cursor_leave(&cur, ns);
 			if (w->sink->close_from && ns - start >= *w->sink->close_from && w->sink->on_close) {
-				t->shift_fp = shift_fp;
-				t->last_ns = last_ns;
+				t->shift_fp = clk.shift_fp;
+				t->last_ns = clk.last_ns;
 				t->cpu = cpu;
 				t->kept = kept;
+				ulma_ct_cursor_store(tree, thread, &cur);
 				err = close_tree_frame(w, thread, node, d - 1, e->cpu, start, ns, child);
+				ulma_ct_cursor_load(tree, thread, &cur);
 				t = &w->threads[thread];
 			}
 		} else {
@@ -599,8 +706,9 @@ static int on_events_tree(struct ulma_walk *w, uint32_t thread, const struct ulm
 			w->lost += e->count;
 		}
 	}
-	t->shift_fp = shift_fp;
-	t->last_ns = last_ns;
+	ulma_ct_cursor_store(tree, thread, &cur);
+	t->shift_fp = clk.shift_fp;
+	t->last_ns = clk.last_ns;
 	t->cpu = cpu;
 	t->kept = kept;
 	w->events += events;
@@ -627,7 +735,9 @@ static int on_events(void *ctx, uint32_t thread, const struct ulma_trace_event *
 			return err;
 	}
 	if (w->keep_all)
-		return w->sink->tree ? on_events_tree(w, thread, ev, n, NULL) : on_events_all(w, thread, ev, n);
+		return w->sink->tree	  ? on_events_tree(w, thread, ev, n, NULL)
+		       : w->sink->on_edges ? on_events_edges(w, thread, ev, n)
+					   : on_events_all(w, thread, ev, n);
 	struct ulma_walk_thread *t = &w->threads[thread];
 	for (size_t i = 0; i < n; i++) {
 		const struct ulma_trace_event *e = &ev[i];
@@ -673,10 +783,7 @@ static int on_mark(void *ctx, const struct ulma_trace_mark *m)
 	struct ulma_walk_thread *t = &w->threads[m->thread];
 	if (!t->pass)
 		return 0;
-	uint64_t ns = to_ns(w, m->ticks), shift = t->shift_fp >> 32;
-	ns = ns > shift ? ns - shift : 0;
-	if (t->seen && ns < t->last_ns)
-		ns = t->last_ns;
+	uint64_t ns = record_ns(w, t, m->ticks);
 	if (m->kind == ULMA_EXT_THREAD_NAME)
 		t->name = m->name;
 	else if (ns < w->filter.from_ns || ns > w->filter.to_ns)
@@ -729,12 +836,23 @@ static int on_memory(void *ctx, const struct ulma_trace_memory *m)
 		if (err || !w->sink->on_memory)
 			return err;
 	}
-	const struct ulma_walk_thread *t = &w->threads[m->thread];
-	uint64_t ns = to_ns(w, m->ticks), shift = t->shift_fp >> 32;
-	ns = ns > shift ? ns - shift : 0;
-	if (t->seen && ns < t->last_ns)
-		ns = t->last_ns;
-	return w->sink->on_memory(w->sink->ctx, w, m->thread, m, ns);
+	return w->sink->on_memory(w->sink->ctx, w, m->thread, m, record_ns(w, &w->threads[m->thread], m->ticks));
+}
+
+/* An object created or destroyed (--memory on 3.13+): to the profile
+ * (the objects per type and function), and to a sink that asks, at its
+ * thread's corrected time as an allocation's. */
+static int on_object(void *ctx, const struct ulma_trace_object *o)
+{
+	struct ulma_walk *w = ctx;
+	if (o->thread >= w->nthreads || !w->threads[o->thread].pass || o->type >= w->nfuncs)
+		return 0;
+	if (w->sink->profile) {
+		int err = ulma_profile_feed_object(&w->feed, o);
+		if (err || !w->sink->on_object)
+			return err;
+	}
+	return w->sink->on_object(w->sink->ctx, w, o->thread, o, record_ns(w, &w->threads[o->thread], o->ticks));
 }
 
 static int on_overhead(void *ctx, uint64_t ps)
@@ -788,6 +906,8 @@ int ulma_walk_run(struct ulma_walk *w, FILE *f, const struct ulma_walk_sink *sin
 				       .on_mark = on_mark};
 	if (w->sink->on_memory)
 		v.on_memory = on_memory;
+	if (w->sink->on_object)
+		v.on_object = on_object;
 	if (w->sink->on_mpi) {
 		v.on_mpi = on_mpi;
 		v.on_mpi_rank = on_mpi_rank;
@@ -797,6 +917,7 @@ int ulma_walk_run(struct ulma_walk *w, FILE *f, const struct ulma_walk_sink *sin
 		v.on_sched = on_sched;
 		v.on_source = on_source;
 		v.on_memory = on_memory;
+		v.on_object = on_object;
 	}
 	int err = ulma_trace_read(f, &v, st);
 	if (err)

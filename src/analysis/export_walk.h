@@ -37,8 +37,8 @@
  * A sink may also ask for a profile (profile.h) of the passing threads:
  * the walk then feeds it every event of theirs as recorded, through
  * profile_feed.h as `ulma report` does, with the trace's source copies
- * and, in a trace recorded with --memory, its allocations and frees,
- * and finishes it at the end.  It is the line data's one aggregation
+ * and, in a trace recorded with --memory, its allocations and frees and
+ * the objects created and destroyed, and finishes it at the end.  It is the line data's one aggregation
  * (profile_lines.h) for the exports that show lines; the time window,
  * the minimum duration and the patterns do not cut it.
  *
@@ -128,6 +128,13 @@ struct ulma_walk_frame {
 	uint64_t self_ns;  /* close only: end - start minus kept children */
 };
 
+/* A frame's open or close, for a sink taking them in batches (on_edges). */
+struct ulma_walk_edge {
+	uint64_t ns;   /* an open's start, a close's end */
+	uint32_t func;
+	uint32_t open; /* 1: an open, 0: a close */
+};
+
 /* A mark in a thread's stream. */
 struct ulma_walk_mark {
 	uint32_t name;  /* index in funcs of the definition naming it (kind ULMA_DEF_MARK) */
@@ -211,6 +218,19 @@ struct ulma_walk_sink {
 	/* an allocation or a free of a passing thread (--memory traces), at
 	 * its corrected time as an OFF record's, and not held back either */
 	int (*on_memory)(void *ctx, const struct ulma_walk *w, uint32_t thread, const struct ulma_trace_memory *m,
+			 uint64_t at_ns);
+	/* optional, for a sink that needs of a frame only its function and
+	 * times: when nothing is filtered (and no tree is fed), a thread's
+	 * opens and closes in batches, in order, instead of on_open and
+	 * on_close, which still take the frames the walk closes at its end
+	 * and every frame of a filtered walk.  The walk's thread state is
+	 * up to date at each call. */
+	int (*on_edges)(void *ctx, const struct ulma_walk *w, uint32_t thread, const struct ulma_walk_edge *e,
+			size_t n);
+	/* an object created or destroyed by a passing thread (--memory on
+	 * Python 3.13+; o->type is a funcs index of kind ULMA_DEF_TYPE), at
+	 * its corrected time as an allocation's, not held back either */
+	int (*on_object)(void *ctx, const struct ulma_walk *w, uint32_t thread, const struct ulma_trace_object *o,
 			 uint64_t at_ns);
 };
 

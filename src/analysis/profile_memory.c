@@ -478,7 +478,9 @@ static int by_bytes(const void *a, const void *b)
 	return x->node < y->node ? -1 : x->node > y->node;
 }
 
-int ulma_profile_memory_leaks(const struct ulma_profile *p, struct ulma_mem_leak **out, uint32_t *n)
+/* The live blocks of process index proc (UINT32_MAX: all), grouped by
+ * calling context, largest first. */
+static int live_by_node(const struct ulma_profile *p, uint32_t proc, struct ulma_mem_leak **out, uint32_t *n)
 {
 	const struct ulma_profile_memory *m = p->memory;
 	*out = NULL;
@@ -492,6 +494,8 @@ int ulma_profile_memory_leaks(const struct ulma_profile *p, struct ulma_mem_leak
 		const struct ulma_mem_block *b = &m->blocks[i];
 		uint32_t node = b->node & ~ULMA_MEM_NODE_NATIVE;
 		if (!b->key || b->size == ULMA_MEM_GHOST || node >= m->nnodes)
+			continue;
+		if (proc != UINT32_MAX && (b->key >> 48) != (uint64_t)proc + 1)
 			continue;
 		by_node[node].bytes += b->size;
 		by_node[node].count++;
@@ -510,6 +514,25 @@ int ulma_profile_memory_leaks(const struct ulma_profile *p, struct ulma_mem_leak
 	*out = by_node;
 	*n = k;
 	return 0;
+}
+
+int ulma_profile_memory_leaks(const struct ulma_profile *p, struct ulma_mem_leak **out, uint32_t *n)
+{
+	return live_by_node(p, UINT32_MAX, out, n);
+}
+
+int ulma_profile_memory_live_of(const struct ulma_profile *p, uint32_t pid, struct ulma_mem_leak **out, uint32_t *n)
+{
+	const struct ulma_profile_memory *m = p->memory;
+	uint32_t proc = 0;
+	while (m && proc < m->nprocs && m->procs[proc].pid != pid)
+		proc++;
+	if (!m || proc == m->nprocs) {
+		*out = NULL;
+		*n = 0;
+		return 0;
+	}
+	return live_by_node(p, proc, out, n);
 }
 
 const struct ulma_mem_proc *ulma_profile_memory_peak(const struct ulma_profile *p)

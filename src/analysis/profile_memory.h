@@ -210,6 +210,10 @@ struct ulma_mem_leak {
  * owned by the caller; *n of them).  0 or -ENOMEM. */
 int ulma_profile_memory_leaks(const struct ulma_profile *p, struct ulma_mem_leak **out, uint32_t *n);
 
+/* The same of process `pid`'s blocks only: what it holds now (none if the
+ * process allocated nothing).  0 or -ENOMEM. */
+int ulma_profile_memory_live_of(const struct ulma_profile *p, uint32_t pid, struct ulma_mem_leak **out, uint32_t *n);
+
 /* The functions of calling context `node`, outermost first, at most max of
  * the innermost.  Returns how many were written. */
 uint32_t ulma_profile_memory_stack(const struct ulma_profile *p, uint32_t node, uint32_t *funcs, uint32_t max);

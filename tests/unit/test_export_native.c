@@ -478,7 +478,7 @@ static void test_walk_order(void)
 		struct seq q = {{0, 0}, true, 0, 0};
 		struct ulma_walk w;
 		struct ulma_trace_status st;
-		struct ulma_walk_sink sink = {&q, NULL, NULL, seq_open, seq_close, NULL, NULL, seq_mark, NULL, NULL, NULL, NULL};
+		struct ulma_walk_sink sink = {&q, NULL, NULL, seq_open, seq_close, NULL, NULL, seq_mark, NULL, NULL, NULL, NULL, NULL, NULL};
 		ulma_walk_init(&w, &f);
 		FILE *in = fopen(trace_path, "rb");
 		int err = in ? ulma_walk_run(&w, in, &sink, &st) : -EIO;

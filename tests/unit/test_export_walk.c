@@ -4,7 +4,8 @@
  * --min-duration, a time window, thread and process filters; merged keys
  * for functions defined twice; frames open at the end closed at END; the
  * stream invariants (well nested, time-ordered, self time conserved) under
- * random filters on a long random trace; cProfile-style call-graph totals
+ * random filters on a long random trace; the batched edges (on_edges)
+ * equal the frames' opens and closes; cProfile-style call-graph totals
  * (src/analysis/callgraph.h); time parsing; escaping
  * (src/analysis/export_text.h). */
 #include <errno.h>
@@ -151,7 +152,7 @@ static int write_small_trace(void)
 /* Walk the small trace with filter f; fills rc.  Returns the walk's result. */
 static int walk_small(const struct ulma_walk_filter *f, struct recorder *rc, struct ulma_walk *w)
 {
-	struct ulma_walk_sink sink = {rc, NULL, on_thread, on_open, on_close, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
+	struct ulma_walk_sink sink = {rc, NULL, on_thread, on_open, on_close, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
 	struct ulma_trace_status st;
 	memset(rc, 0, sizeof(*rc));
 	ulma_walk_init(w, f);
@@ -401,7 +402,7 @@ static void test_random_invariants(void)
 		}
 		struct recorder rc;
 		struct ulma_walk w;
-		struct ulma_walk_sink sink = {&rc, NULL, NULL, on_open, on_close, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
+		struct ulma_walk_sink sink = {&rc, NULL, NULL, on_open, on_close, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
 		struct ulma_trace_status st;
 		memset(&rc, 0, sizeof(rc));
 		ulma_walk_init(&w, &f);
@@ -428,6 +429,77 @@ static void test_random_invariants(void)
 		ulma_walk_free(&w);
 	}
 	CHECK(bad == 0, "40 random filters on a 60000-event trace: nested, ordered, self time conserved");
+	unlink(path);
+}
+
+static int on_edges(void *ctx, const struct ulma_walk *w, uint32_t thread, const struct ulma_walk_edge *e, size_t n)
+{
+	(void)w;
+	for (size_t i = 0; i < n; i++) {
+		struct ulma_walk_frame f = {.func = e[i].func, .cpu = UINT32_MAX, .start_ns = e[i].ns, .end_ns = e[i].ns};
+		int err = rec_add(ctx, e[i].open ? 'O' : 'C', thread, &f);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+/* Walk path with sink; fills rc (freed by the caller). */
+static int walk_path(const char *path, struct ulma_walk_sink *sink, struct recorder *rc, struct ulma_walk *w)
+{
+	struct ulma_trace_status st;
+	memset(rc, 0, sizeof(*rc));
+	sink->ctx = rc;
+	ulma_walk_init(w, NULL);
+	FILE *in = fopen(path, "rb");
+	int err = in ? ulma_walk_run(w, in, sink, &st) : -errno;
+	if (in)
+		fclose(in);
+	return err;
+}
+
+/* A sink taking batches of edges (on_edges: perfetto) gets, unfiltered,
+ * the opens and closes on_open and on_close get, in the same order, with
+ * the same functions and times: on the random trace (thousands of edges
+ * per thread's chunk, so many batches; frames left open at its end, which
+ * come to on_close). */
+static void test_edges_match_frames(void)
+{
+	char path[4096];
+	const char *dir = getenv("TMPDIR");
+	snprintf(path, sizeof(path), "%s/ulma-test-walk-edges-XXXXXX", dir && *dir ? dir : "/tmp");
+	int fd = mkstemp(path);
+	if (!CHECK(fd >= 0, "temp file"))
+		return;
+	close(fd);
+	uint64_t frames = 0;
+	if (!CHECK(write_random_trace(path, &frames) == 0, "random trace written"))
+		return;
+	struct recorder a, b;
+	struct ulma_walk wa, wb;
+	struct ulma_walk_sink frame_sink = {.on_open = on_open, .on_close = on_close};
+	struct ulma_walk_sink edge_sink = {.on_open = on_open, .on_close = on_close, .on_edges = on_edges};
+	int ea = walk_path(path, &frame_sink, &a, &wa), eb = walk_path(path, &edge_sink, &b, &wb);
+	size_t same = 0, closed_at_end = 0;
+	if (CHECK(ea == 0 && eb == 0 && a.n == b.n && a.n == 2 * frames, "both walks: %zu and %zu edges, %llu frames",
+		  a.n, b.n, (unsigned long long)frames)) {
+		for (; same < a.n; same++) {
+			const struct rec *x = &a.r[same], *y = &b.r[same];
+			uint64_t at = x->kind == 'O' ? x->start : x->end;
+			if (x->kind != y->kind || x->thread != y->thread || x->func != y->func ||
+			    at != (y->kind == 'O' ? y->start : y->end))
+				break;
+			closed_at_end += y->kind == 'C' && y->cpu != UINT32_MAX; /* a frame on_close took */
+		}
+	}
+	CHECK(same == a.n && a.n > 0, "the edges equal the frames' opens and closes (first difference at %zu)", same);
+	CHECK(closed_at_end > 0, "frames open at the end still closed, through on_close (%zu)", closed_at_end);
+	CHECK(wa.frames == wb.frames && wa.events == wb.events && wa.duration_ns == wb.duration_ns,
+	      "the same walk totals");
+	free(a.r);
+	free(b.r);
+	ulma_walk_free(&wa);
+	ulma_walk_free(&wb);
 	unlink(path);
 }
 
@@ -636,6 +708,7 @@ int main(void)
 		unlink(trace_path);
 	}
 	test_random_invariants();
+	test_edges_match_frames();
 	test_callgraph();
 	test_parse_ns();
 	test_escaping();

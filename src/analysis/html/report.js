@@ -16,7 +16,7 @@
 var D = JSON.parse(document.getElementById("ulma-data").textContent);
 var F = D.funcs; /* [name, file, line, kind (py, c, native, zone), calls, self_ns, total_ns] */
 var FX = D.fx;   /* per row: [self cpu, runnable, blocked, gil, total cpu, runnable, blocked, gil,
-                    self native, total native, self bytes, total bytes] */
+                    self native, total native, self bytes, total bytes, self native bytes, self bytes held at the end] */
 var $ = function (id) { return document.getElementById(id); };
 var i;
 function ns(v) {
@@ -392,19 +392,25 @@ function splitText(i) {
       ns(a[1]) + ", blocked " + ns(a[2] + a[3]) + (D.has.gil ? " (GIL " + ns(a[3]) + ")" : "");
   }
   if (x[9] > 0) t += "\nnative: " + ns(x[8]) + " of self, " + ns(x[9]) + " of total";
-  if (D.has.memory) t += "\nallocated: " + bytes(x[10]) + " itself, " + bytes(x[11]) + " with callees";
+  if (D.has.memory) t += "\nallocated: " + bytes(x[10]) + " itself (" + bytes(x[12]) + " native), " + bytes(x[11]) +
+    " with callees; " + bytes(x[13]) + " of its own held at the end";
   return t;
 }
 
 /* ---- function table ---- */
 var COLS = [["function", 0, "n"], ["file:line", 1, "path"], ["calls", 4], ["total", 6], ["self", 5],
             ["self %", 5], ["per call", -1], ["where the time went", 6, "n"]];
-if (D.has.memory) COLS.push(["allocated", -2]);
+/* with --memory: what the function allocated itself, by Python's allocators and native code, what of it
+   is still held at the end, and what it allocated with its callees */
+if (D.has.memory) COLS.push(["own Python", -3], ["own native", -4], ["held at end", -5], ["allocated", -2]);
 var sortCol = 4, sortDesc = true, LIMIT = 500, selected = -1; /* rows drawn: the rest by sorting or search */
 function value(i, col) {
   var k = COLS[col][1];
   if (k === -1) return F[i][6] / Math.max(F[i][4], 1);
   if (k === -2) return FX[i][11];
+  if (k === -3) return FX[i][10] - FX[i][12];
+  if (k === -4) return FX[i][12];
+  if (k === -5) return FX[i][13];
   if (k === 1) return where(i);
   return F[i][k];
 }
@@ -442,9 +448,14 @@ function drawTable() {
     var td = document.createElement("td");
     td.className = "n"; td.appendChild(funcBar(i)); tr.appendChild(td);
     if (D.has.memory) {
-      td = document.createElement("td");
-      td.textContent = bytes(FX[i][11]); td.title = bytes(FX[i][10]) + " itself";
-      tr.appendChild(td);
+      [[FX[i][10] - FX[i][12], "allocated by Python's allocators while it was on top"],
+       [FX[i][12], "allocated by native code (malloc, mmap...) while it was on top"],
+       [FX[i][13], "of what it allocated itself, still allocated at the end"],
+       [FX[i][11], bytes(FX[i][10]) + " itself"]].forEach(function (c) {
+        td = document.createElement("td");
+        td.textContent = bytes(c[0]); td.title = c[1];
+        tr.appendChild(td);
+      });
     }
     tr.setAttribute("data-row", i);
     if (i === selected) tr.classList.add("sel");

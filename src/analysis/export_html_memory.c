@@ -1,0 +1,262 @@
+/* export_html_memory.c - the data of the HTML report's memory views (see
+ * export_html_memory.h). */
+#include "export_html_memory.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "profile_objects.h"
+#include "ulma/shm.h"
+
+#define REPLAY_DONE 1 /* the second walk's sink stops it at the peak */
+
+/* The monitor's counter marks (src/monitor/collector_memory.c), by series. */
+static const char *const series_names[HM_SERIES] = {"memory: Python heap (bytes)", "memory: native (bytes)",
+						    ULMA_MEM_RSS_COUNTER};
+static const char *const series_keys[HM_SERIES] = {"heap", "native", "rss"};
+
+void ulma_html_memory_free(struct ulma_html_memory *m)
+{
+	for (uint32_t i = 0; i < m->nprocs; i++)
+		for (int k = 0; k < HM_SERIES; k++)
+			ulma_series_free(&m->procs[i].s[k]);
+	free(m->procs);
+	free(m->at_peak);
+	if (m->replayed)
+		ulma_profile_free(&m->replay);
+	memset(m, 0, sizeof(*m));
+}
+
+int ulma_html_memory_mark(struct ulma_html_memory *m, const struct ulma_walk *w, uint32_t thread,
+			  const struct ulma_walk_mark *mark)
+{
+	const char *name = w->funcs[mark->name].name;
+	int k = 0;
+	while (k < HM_SERIES && strcmp(name, series_names[k]) != 0)
+		k++;
+	if (k == HM_SERIES || mark->kind != ULMA_EXT_COUNTER || !isfinite(mark->value))
+		return 0;
+	uint32_t pid = w->threads[thread].pid, i = 0;
+	while (i < m->nprocs && m->procs[i].pid != pid)
+		i++;
+	if (i == m->nprocs) {
+		if (m->nprocs == ULMA_HTML_MEM_PROCS)
+			return 0;
+		struct ulma_html_mem_proc *p = realloc(m->procs, (m->nprocs + 1) * sizeof(*p));
+		if (!p)
+			return -ENOMEM;
+		m->procs = p;
+		p[i].pid = pid;
+		for (int s = 0; s < HM_SERIES; s++)
+			ulma_series_init(&p[i].s[s], ULMA_HTML_MEM_POINTS);
+		m->nprocs++;
+	}
+	return ulma_series_add(&m->procs[i].s[k], mark->at_ns, mark->value);
+}
+
+void ulma_html_memory_record(struct ulma_html_memory *m, const struct ulma_profile *p, uint64_t at_ns)
+{
+	const struct ulma_mem_proc *peak = ulma_profile_memory_peak(p);
+	m->records++;
+	if (peak && peak->peak_bytes > m->peak_bytes) { /* this record made a new peak */
+		m->peak_bytes = peak->peak_bytes;
+		m->peak_at_ns = at_ns;
+		m->peak_pid = peak->pid;
+		m->peak_record = m->records;
+	}
+}
+
+/* ---- the stacks at the peak: a second walk up to its record ---- */
+
+struct replay {
+	uint64_t records, stop_at;
+};
+
+static int replay_record(void *ctx, const struct ulma_walk *w, uint32_t thread, const struct ulma_trace_memory *r,
+			 uint64_t at_ns)
+{
+	struct replay *rp = ctx;
+	(void)w, (void)thread, (void)r, (void)at_ns;
+	return ++rp->records == rp->stop_at ? REPLAY_DONE : 0;
+}
+
+int ulma_html_memory_replay(struct ulma_html_memory *m, FILE *in, long start, const struct ulma_export_opts *o)
+{
+	if (!m->peak_record || start < 0 || fseek(in, start, SEEK_SET) != 0)
+		return 0;
+	struct replay rp = {0, m->peak_record};
+	struct ulma_walk w;
+	struct ulma_trace_status st;
+	struct ulma_walk_sink sink = {.ctx = &rp, .profile = &m->replay, .on_memory = replay_record};
+	ulma_profile_init(&m->replay);
+	m->replayed = true;
+	ulma_walk_init(&w, &o->filter);
+	int err = ulma_walk_run(&w, in, &sink, &st);
+	ulma_walk_free(&w);
+	if (err != REPLAY_DONE)
+		return err < 0 ? err : 0; /* the trace changed under us: no stacks */
+	return ulma_profile_memory_live_of(&m->replay, m->peak_pid, &m->at_peak, &m->nat_peak);
+}
+
+/* ---- JSON ---- */
+
+static void put_stack(struct ulma_sbuf *b, const struct ulma_walk *w, const struct ulma_profile *p, uint32_t node)
+{
+	uint32_t funcs[ULMA_HTML_MEM_DEPTH];
+	uint32_t n = ulma_profile_memory_stack(p, node, funcs, ULMA_HTML_MEM_DEPTH);
+	ulma_sbuf_put(b, "[", 1);
+	for (uint32_t i = 0; i < n; i++) {
+		if (i)
+			ulma_sbuf_put(b, ",", 1);
+		ulma_sbuf_json(b, funcs[i] < w->nfuncs ? w->funcs[funcs[i]].name : "?");
+	}
+	ulma_sbuf_put(b, "]", 1);
+}
+
+/* "NAME":[{stack, bytes, count, native}...],"NAME_left_out":N,"NAME_bytes":ALL */
+static void put_groups(struct ulma_sbuf *b, const char *name, const struct ulma_walk *w, const struct ulma_profile *p,
+		       const struct ulma_mem_leak *g, uint32_t n)
+{
+	uint64_t all = 0;
+	ulma_sbuf_printf(b, ",\n\"%s\":[", name);
+	for (uint32_t i = 0; i < n; i++) {
+		all += g[i].bytes;
+		if (i >= ULMA_HTML_MEM_ROWS)
+			continue;
+		ulma_sbuf_puts(b, i ? ",\n{\"stack\":" : "\n{\"stack\":");
+		put_stack(b, w, p, g[i].node);
+		ulma_sbuf_printf(b, ",\"bytes\":%llu,\"count\":%llu,\"native\":%llu}", (unsigned long long)g[i].bytes,
+				 (unsigned long long)g[i].count, (unsigned long long)g[i].native_bytes);
+	}
+	ulma_sbuf_printf(b, "],\"%s_left_out\":%u,\"%s_bytes\":%llu", name, n > ULMA_HTML_MEM_ROWS ? n - ULMA_HTML_MEM_ROWS : 0,
+			 name, (unsigned long long)all);
+}
+
+/* How high a process's memory went: the peak's process above all. */
+static double height(const struct ulma_html_memory *m, const struct ulma_html_mem_proc *p)
+{
+	if (p->pid == m->peak_pid && m->peak_record)
+		return INFINITY;
+	double h = 0;
+	for (int k = 0; k < HM_SERIES; k++)
+		if (p->s[k].values && p->s[k].max > h)
+			h = p->s[k].max;
+	return h;
+}
+
+/* "series":[{pid, heap:{t, v}, native, rss}...] of the ULMA_HTML_MEM_CHARTS highest processes */
+static void put_series(struct ulma_sbuf *b, const struct ulma_html_memory *m)
+{
+	struct ulma_series_point pts[2 * ULMA_HTML_MEM_POINTS + 1];
+	uint32_t order[ULMA_HTML_MEM_PROCS], n = 0;
+	for (uint32_t i = 0; i < m->nprocs; i++) { /* insertion by height, descending */
+		uint32_t j = n++;
+		for (; j > 0 && height(m, &m->procs[order[j - 1]]) < height(m, &m->procs[i]); j--)
+			order[j] = order[j - 1];
+		order[j] = i;
+	}
+	if (n > ULMA_HTML_MEM_CHARTS)
+		n = ULMA_HTML_MEM_CHARTS;
+	ulma_sbuf_printf(b, ",\n\"series_left_out\":%u,\"series\":[", m->nprocs - n);
+	for (uint32_t o = 0; o < n; o++) {
+		uint32_t i = order[o];
+		ulma_sbuf_printf(b, "%s{\"pid\":%u", o ? ",\n" : "\n", m->procs[i].pid);
+		for (int k = 0; k < HM_SERIES; k++) {
+			uint32_t npts = ulma_series_points(&m->procs[i].s[k], pts);
+			ulma_sbuf_printf(b, ",\"%s\":{\"t\":[", series_keys[k]);
+			for (uint32_t j = 0; j < npts; j++) {
+				if (j)
+					ulma_sbuf_put(b, ",", 1);
+				ulma_sbuf_u64(b, pts[j].at);
+			}
+			ulma_sbuf_puts(b, "],\"v\":[");
+			for (uint32_t j = 0; j < npts; j++) {
+				if (j)
+					ulma_sbuf_put(b, ",", 1);
+				ulma_sbuf_double(b, pts[j].v);
+			}
+			ulma_sbuf_puts(b, "]}");
+		}
+		ulma_sbuf_puts(b, "}");
+	}
+	ulma_sbuf_puts(b, "]");
+}
+
+static int by_created(const void *a, const void *b)
+{
+	const struct ulma_obj_count *x = a, *y = b;
+	if (x->created != y->created)
+		return x->created < y->created ? 1 : -1;
+	if (x->func != y->func)
+		return x->func < y->func ? -1 : 1;
+	return x->type < y->type ? -1 : x->type > y->type;
+}
+
+/* "objects":[[type, created, destroyed]...], "func_objects":[[row, type, created, destroyed]...] */
+static int put_objects(struct ulma_sbuf *b, const struct ulma_walk *w, const struct ulma_profile *p,
+		       const uint32_t *row_of)
+{
+	struct ulma_obj_count *types, *rows;
+	uint32_t ntypes, nrows;
+	if (ulma_profile_objects_by_type(p, &types, &ntypes))
+		return -ENOMEM;
+	if (ulma_profile_objects_by_func(p, &rows, &nrows)) {
+		free(types);
+		return -ENOMEM;
+	}
+	ulma_sbuf_printf(b, ",\n\"objects_counted\":%s,\"objects\":[", p->memory->objects_recorded ? "true" : "false");
+	for (uint32_t i = 0; i < ntypes && i < ULMA_HTML_MEM_ROWS; i++) {
+		ulma_sbuf_puts(b, i ? ",[" : "[");
+		ulma_sbuf_json(b, w->funcs[types[i].type].name);
+		ulma_sbuf_printf(b, ",%llu,%llu]", (unsigned long long)types[i].created,
+				 (unsigned long long)types[i].destroyed);
+	}
+	ulma_sbuf_printf(b, "],\"objects_left_out\":%u,\n\"func_objects\":[",
+			 ntypes > ULMA_HTML_MEM_ROWS ? ntypes - ULMA_HTML_MEM_ROWS : 0);
+	/* the rows of the page's functions, most created first */
+	uint32_t k = 0;
+	for (uint32_t i = 0; i < nrows; i++)
+		if (rows[i].func < w->nfuncs && row_of[w->funcs[rows[i].func].key] != UINT32_MAX && rows[i].created)
+			rows[k++] = rows[i];
+	if (k)
+		qsort(rows, k, sizeof(*rows), by_created);
+	for (uint32_t i = 0; i < k && i < ULMA_HTML_MEM_FUNC_ROWS; i++) {
+		ulma_sbuf_printf(b, "%s[%u,", i ? "," : "", row_of[w->funcs[rows[i].func].key]);
+		ulma_sbuf_json(b, w->funcs[rows[i].type].name);
+		ulma_sbuf_printf(b, ",%llu,%llu]", (unsigned long long)rows[i].created, (unsigned long long)rows[i].destroyed);
+	}
+	ulma_sbuf_printf(b, "],\"func_objects_left_out\":%u", k > ULMA_HTML_MEM_FUNC_ROWS ? k - ULMA_HTML_MEM_FUNC_ROWS : 0);
+	free(types);
+	free(rows);
+	return 0;
+}
+
+int ulma_html_memory_json(struct ulma_sbuf *b, const struct ulma_walk *w, const struct ulma_profile *p,
+			  const struct ulma_html_memory *m, const uint32_t *row_of)
+{
+	if (!p->memory) {
+		ulma_sbuf_puts(b, ",\n\"memory\":null");
+		return 0;
+	}
+	const struct ulma_profile_memory *pm = p->memory;
+	ulma_sbuf_printf(b,
+			 ",\n\"memory\":{\"sample_bytes\":%llu,\"alloc_count\":%llu,\"alloc_bytes\":%llu,"
+			 "\"native_alloc_bytes\":%llu,\"peak\":{\"bytes\":%llu,\"at\":%llu,\"pid\":%u,\"stacks\":%s}",
+			 (unsigned long long)pm->sample_bytes, (unsigned long long)pm->alloc_count,
+			 (unsigned long long)pm->alloc_bytes, (unsigned long long)pm->native_alloc_bytes,
+			 (unsigned long long)m->peak_bytes, (unsigned long long)m->peak_at_ns, m->peak_pid,
+			 m->at_peak || !m->peak_record ? "true" : "false");
+	put_series(b, m);
+	put_groups(b, "peak_stacks", w, &m->replay, m->at_peak, m->nat_peak);
+	struct ulma_mem_leak *leaks;
+	uint32_t nleaks;
+	if (ulma_profile_memory_leaks(p, &leaks, &nleaks))
+		return -ENOMEM;
+	put_groups(b, "leaks", w, p, leaks, nleaks);
+	free(leaks);
+	int err = put_objects(b, w, p, row_of);
+	ulma_sbuf_puts(b, "}");
+	return err;
+}
