@@ -146,13 +146,15 @@ def test_chart_per_process(browser, run_ulma, prog, tmp_path):
 
 def test_rss_line(browser, run_ulma, prog, tmp_path):
     """programs/mem_rss.py touches a 100 MiB bytearray in grow(), holds it
-    0.2 s and frees it: the chart's RSS line rises at least 100 MiB over
-    where it ends, the peak is the bytearray's, held by grow."""
+    0.2 s and frees it: the chart's RSS line rises by the bytearray over
+    where it ends, less 1 MiB (the process's other pages come and go: CI
+    saw the end 52 KiB above the start), the peak is the bytearray's, held
+    by grow."""
     _, page, report = traced_page(run_ulma, prog, tmp_path, "mem_rss.py", 100, 0.2)
     browser.open(str(page))
     assert browser.errors() == []
     rss = browser.js("JSON.parse(document.getElementById('ulma-data').textContent).memory.series[0].rss.v")
-    assert len(rss) >= 10 and max(rss) - rss[-1] >= 100 * 2**20, (len(rss), max(rss), rss[-1])
+    assert len(rss) >= 10 and max(rss) - rss[-1] >= 99 * 2**20, (len(rss), max(rss), rss[-1])
     drawn = browser.js("+document.querySelector('#memchart path[data-series=rss]').getAttribute('data-max')")
     assert drawn == max(rss)
     at_peak = browser.js(ROWS % "peakrows")
