@@ -208,27 +208,30 @@ static int pop(struct ulma_walk *w, uint32_t thread, uint64_t ns, uint32_t cpu)
 	return err;
 }
 
-/* A thread's time of an event, the hook's cost of its earlier events
- * taken out; never before the thread's previous time. */
-static inline uint64_t thread_ns(const struct ulma_walk *w, struct ulma_walk_thread *t, uint64_t ticks)
+/* A thread's corrected time of an event at `ticks`, noted as its latest:
+ * the conversion (ticks0, tsc, fp) taken as arguments, so a batch loop can
+ * hold it in locals, the hook's cost of the thread's earlier events
+ * (cost_fp each) taken out, never before the thread's previous time. */
+static inline uint64_t thread_clock_ns(struct ulma_walk_thread *t, uint64_t ticks, uint64_t ticks0, bool tsc,
+				       uint64_t fp, uint64_t cost_fp)
 {
-	uint64_t ns = to_ns(w, ticks), shift = t->shift_fp >> 32;
+	uint64_t ns = ticks_to_ns(ticks, ticks0, tsc, fp), shift = t->shift_fp >> 32;
 	ns = ns > shift ? ns - shift : 0;
-	if (t->seen && ns < t->last_ns)
+	if (__builtin_expect(!t->seen, 0)) {
+		t->seen = true;
+		t->first_ns = ns;
+	} else if (ns < t->last_ns) {
 		ns = t->last_ns; /* events closer together than the cost */
-	t->shift_fp += w->cost_fp;
+	}
+	t->shift_fp += cost_fp;
+	t->last_ns = ns;
 	return ns;
 }
 
 /* The corrected time of a thread's event, noted as its latest. */
 static inline uint64_t event_ns(struct ulma_walk *w, struct ulma_walk_thread *t, const struct ulma_trace_event *e)
 {
-	uint64_t ns = thread_ns(w, t, e->ticks);
-	if (__builtin_expect(!t->seen, 0)) {
-		t->seen = true;
-		t->first_ns = ns;
-	}
-	t->last_ns = ns;
+	uint64_t ns = thread_clock_ns(t, e->ticks, w->ticks0, w->tsc, w->ns_per_tick_fp, w->cost_fp);
 	t->cpu = e->cpu;
 	return ns;
 }
@@ -291,17 +294,7 @@ static int on_events_all(struct ulma_walk *w, uint32_t thread, const struct ulma
 		events++;
 		if (e->kind == ULMA_EV_LINE)
 			continue; /* a line inside the frame on top */
-		/* event_ns, as there */
-		uint64_t ns = ticks_to_ns(e->ticks, ticks0, tsc, fp), shift = t->shift_fp >> 32;
-		ns = ns > shift ? ns - shift : 0;
-		if (__builtin_expect(!t->seen, 0)) {
-			t->seen = true;
-			t->first_ns = ns;
-		} else if (ns < t->last_ns) {
-			ns = t->last_ns; /* events closer together than the cost */
-		}
-		t->shift_fp += cost_fp;
-		t->last_ns = ns;
+		uint64_t ns = thread_clock_ns(t, e->ticks, ticks0, tsc, fp, cost_fp); /* event_ns, in locals */
 		t->cpu = e->cpu;
 		if (e->kind == ULMA_EV_ENTER) {
 			if (t->depth == t->cap &&
