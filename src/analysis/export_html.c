@@ -286,16 +286,6 @@ static void write_counters(struct ulma_sbuf *b, const struct ulma_walk *w, const
 	ulma_sbuf_puts(b, "]");
 }
 
-/* Comma-separated decimal list of n values taken by expr (i_ is the index). */
-#define PUT_LIST(b, n, expr)                                \
-	do {                                                \
-		for (uint32_t i_ = 0; i_ < (n); i_++) {     \
-			if (i_)                             \
-				ulma_sbuf_put((b), ",", 1); \
-			ulma_sbuf_u64((b), (expr));         \
-		}                                           \
-	} while (0)
-
 /* What write_data builds before it writes. */
 struct rows {
 	uint32_t *of_key;     /* key -> row in "funcs", UINT32_MAX: left out */
@@ -530,15 +520,15 @@ static int write_threads(struct ulma_sbuf *b, FILE *out, const struct ulma_walk 
 		ulma_sbuf_printf(b, ",\"pid\":%u,\"tid\":%u,\"main\":%s,\"first\":%llu,\"last\":%llu,\"f\":[", t->pid,
 				 t->tid, t->pid == t->tid ? "true" : "false", (unsigned long long)t->first_ns,
 				 (unsigned long long)t->last_ns);
-		PUT_LIST(b, l->n, r->of_key[l->s[i_].key]);
+		ULMA_SBUF_U64_LIST(b, l->n, r->of_key[l->s[i_].key]);
 		ulma_sbuf_puts(b, "],\"d\":[");
-		PUT_LIST(b, l->n, l->s[i_].depth);
+		ULMA_SBUF_U64_LIST(b, l->n, l->s[i_].depth);
 		ulma_sbuf_puts(b, "],\"s\":[");
-		PUT_LIST(b, l->n, l->s[i_].start - (i_ ? l->s[i_ - 1].start : 0));
+		ULMA_SBUF_U64_LIST(b, l->n, l->s[i_].start - (i_ ? l->s[i_ - 1].start : 0));
 		ulma_sbuf_puts(b, "],\"e\":[");
-		PUT_LIST(b, l->n, l->s[i_].end - l->s[i_].start);
+		ULMA_SBUF_U64_LIST(b, l->n, l->s[i_].end - l->s[i_].start);
 		ulma_sbuf_puts(b, "],\"i\":[");
-		PUT_LIST(b, l->nin, l->in[i_].at - (i_ ? l->in[i_ - 1].at : 0));
+		ULMA_SBUF_U64_LIST(b, l->nin, l->in[i_].at - (i_ ? l->in[i_ - 1].at : 0));
 		ulma_sbuf_puts(b, "],\"in\":[");
 		for (uint32_t q = 0; q < l->nin; q++) {
 			if (q)

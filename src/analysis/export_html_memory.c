@@ -7,10 +7,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../core/array.h"
+#include "../core/idmap.h"
+#include "mem_flame.h"
 #include "profile_objects.h"
 #include "ulma/shm.h"
 
-#define REPLAY_DONE 1 /* the second walk's sink stops it at the peak */
+#define REPLAY_DONE 1
+ /* the second walk's sink stops it at the peak */
 
 /* The monitor's counter marks (src/monitor/collector_memory.c), by series. */
 static const char *const series_names[HM_SERIES] = {"memory: Python heap (bytes)", "memory: native (bytes)",
@@ -134,6 +138,82 @@ static void put_groups(struct ulma_sbuf *b, const char *name, const struct ulma_
 			 name, (unsigned long long)all);
 }
 
+/* ---- the flame graphs: bounded trees of the same groups (mem_flame.h) ---- */
+
+/* The functions the flame graphs name, each once: "frames" in the page. */
+struct frames {
+	struct ulma_idmap of_key; /* function key + 1 -> frame */
+	uint32_t *key;            /* by frame */
+	uint32_t n, cap;
+};
+
+/* The frame of walk function func; -1 when out of memory, -3 for a
+ * function the walk does not know (the page shows "?"). */
+static int64_t frame_of(struct frames *fr, const struct ulma_walk *w, uint32_t func)
+{
+	if (func >= w->nfuncs)
+		return -3;
+	uint32_t key = w->funcs[func].key, at;
+	if (ulma_idmap_get(&fr->of_key, (uint64_t)key + 1, &at))
+		return at;
+	if (ulma_array_grow((void **)&fr->key, &fr->cap, fr->n, sizeof(*fr->key)) ||
+	    ulma_idmap_put(&fr->of_key, (uint64_t)key + 1, fr->n))
+		return -1;
+	fr->key[fr->n] = key;
+	return fr->n++;
+}
+
+/* "NAME":{"f":[frame; -1 the root, -2 other, -3 unknown], "p":[parent], "b":[bytes], "nb":[native bytes],
+ * "c":[blocks], "s":[stacks an "other" merges], "other_bytes":B, "other_stacks":S} */
+static int put_flame(struct ulma_sbuf *b, const char *name, const struct ulma_walk *w, const struct ulma_profile *p,
+		     const struct ulma_mem_leak *g, uint32_t n, struct frames *fr)
+{
+	struct ulma_mem_flame f;
+	if (ulma_mem_flame_build(&f, p, g, n, ULMA_HTML_MEM_FLAME_NODES, ULMA_HTML_MEM_FLAME_SHARE))
+		return -ENOMEM;
+	int err = 0;
+	ulma_sbuf_printf(b, ",\n\"%s\":{\"f\":[", name);
+	for (uint32_t i = 0; i < f.n && !err; i++) {
+		int64_t at = f.nodes[i].func == ULMA_MEM_NO_FUNC ? -1 : f.nodes[i].func == ULMA_MEM_FLAME_OTHER
+			     ? -2 : frame_of(fr, w, f.nodes[i].func);
+		if (at == -1 && f.nodes[i].func != ULMA_MEM_NO_FUNC)
+			err = -ENOMEM;
+		ulma_sbuf_printf(b, "%s%lld", i ? "," : "", (long long)at);
+	}
+	ulma_sbuf_puts(b, "],\"p\":[");
+	for (uint32_t i = 0; i < f.n; i++)
+		ulma_sbuf_printf(b, "%s%lld", i ? "," : "",
+				 f.nodes[i].parent == ULMA_MEM_FLAME_ROOT ? -1LL : (long long)f.nodes[i].parent);
+	ulma_sbuf_puts(b, "],\"b\":[");
+	ULMA_SBUF_U64_LIST(b, f.n, f.nodes[i_].bytes);
+	ulma_sbuf_puts(b, "],\"nb\":[");
+	ULMA_SBUF_U64_LIST(b, f.n, f.nodes[i_].native_bytes);
+	ulma_sbuf_puts(b, "],\"c\":[");
+	ULMA_SBUF_U64_LIST(b, f.n, f.nodes[i_].count);
+	ulma_sbuf_puts(b, "],\"s\":[");
+	ULMA_SBUF_U64_LIST(b, f.n, f.nodes[i_].stacks);
+	ulma_sbuf_printf(b, "],\"other_bytes\":%llu,\"other_stacks\":%u}", (unsigned long long)f.other_bytes,
+			 f.other_stacks);
+	ulma_mem_flame_free(&f);
+	return err;
+}
+
+/* "frames":[[name, file, line, kind]...], as the page's function rows begin */
+static void put_frames(struct ulma_sbuf *b, const struct ulma_walk *w, const struct frames *fr)
+{
+	ulma_sbuf_puts(b, ",\n\"frames\":[");
+	for (uint32_t i = 0; i < fr->n; i++) {
+		const struct ulma_walk_func *f = &w->funcs[fr->key[i]];
+		const char *kind = ulma_walk_kind_name(f->kind);
+		ulma_sbuf_puts(b, i ? ",\n[" : "\n[");
+		ulma_sbuf_json(b, f->name);
+		ulma_sbuf_put(b, ",", 1);
+		ulma_sbuf_json(b, f->file);
+		ulma_sbuf_printf(b, ",%u,\"%s\"]", f->line, strcmp(kind, "python") == 0 ? "py" : kind);
+	}
+	ulma_sbuf_puts(b, "]");
+}
+
 /* How high a process's memory went: the peak's process above all. */
 static double height(const struct ulma_html_memory *m, const struct ulma_html_mem_proc *p)
 {
@@ -250,13 +330,23 @@ int ulma_html_memory_json(struct ulma_sbuf *b, const struct ulma_walk *w, const 
 			 m->at_peak || !m->peak_record ? "true" : "false");
 	put_series(b, m);
 	put_groups(b, "peak_stacks", w, &m->replay, m->at_peak, m->nat_peak);
-	struct ulma_mem_leak *leaks;
-	uint32_t nleaks;
-	if (ulma_profile_memory_leaks(p, &leaks, &nleaks))
-		return -ENOMEM;
-	put_groups(b, "leaks", w, p, leaks, nleaks);
+	struct frames fr = {0};
+	int err = put_flame(b, "peak_flame", w, &m->replay, m->at_peak, m->nat_peak, &fr);
+	struct ulma_mem_leak *leaks = NULL;
+	uint32_t nleaks = 0;
+	if (!err)
+		err = ulma_profile_memory_leaks(p, &leaks, &nleaks);
+	if (!err) {
+		put_groups(b, "leaks", w, p, leaks, nleaks);
+		err = put_flame(b, "leak_flame", w, p, leaks, nleaks, &fr);
+	}
 	free(leaks);
-	int err = put_objects(b, w, p, row_of);
+	if (!err) {
+		put_frames(b, w, &fr);
+		err = put_objects(b, w, p, row_of);
+	}
+	free(fr.key);
+	ulma_idmap_free(&fr.of_key);
 	ulma_sbuf_puts(b, "}");
 	return err;
 }

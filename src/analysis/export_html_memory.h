@@ -12,6 +12,10 @@
  *   water mark (ulma opens traces as regular files; one it could not
  *   seek back in would get none);
  * - the leaks: the blocks still live at the end, by calling context;
+ * - both as flame graphs (mem_flame.h): bounded trees of those groups'
+ *   stacks whose widths are bytes, the smallest stacks merged into an
+ *   "other" node under their nearest kept frame, with the functions they
+ *   name in a table of frames (name, file, line, kind) of their own;
  * - objects per type and per function and type (3.13+).
  * Each list is cut to its largest entries (ULMA_HTML_MEM_ROWS, stacks to
  * their innermost ULMA_HTML_MEM_DEPTH frames) and says how many more.
@@ -39,6 +43,8 @@
 #define ULMA_HTML_MEM_PROCS 64     /* processes whose counters are followed */
 #define ULMA_HTML_MEM_CHARTS 16    /* of those, charted: the peak's, then the highest */
 #define ULMA_HTML_MEM_POINTS 256   /* buckets per series (at most 513 points) */
+#define ULMA_HTML_MEM_FLAME_NODES 2000  /* flame graph nodes kept (at most as many "other" nodes more) */
+#define ULMA_HTML_MEM_FLAME_SHARE 10000 /* none under 1/10000 of the root */
 
 enum { HM_HEAP, HM_NATIVE, HM_RSS, HM_SERIES };
 

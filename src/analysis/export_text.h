@@ -88,6 +88,16 @@ static inline char *ulma_put_decimal(char *p, uint64_t v)
 /* v in decimal, without printf (the exporters' hot path). */
 void ulma_sbuf_u64(struct ulma_sbuf *b, uint64_t v);
 
+/* `n` numbers separated by commas: expr of i_ for i_ in 0 .. n-1. */
+#define ULMA_SBUF_U64_LIST(b, n, expr)                      \
+	do {                                                \
+		for (uint32_t i_ = 0; i_ < (n); i_++) {     \
+			if (i_)                             \
+				ulma_sbuf_put((b), ",", 1); \
+			ulma_sbuf_u64((b), (expr));         \
+		}                                           \
+	} while (0)
+
 /* v as a JSON number that reads back exactly (printf's %g, so "1.5",
  * "1e+300"), or null when it is not finite (JSON has no NaN nor
  * infinity).  The C locale's decimal point: ulma never sets a locale. */
