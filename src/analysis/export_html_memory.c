@@ -198,13 +198,17 @@ static int put_flame(struct ulma_sbuf *b, const char *name, const struct ulma_wa
 	return err;
 }
 
-/* "frames":[[name, file, line, kind]...], as the page's function rows begin */
-static void put_frames(struct ulma_sbuf *b, const struct ulma_walk *w, const struct frames *fr)
+/* "frames":[row in "funcs", or [name, file, line, kind] (as those rows begin) for a function not there...] */
+static void put_frames(struct ulma_sbuf *b, const struct ulma_walk *w, const struct frames *fr, const uint32_t *row_of)
 {
 	ulma_sbuf_puts(b, ",\n\"frames\":[");
 	for (uint32_t i = 0; i < fr->n; i++) {
 		const struct ulma_walk_func *f = &w->funcs[fr->key[i]];
 		const char *kind = ulma_walk_kind_name(f->kind);
+		if (row_of[fr->key[i]] != UINT32_MAX) {
+			ulma_sbuf_printf(b, "%s%u", i ? "," : "", row_of[fr->key[i]]);
+			continue;
+		}
 		ulma_sbuf_puts(b, i ? ",\n[" : "\n[");
 		ulma_sbuf_json(b, f->name);
 		ulma_sbuf_put(b, ",", 1);
@@ -342,7 +346,7 @@ int ulma_html_memory_json(struct ulma_sbuf *b, const struct ulma_walk *w, const 
 	}
 	free(leaks);
 	if (!err) {
-		put_frames(b, w, &fr);
+		put_frames(b, w, &fr, row_of);
 		err = put_objects(b, w, p, row_of);
 	}
 	free(fr.key);

@@ -147,4 +147,4 @@ def test_varied_renders(export_trace, run_export, tmp_path):
     assert rows == min(500, len({(f["name"], f["file"], f["line"]) for f in t["report"]["functions"]}))
     top = max(t["report"]["functions"], key=lambda f: f["self_ns"])
     assert dom.cells[0] == top["name"]  # sorted by self time, descending
-    assert dom.tags.count("canvas") == 4  # flame graph, timeline, and the sandwich's two halves
+    assert dom.tags.count("canvas") == 6  # flame graph, timeline, the sandwich's two halves, the memory flame graphs

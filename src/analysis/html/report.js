@@ -51,29 +51,29 @@ function shortPath(p) {
   if (home && p.indexOf(home) === 0) return p.slice(home.length);
   return p;
 }
-/* a native function without debug information has file ~ and line 0, as C functions */
-function located(i) { return F[i][3] !== "c" && !(F[i][3] === "native" && F[i][1] === "~" && F[i][2] === 0); }
-function where(i) { return located(i) ? shortPath(F[i][1]) + ":" + F[i][2] : "~"; }
+/* A function is a row [name, file, line, kind] (F's rows begin so; the memory view's frames are such rows).
+ * A native function without debug information has file ~ and line 0, as C functions. */
+function locatedRow(r) { return r[3] !== "c" && !(r[3] === "native" && r[1] === "~" && r[2] === 0); }
+function whereRow(r) { return locatedRow(r) ? shortPath(r[1]) + ":" + r[2] : "~"; }
+function tagOf(r) { return r[3] === "native" ? " [native]" : r[3] === "zone" ? " [zone]" : ""; }
+function rowLabel(r) { return r[0] + tagOf(r) + (locatedRow(r) ? " (" + whereRow(r) + ")" : ""); }
+function rowFullLabel(r) { return r[0] + tagOf(r) + (locatedRow(r) ? "\n" + r[1] + ":" + r[2] : ""); }
+function located(i) { return locatedRow(F[i]); }
+function where(i) { return whereRow(F[i]); }
 function fullWhere(i) { return located(i) ? F[i][1] + ":" + F[i][2] : "~"; }
-function label(i) {
-  var tag = F[i][3] === "native" ? " [native]" : F[i][3] === "zone" ? " [zone]" : "";
-  return F[i][0] + tag + (located(i) ? " (" + where(i) + ")" : "");
-}
-function fullLabel(i) {
-  var tag = F[i][3] === "native" ? " [native]" : F[i][3] === "zone" ? " [zone]" : "";
-  return F[i][0] + tag + (located(i) ? "\n" + fullWhere(i) : "");
-}
+function label(i) { return rowLabel(F[i]); }
+function fullLabel(i) { return rowFullLabel(F[i]); }
 
 /* each kind its own hues: Python warm, C blue, native green, zones violet */
 var KINDS = {py: ["Python", 0, 60, 75], c: ["C (builtins)", 200, 40, 55], native: ["native", 95, 50, 50],
              zone: ["zone", 265, 35, 60]};
-var hues = [];
-function hue(i) {
-  if (hues[i]) return hues[i];
-  var s = F[i][0], h = 7, k = KINDS[F[i][3]] || KINDS.py;
+function rowHue(r) {
+  var s = r[0], h = 7, k = KINDS[r[3]] || KINDS.py;
   for (var j = 0; j < s.length; j++) h = (h * 31 + s.charCodeAt(j)) | 0;
-  return (hues[i] = "hsl(" + (k[1] + Math.abs(h) % k[2]) + "," + k[3] + "%," + (60 + Math.abs(h >> 8) % 12) + "%)");
+  return "hsl(" + (k[1] + Math.abs(h) % k[2]) + "," + k[3] + "%," + (60 + Math.abs(h >> 8) % 12) + "%)";
 }
+var hues = [];
+function hue(i) { return hues[i] || (hues[i] = rowHue(F[i])); }
 Array.prototype.forEach.call(document.querySelectorAll(".legend"), function (el) {
   Object.keys(KINDS).forEach(function (kind) {
     var k = KINDS[kind], item = document.createElement("span"), sw = document.createElement("i");
@@ -123,9 +123,10 @@ function box(g, x, y, w, h, fill, text, strong, W) {
   }
 }
 var query = "";
-function matches(i) {
-  return query !== "" && i >= 0 && (F[i][0].toLowerCase().indexOf(query) >= 0 || F[i][1].toLowerCase().indexOf(query) >= 0);
+function matchesRow(r) {
+  return query !== "" && (r[0].toLowerCase().indexOf(query) >= 0 || r[1].toLowerCase().indexOf(query) >= 0);
 }
+function matches(i) { return i >= 0 && matchesRow(F[i]); }
 var ROW = 18;
 
 /* ---- trees: the data's tree has a subtree per thread; views merge them ---- */
@@ -266,8 +267,13 @@ function nodeText(tr, n) {
   return (tr === shown && view === "inverted" ? "all self time" : scopes[scope][0]) + " (" + ns(tr.t[0]) + ")";
 }
 var drawn = {}; /* per canvas: the tree and the boxes drawn last (ulmaReport) */
-/* an icicle of tr from node top; up: drawn upward from the bottom.  Laid out
- * first, so that the canvas is as deep as the frames wide enough to see. */
+/* How a tree's nodes look: the time trees' (tr.f a row of F, t nanoseconds) unless the tree has its own
+ * (tr.look: the memory view's, whose t is bytes): a node's label, colour, whether the search finds it, its tip. */
+var timeLook = {text: nodeText, fill: function (tr, n) { return tr.f[n] < 0 ? "#ccc" : hue(tr.f[n]); },
+                found: function (tr, n) { return matches(tr.f[n]); }, tip: nodeTip};
+function lookOf(tr) { return tr.look || timeLook; }
+/* an icicle of tr from node top, each node as wide as its t; up: drawn upward from the bottom.  Laid
+ * out first, so that the canvas is as deep as the frames wide enough to see. */
 var ICICLE_ROWS = 200; /* levels drawn below the focus: a deeper frame is a click away */
 function drawIcicle(canvas, tr, top, up) {
   var list = [], chain = [], n, deepest = 0;
@@ -291,10 +297,10 @@ function drawIcicle(canvas, tr, top, up) {
   list.forEach(function (b) { if (b[1] > deepest) deepest = b[1]; });
   var H = (deepest + 1) * ROW + 2, c = fit(canvas, H), g = c.g;
   drawn[canvas.id] = {tr: tr, list: list};
+  var look = lookOf(tr);
   list.forEach(function (b) {
     b[1] = up ? H - 2 - (b[1] + 1) * ROW : b[1] * ROW;
-    var f = tr.f[b[3]];
-    box(g, b[0], b[1], b[2], ROW, f < 0 ? "#ccc" : hue(f), nodeText(tr, b[3]), matches(f), c.w);
+    box(g, b[0], b[1], b[2], ROW, look.fill(tr, b[3]), look.text(tr, b[3]), look.found(tr, b[3]), c.w);
   });
   return list;
 }
@@ -316,7 +322,7 @@ function hoverIcicle(canvas, get) {
   canvas.addEventListener("mousemove", function (ev) {
     var v = get(), n = hit(v[1], ev, this);
     if (n < 0) { hideTip(); return; }
-    showTip(ev, nodeTip(v[0], n));
+    showTip(ev, lookOf(v[0]).tip(v[0], n));
   });
   canvas.addEventListener("mouseleave", hideTip);
 }

@@ -1,8 +1,10 @@
 /* report_memory.js - the HTML report's Memory view (a trace recorded with
  * --memory; see report.js): memory over time per process (the monitor's
  * counters: Python heap, native, RSS) drawn as SVG with the traced peak
- * marked, the stacks holding the peak, the leaks by stack, and the objects
- * per type and per function (3.13+).  Names reach the page as text only. */
+ * marked, the stacks holding the peak and the leaks, each as a flame graph
+ * whose widths are bytes (drawn by report.js's icicle, with a look of its
+ * own) over the exact table, and the objects per type and per function
+ * (3.13+).  Names reach the page as text only. */
 var M = D.memory;
 var MEMSERIES = [["heap", "Python heap", "#1e88e5", ""], ["native", "native", "#2e7d32", ""],
                  ["rss", "RSS", "#757575", "4 3"]];
@@ -28,6 +30,56 @@ function groupRows(body, list, total) {
     body.appendChild(tr);
   });
 }
+/* ---- the flame graphs of the stacks at the peak and at the end: t is bytes ---- */
+/* a tree for drawIcicle from the data's (export_html_memory.c: f a frame, -1 the root, -2 other, -3 unknown) */
+function memTree(x, rootText) {
+  var tr = finish({f: x.f, p: x.p, t: x.b, c: x.c, nb: x.nb, st: x.s, rootText: rootText, look: memLook});
+  tr.s = tr.t.map(function (t, n) { /* held with the frame on top: its bytes less its children's */
+    return tr.kids[n].reduce(function (a, k) { return a - tr.t[k]; }, t);
+  });
+  return tr;
+}
+/* a frame: a row of the function table, or a function of its own ([name, file, line, kind]) */
+function frameRow(f) { return typeof M.frames[f] === "number" ? F[M.frames[f]] : M.frames[f]; }
+function memNodeText(tr, n) {
+  var f = tr.f[n];
+  if (f >= 0) return rowLabel(frameRow(f));
+  if (f === -2) return "other: " + tr.st[n] + " smaller stack" + (tr.st[n] === 1 ? "" : "s");
+  return f === -3 ? "?" : tr.rootText + " (" + bytes(tr.t[0]) + ")";
+}
+var memHues = [];
+var memLook = {
+  text: memNodeText,
+  fill: function (tr, n) {
+    var f = tr.f[n];
+    return f >= 0 ? memHues[f] || (memHues[f] = rowHue(frameRow(f))) : f === -2 ? "#e0e0e0" : "#ccc";
+  },
+  found: function (tr, n) { return tr.f[n] >= 0 && matchesRow(frameRow(tr.f[n])); },
+  tip: function (tr, n) {
+    var f = tr.f[n];
+    return (f >= 0 ? rowFullLabel(frameRow(f)) : memNodeText(tr, n)) + "\n" + bytes(tr.t[n]) + " (" + tr.t[n] +
+      " bytes, " + (100 * tr.t[n] / Math.max(tr.t[0], 1)).toFixed(2) + "%) in " + tr.c[n] + " blocks, " +
+      bytes(tr.nb[n]) + " of them native; " + bytes(tr.s[n]) + " with it on top";
+  }
+};
+/* a zoomable flame graph on canvas id: a click zooms into a frame, the reset button back out */
+function memFlame(id, resetId, tr) {
+  var v = {tr: tr, focus: 0, boxes: []};
+  v.draw = function () { v.boxes = drawIcicle($(id), tr, v.focus, false); };
+  $(id).addEventListener("click", function (ev) {
+    var n = hit(v.boxes, ev, this);
+    if (n >= 0) { v.focus = n; v.draw(); }
+  });
+  $(resetId).addEventListener("click", function () { v.focus = 0; v.draw(); });
+  hoverIcicle($(id), function () { return [tr, v.boxes]; });
+  v.draw();
+  return v;
+}
+function flameNote(x) {
+  return "width is bytes; click a frame to zoom into it" + (x.other_stacks ? "; " + x.other_stacks +
+    " smaller stacks holding " + bytes(x.other_bytes) + " are merged into \u201cother\u201d boxes" : "");
+}
+
 function drawMemChart(pid) {
   var svg = $("memchart"), W = Math.max(svg.clientWidth || 0, 400), H = 240, L = 70, R = 10, T = 14, B = 22;
   while (svg.firstChild) svg.removeChild(svg.firstChild);
@@ -102,6 +154,16 @@ if (M) {
     $("memchart").style.display = "none"; $("memprocl").hidden = true;
     $("memnote").textContent = "no allocation was recorded";
   }
+  var memFlames = [];
+  if (M.peak.stacks) {
+    memFlames.push(memFlame("peakflame", "peakreset", memTree(M.peak_flame, "pid " + M.peak.pid + " at its peak")));
+    $("peakflamenote").textContent = flameNote(M.peak_flame);
+  } else {
+    $("peakflame").style.display = "none"; $("peakreset").hidden = true;
+  }
+  memFlames.push(memFlame("leakflame", "leakreset", memTree(M.leak_flame, "still allocated at the end")));
+  $("leakflamenote").textContent = flameNote(M.leak_flame);
+  $("search").addEventListener("input", function () { memFlames.forEach(function (v) { v.draw(); }); });
   groupRows($("peakrows"), M.peak_stacks, M.peak_stacks_bytes);
   $("peaknote").textContent = M.peak.stacks ? M.peak_stacks.length + " stacks" +
     (M.peak_stacks_left_out ? " (" + M.peak_stacks_left_out + " smaller ones left out)" : "") + " held " +

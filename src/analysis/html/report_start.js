@@ -7,7 +7,9 @@ drawTimeline();
 window.ulmaReport = {
   flame: function (id) {
     var d = drawn[id];
-    return d ? d.list.map(function (b) { return [nodeText(d.tr, b[3]), b[0], b[1], b[2], matches(d.tr.f[b[3]])]; }) : [];
+    var look = d && lookOf(d.tr); /* [label, x, y, width, found by the search, weight: ns or bytes] */
+    return d ? d.list.map(function (b) { return [look.text(d.tr, b[3]), b[0], b[1], b[2], look.found(d.tr, b[3]),
+                                                  d.tr.t[b[3]]]; }) : [];
   },
   timeline: function () {
     return {v0: v0, v1: v1, frames: tlDrawn.frames, found: tlDrawn.found, clipped: tlDrawn.clipped,
