@@ -19,6 +19,14 @@
  * python, c, native and zone; the C kinds 2-5 share the label c).  The
  * marks are events in their thread's stream, at their time.
  *
+ * Objects over time (--memory on Python 3.13+, export_objects.h) are
+ * ulma:counter events too, "objects: TYPE (created - destroyed)" for the
+ * types with the most objects of each process, as chrome and perfetto
+ * draw them; known only at the end, they go in a stream of their own per
+ * process (`objects_<serial>`, the packets' pid and tid those of the
+ * process's first thread that counted one), whose times, merged, go
+ * forward as a stream's must.
+ *
  * All integers are little-endian and byte-aligned, so no padding occurs.
  * Timestamps are nanoseconds of a clock `monotonic` whose offset is the
  * trace's CLOCK_MONOTONIC start, so times line up with other traces of the
@@ -32,6 +40,7 @@
 #include <string.h>
 
 #include "export.h"
+#include "export_objects.h"
 #include "export_text.h"
 #include "ulma/shm.h"
 
@@ -50,6 +59,7 @@ struct ctf_thread {
 
 struct ctf {
 	const char *dir;
+	const char *stream; /* the stream files' name before the thread's serial */
 	struct ctf_thread *threads;
 	uint32_t nthreads;
 	char **names; /* per function: cleaned name, NUL included in length */
@@ -60,6 +70,7 @@ struct ctf {
 	size_t *exit_len;
 	uint32_t nnames;
 	uint64_t events;
+	struct ulma_xobjects objects; /* objects per process and type (--memory on 3.13+) */
 };
 
 static void put_le(struct ulma_sbuf *b, uint64_t v, unsigned bytes)
@@ -81,6 +92,14 @@ static inline char *le_at(char *p, uint64_t v, unsigned bytes)
 static void put_cstr(struct ulma_sbuf *b, const char *s)
 {
 	ulma_sbuf_put(b, s, strlen(s) + 1);
+}
+
+/* A little-endian IEEE double. */
+static void put_double(struct ulma_sbuf *b, double v)
+{
+	uint64_t bits;
+	memcpy(&bits, &v, sizeof(bits));
+	put_le(b, bits, 8);
 }
 
 /* s as valid UTF-8, in a string of its own; NULL only when out of memory.
@@ -181,7 +200,7 @@ static int write_packet(struct ctf *c, const struct ulma_walk *w, uint32_t threa
 	put_le(&h, wt->pid, 4);
 	put_le(&h, wt->tid, 4);
 	char path[4096];
-	snprintf(path, sizeof(path), "%s/stream_%llu", c->dir, (unsigned long long)wt->serial);
+	snprintf(path, sizeof(path), "%s/%s%llu", c->dir, c->stream, (unsigned long long)wt->serial);
 	FILE *f = h.nomem ? NULL : fopen(path, t->started ? "ab" : "wb");
 	int err = h.nomem ? -ENOMEM : f ? 0 : -EIO;
 	if (f) {
@@ -272,12 +291,51 @@ static int on_mark(void *ctx, const struct ulma_walk *w, uint32_t thread, const 
 	if (!b)
 		return -ENOMEM;
 	put_cstr(b, m->name < c->nnames && c->names[m->name] ? c->names[m->name] : "?");
-	if (id == EV_COUNTER) {
-		uint64_t bits;
-		memcpy(&bits, &m->value, sizeof(bits));
-		put_le(b, bits, 8);
-	}
+	if (id == EV_COUNTER)
+		put_double(b, m->value);
 	return b->len >= PACKET_AT ? write_packet(c, w, thread) : b->nomem ? -ENOMEM : 0;
+}
+
+static int on_object(void *ctx, const struct ulma_walk *w, uint32_t thread, const struct ulma_trace_object *o,
+		     uint64_t at_ns)
+{
+	struct ctf *c = ctx;
+	return ulma_xobjects_add(&c->objects, w, thread, o, at_ns);
+}
+
+/* The types with the most objects of each process, as ulma:counter events
+ * in the process's objects_<serial> stream (see the top). */
+static int write_objects(struct ctf *c, const struct ulma_walk *w)
+{
+	struct ctf o = {.dir = c->dir, .stream = "objects_"};
+	char label[ULMA_WALK_LABEL_MAX];
+	int err = 0;
+	ulma_xobjects_choose(&c->objects);
+	for (uint32_t first = 0, end; first < c->objects.n && !err; first = end) {
+		struct ulma_xobj_point *pts;
+		uint32_t n, thread = UINT32_MAX;
+		err = ulma_xobjects_merged(&c->objects, first, &end, &pts, &n);
+		for (uint32_t i = 0; i < n && !err; i++) {
+			const struct ulma_xobj_track *t = &c->objects.t[pts[i].track];
+			thread = i ? thread : t->thread; /* the stream is that thread's, of the process */
+			ulma_xobjects_name(w, t, label, sizeof(label));
+			char *name = clean(label);
+			struct ulma_sbuf *b = name ? begin_event(&o, thread, EV_COUNTER, pts[i].at, w->threads[thread].cpu) : NULL;
+			if (b) {
+				put_cstr(b, name);
+				put_double(b, pts[i].v);
+			}
+			free(name);
+			err = !b || b->nomem ? -ENOMEM : b->len >= PACKET_AT ? write_packet(&o, w, thread) : 0;
+		}
+		if (!err && n)
+			err = write_packet(&o, w, thread);
+		free(pts);
+	}
+	for (uint32_t i = 0; i < o.nthreads; i++)
+		ulma_sbuf_free(&o.threads[i].ev);
+	free(o.threads);
+	return err;
 }
 
 static const char metadata_types[] =
@@ -426,13 +484,16 @@ static int write_metadata(const struct ctf *c, const struct ulma_walk *w)
 int ulma_export_ctf(FILE *in, const struct ulma_export_opts *o, FILE *out, const char *dir,
 		    struct ulma_export_result *res)
 {
-	struct ctf c = {.dir = dir};
+	struct ctf c = {.dir = dir, .stream = "stream_"};
 	struct ulma_walk w;
 	(void)out;
-	struct ulma_walk_sink sink = {&c, on_func, NULL, on_open, on_close, NULL, NULL, on_mark, NULL, NULL, NULL, NULL, NULL, NULL};
+	struct ulma_walk_sink sink = {.ctx = &c, .on_func = on_func, .on_open = on_open, .on_close = on_close,
+				      .on_mark = on_mark, .on_object = on_object};
 	int err = ulma_export_walk(in, o, &w, &sink, res);
 	for (uint32_t i = 0; i < c.nthreads && !err; i++)
 		err = write_packet(&c, &w, i);
+	if (!err)
+		err = write_objects(&c, &w);
 	if (!err)
 		err = write_metadata(&c, &w);
 	for (uint32_t i = 0; i < c.nthreads; i++)
@@ -450,6 +511,7 @@ int ulma_export_ctf(FILE *in, const struct ulma_export_opts *o, FILE *out, const
 	free(c.entry_len);
 	free(c.exit_len);
 	free(c.threads);
+	ulma_xobjects_free(&c.objects);
 	ulma_walk_free(&w);
 	return err;
 }

@@ -67,6 +67,43 @@ void ulma_xobjects_choose(struct ulma_xobjects *x)
 	}
 }
 
+static int by_time(const void *a, const void *b)
+{
+	const struct ulma_xobj_point *x = a, *y = b;
+	if (x->at != y->at)
+		return x->at < y->at ? -1 : 1;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+int ulma_xobjects_merged(const struct ulma_xobjects *x, uint32_t first, uint32_t *end, struct ulma_xobj_point **out,
+			 uint32_t *n)
+{
+	struct ulma_series_point pts[2 * ULMA_XOBJ_BUCKETS + 1];
+	uint32_t last = first, room = 0;
+	while (last < x->n && x->t[last].pid == x->t[first].pid) {
+		room += x->t[last].drawn ? 2 * ULMA_XOBJ_BUCKETS + 1 : 0;
+		last++;
+	}
+	*end = last;
+	*out = NULL;
+	*n = 0;
+	if (!room)
+		return 0;
+	struct ulma_xobj_point *p = malloc((size_t)room * sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	for (uint32_t i = first; i < last; i++) {
+		if (!x->t[i].drawn)
+			continue;
+		uint32_t k = ulma_series_points(&x->t[i].s, pts);
+		for (uint32_t j = 0; j < k; j++, ++*n)
+			p[*n] = (struct ulma_xobj_point){pts[j].at, pts[j].v, i, *n};
+	}
+	qsort(p, *n, sizeof(*p), by_time);
+	*out = p;
+	return 0;
+}
+
 void ulma_xobjects_name(const struct ulma_walk *w, const struct ulma_xobj_track *t, char *out, size_t cap)
 {
 	snprintf(out, cap, "objects: %s (created - destroyed)", w->funcs[t->type].name);

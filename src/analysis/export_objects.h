@@ -1,5 +1,5 @@
 /* export_objects.h - Python objects over time for the timeline exports
- * (chrome, perfetto): per process, the types with the most objects, each
+ * (chrome, perfetto, ctf, otf2): per process, the types with the most objects, each
  * a counter of its objects created less those destroyed since the trace
  * began (--memory on Python 3.13+, docs/memory.md "Objects").
  *
@@ -8,7 +8,9 @@
  * (series.h: its highest and lowest points and its last value kept
  * exactly).  Which types to draw is known only at the end: then
  * ulma_xobjects_choose marks, per process, the ULMA_XOBJ_TOP types whose
- * count rose highest, and the exporter writes their points.  Memory is
+ * count rose highest, and the exporter writes their points: track by
+ * track (chrome, perfetto), or a process's tracks merged in time order
+ * (ulma_xobjects_merged: ctf and otf2, whose streams go forward in time).  Memory is
  * bounded: at most ULMA_XOBJ_TRACKS (process, type) pairs are followed
  * (the rest counted in `left_out`), each series at most ULMA_XOBJ_BUCKETS
  * buckets.
@@ -55,6 +57,22 @@ int ulma_xobjects_add(struct ulma_xobjects *x, const struct ulma_walk *w, uint32
 /* Order the tracks by process, then highest count first, and mark the
  * first ULMA_XOBJ_TOP of each process whose count rose above 0 as drawn. */
 void ulma_xobjects_choose(struct ulma_xobjects *x);
+
+/* A point of a drawn track: the track's count at `at`. */
+struct ulma_xobj_point {
+	uint64_t at;
+	double v;
+	uint32_t track; /* index in x->t */
+	uint32_t seq;   /* its place before the merge: a track's points at one time keep their order */
+};
+
+/* After ulma_xobjects_choose: the points of the drawn tracks of the
+ * process whose tracks begin at track `first`, in time order (ties in
+ * track order), into *out (the caller frees it; NULL when none), *n of
+ * them; *end is the first track of the next process (x->n after the
+ * last).  0 or -ENOMEM. */
+int ulma_xobjects_merged(const struct ulma_xobjects *x, uint32_t first, uint32_t *end, struct ulma_xobj_point **out,
+			 uint32_t *n);
 
 /* The counter's name: "objects: TYPE (created - destroyed)". */
 void ulma_xobjects_name(const struct ulma_walk *w, const struct ulma_xobj_track *t, char *out, size_t cap);

@@ -17,6 +17,13 @@
  * annotations, which Vampir draws on the timeline) of its thread's
  * location, one marker definition per name.
  *
+ * Objects over time (--memory on Python 3.13+, export_objects.h): per
+ * process, the types with the most objects, each an asynchronous Metric
+ * "objects: TYPE (created - destroyed)" of one INT64 member, as chrome and
+ * perfetto draw them.  Known only at the end, they go on a location of
+ * their own, of type METRIC, in the process's group (`objects (pid N)`),
+ * their values merged in time order.
+ *
  * Timestamps are the walker's nanoseconds (the hook's cost taken out
  * unless --no-correction): timer resolution 10^9 per second, global
  * offset the trace's CLOCK_MONOTONIC start, so a timestamp is that clock's
@@ -46,6 +53,7 @@
 
 #include "../core/mpi_event.h"
 #include "export.h"
+#include "export_objects.h"
 #include "export_text.h"
 #include "ulma/shm.h"
 
@@ -55,6 +63,7 @@
 
 struct otf2_loc {
 	OTF2_EvtWriter *evt; /* NULL until the thread passes */
+	uint32_t objects_of; /* a location past the threads': the objects of this thread's process */
 	uint64_t events;
 	OTF2_TimeStamp last; /* its latest timestamp */
 	/* the collective it is in (MPI), for its end */
@@ -77,6 +86,8 @@ struct otf2_out {
 	uint32_t nmarks;     /* entries in metric_of and marker_of */
 	uint32_t nmetrics, nmarkers;
 	OTF2_MarkerWriter *markers;
+	struct ulma_xobjects objects; /* objects per process and type (--memory on 3.13+) */
+	uint32_t *object_metric_of;   /* by type key: its metric class, or NO_REF */
 	uint32_t nranks;       /* MPI: highest rank named + 1 (0: no MPI event) */
 	uint64_t last_ns; /* latest timestamp, since the trace start */
 	int err;          /* the first failure */
@@ -348,6 +359,60 @@ static int on_mark(void *ctx, const struct ulma_walk *w, uint32_t thread, const 
 	return m->kind == ULMA_EXT_INSTANT ? put_instant(o, w, thread, m) : put_counter(o, w, thread, m);
 }
 
+static int on_object(void *ctx, const struct ulma_walk *w, uint32_t thread, const struct ulma_trace_object *o,
+		     uint64_t at_ns)
+{
+	struct otf2_out *out = ctx;
+	return ulma_xobjects_add(&out->objects, w, thread, o, at_ns);
+}
+
+/* The types with the most objects of each process, as Metric events on a
+ * METRIC location of the process after the threads' locations (see the
+ * top); their metric classes numbered after the counters'. */
+static int put_objects(struct otf2_out *o, const struct ulma_walk *w)
+{
+	ulma_xobjects_choose(&o->objects);
+	if (!o->objects.n)
+		return 0;
+	if (!(o->object_metric_of = malloc((size_t)w->nfuncs * sizeof(*o->object_metric_of))))
+		return -ENOMEM;
+	for (uint32_t k = 0; k < w->nfuncs; k++)
+		o->object_metric_of[k] = NO_REF;
+	uint32_t loc = w->nthreads > o->nlocs ? w->nthreads : o->nlocs;
+	for (uint32_t first = 0, end; first < o->objects.n && !o->err; first = end, loc++) {
+		struct ulma_xobj_point *pts;
+		uint32_t n;
+		if (ulma_xobjects_merged(&o->objects, first, &end, &pts, &n))
+			return -ENOMEM;
+		uint32_t of = n ? o->objects.t[pts[0].track].thread : 0; /* its location group is this thread's */
+		if (of >= o->nlocs || !o->locs[of].evt)
+			n = 0; /* a process none of whose threads passed: no group to put it in */
+		int err = n ? on_thread(o, w, loc) : 0;
+		if (err) {
+			free(pts);
+			return err;
+		}
+		if (n)
+			o->locs[loc].objects_of = of;
+		for (uint32_t i = 0; i < n && !o->err; i++) {
+			uint32_t type = o->objects.t[pts[i].track].type;
+			if (o->object_metric_of[type] == NO_REF)
+				o->object_metric_of[type] = o->nmetrics++;
+			OTF2_TimeStamp at = 0;
+			OTF2_EvtWriter *evt = writer_of(o, w, loc, pts[i].at, &at);
+			if (!evt) {
+				check(o, OTF2_ERROR_INVALID_ARGUMENT);
+				break;
+			}
+			OTF2_Type kind = OTF2_TYPE_INT64;
+			OTF2_MetricValue value = {.signed_int = (int64_t)pts[i].v};
+			check(o, OTF2_EvtWriter_Metric(evt, NULL, at, o->object_metric_of[type], 1, &kind, &value));
+		}
+		free(pts);
+	}
+	return o->err;
+}
+
 static OTF2_CollectiveOp collective_op(uint8_t which)
 {
 	switch (which) {
@@ -535,6 +600,14 @@ static void def_locations(struct defs *d, const struct ulma_walk *w)
 		check(o, OTF2_GlobalDefWriter_WriteLocation(d->gdw, i, def_string(d, label), OTF2_LOCATION_TYPE_CPU_THREAD,
 							    o->locs[i].events, group_of[i]));
 	}
+	for (uint32_t i = w->nthreads; i < o->nlocs; i++) { /* the processes' objects (put_objects) */
+		if (!o->locs[i].evt)
+			continue;
+		char label[64];
+		snprintf(label, sizeof(label), "objects (pid %u)", w->threads[o->locs[i].objects_of].pid);
+		check(o, OTF2_GlobalDefWriter_WriteLocation(d->gdw, i, def_string(d, label), OTF2_LOCATION_TYPE_METRIC,
+							    o->locs[i].events, group_of[o->locs[i].objects_of]));
+	}
 	free(group_of);
 }
 
@@ -583,6 +656,20 @@ static void def_metrics(struct defs *d, const struct ulma_walk *w)
 			 unit = def_string(d, "1"); /* dimensionless */
 		check(o, OTF2_GlobalDefWriter_WriteMetricMember(d->gdw, id, name, about, OTF2_METRIC_TYPE_USER,
 								 OTF2_METRIC_ABSOLUTE_POINT, OTF2_TYPE_DOUBLE,
+								 OTF2_BASE_DECIMAL, 0, unit));
+		OTF2_MetricMemberRef member = id;
+		check(o, OTF2_GlobalDefWriter_WriteMetricClass(d->gdw, id, 1, &member, OTF2_METRIC_ASYNCHRONOUS,
+							       OTF2_RECORDER_KIND_ABSTRACT));
+	}
+	for (uint32_t k = 0; o->object_metric_of && k < w->nfuncs; k++) {
+		uint32_t id = o->object_metric_of[k];
+		if (id == NO_REF)
+			continue;
+		char label[ULMA_WALK_LABEL_MAX];
+		ulma_xobjects_name(w, &(struct ulma_xobj_track){.type = k}, label, sizeof(label));
+		uint32_t name = def_string(d, label), about = def_string(d, "ulma objects"), unit = def_string(d, "objects");
+		check(o, OTF2_GlobalDefWriter_WriteMetricMember(d->gdw, id, name, about, OTF2_METRIC_TYPE_USER,
+								 OTF2_METRIC_ABSOLUTE_POINT, OTF2_TYPE_INT64,
 								 OTF2_BASE_DECIMAL, 0, unit));
 		OTF2_MetricMemberRef member = id;
 		check(o, OTF2_GlobalDefWriter_WriteMetricClass(d->gdw, id, 1, &member, OTF2_METRIC_ASYNCHRONOUS,
@@ -653,7 +740,7 @@ int ulma_export_otf2(FILE *in, const struct ulma_export_opts *opts, FILE *out, c
 	check(&o, OTF2_Archive_OpenEvtFiles(o.archive));
 	struct ulma_walk_sink sink = {
 		.ctx = &o, .on_thread = on_thread, .on_open = on_open, .on_close = on_close, .on_mark = on_mark,
-		.on_mpi = on_mpi, .on_edges = on_edges};
+		.on_mpi = on_mpi, .on_edges = on_edges, .on_object = on_object};
 	int err;
 	if (o.err) {
 		memset(res, 0, sizeof(*res));
@@ -662,6 +749,8 @@ int ulma_export_otf2(FILE *in, const struct ulma_export_opts *opts, FILE *out, c
 	} else {
 		err = ulma_export_walk(in, opts, &w, &sink, res);
 	}
+	if (!o.err && !err)
+		err = put_objects(&o, &w);
 	if (!o.err && !err && o.markers)
 		check(&o, OTF2_Archive_CloseMarkerWriter(o.archive, o.markers));
 	if (!o.err && !err)
@@ -679,6 +768,8 @@ int ulma_export_otf2(FILE *in, const struct ulma_export_opts *opts, FILE *out, c
 	free(o.key_of);
 	free(o.metric_of);
 	free(o.marker_of);
+	free(o.object_metric_of);
+	ulma_xobjects_free(&o.objects);
 	ulma_walk_free(&w);
 	return err;
 }

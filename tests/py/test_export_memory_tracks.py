@@ -9,10 +9,16 @@ and the Perfetto UI's own trace processor for both.
   at its kept bytes after a peak 8 MiB higher.
 - Objects (3.13+): programs/mem_objects.py keeps N lists and K Points and
   makes and drops D dicts; the counter of Points rises to exactly K and
-  ends there, the list counter reaches N, in both formats.
+  ends there, the list counter reaches N, in chrome and perfetto, and in
+  CTF (read by babeltrace2) and OTF2 (read by otf2-print), where they
+  are a stream and a METRIC location of their own.
 """
 import collections
 import json
+import os
+import re
+import shutil
+import subprocess
 import sys
 
 import pytest
@@ -150,3 +156,79 @@ def test_perfetto_objects(objects, run_export, tmp_path):
         assert got["objects: Point (created - destroyed)"] == K and set(got) == set(objs), got
         errors = ui.query("select name, value from stats where severity in ('error', 'data_loss') and value > 0")
         assert [e for e in errors if e["name"] != "mismatched_sched_switch_tids"] == [], errors
+
+
+def check_object_tracks(values, net):
+    """values: counter name -> values in time order, of the objects' tracks
+    of the one process: 2 to 8 types, Point's rising to exactly K and ending
+    there, list's reaching the N kept, each ending at the report's
+    created - destroyed of its type."""
+    assert 2 <= len(values) <= 8, sorted(values)
+    points = values["objects: Point (created - destroyed)"]
+    assert max(points) == K and points[-1] == K and points == sorted(points), points[-10:]
+    assert max(values["objects: list (created - destroyed)"]) >= N - 10
+    for name, v in values.items():
+        assert v[-1] == net[name[len("objects: "):-len(" (created - destroyed)")]], name
+
+
+CTF_COUNTER = re.compile(r'^\[(\d+):(\d+):(\d+)\.(\d+)\] .* ulma:counter: \{ pid = (\d+), tid = (\d+) \}, '
+                         r'\{ cpu_id = \d+ \}, \{ name = "(.*)", value = ([-0-9.e+]+) \}$')
+
+
+@pytest.mark.skipif(not HAS_REFTRACER, reason="objects are counted from 3.13 on (PyRefTracer)")
+@pytest.mark.skipif(shutil.which("babeltrace2") is None, reason="babeltrace2 is not installed")
+def test_ctf_objects(objects, run_export, tmp_path):
+    """CTF: the same tracks as chrome's, ulma:counter events in a stream
+    of their own (objects_<serial>), read by babeltrace2 without a word
+    on stderr; their times go forward."""
+    trace, net = objects
+    out = tmp_path / "obj.ctf"
+    run_export(trace, "ctf", out)
+    assert len([f for f in os.listdir(str(out)) if f.startswith("objects_")]) == 1, os.listdir(str(out))
+    proc = subprocess.run(["babeltrace2", str(out)], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0 and proc.stderr == "", proc.stderr
+    values, stamps, pids = collections.defaultdict(list), [], set()
+    for line in proc.stdout.splitlines():
+        m = CTF_COUNTER.match(line)
+        if m and m.group(7).startswith("objects: "):
+            values[m.group(7)].append(float(m.group(8)))
+            stamps.append(tuple(int(x) for x in m.group(1, 2, 3, 4)))
+            pids.add(int(m.group(5)))
+    assert len(pids) == 1 and stamps == sorted(stamps)
+    check_object_tracks(values, net)
+
+
+OTF2_METRIC = re.compile(r'^METRIC +(\d+) +(\d+)  Metric: \d+, 1 Value: \("(.*)" <\d+>; INT64; (-?\d+)\)$')
+OTF2_LOCATION = re.compile(r'^LOCATION +(\d+)  Name: "(.*)" <\d+>, Type: (\w+), # Events: (\d+), Group: .* <(\d+)>$')
+
+
+@pytest.mark.skipif(not HAS_REFTRACER, reason="objects are counted from 3.13 on (PyRefTracer)")
+@pytest.mark.skipif(shutil.which("otf2-print") is None, reason="otf2-print is not installed")
+def test_otf2_objects(objects, run_export, tmp_path):
+    """OTF2: the same tracks as INT64 metrics on a METRIC location of the
+    process ("objects (pid N)", in its group, with its event count), read
+    by otf2-print -Werror; their times go forward."""
+    trace, net = objects
+    out = tmp_path / "obj.otf2"
+    run_export(trace, "otf2", out)
+    anchor = str(out / "traces.otf2")
+
+    def otf2_print(*args):
+        proc = subprocess.run(["otf2-print", "-Werror"] + list(args) + [anchor], capture_output=True, text=True,
+                              timeout=120)
+        assert proc.returncode == 0 and proc.stderr == "", proc.stderr
+        return proc.stdout.splitlines()
+
+    locations = [OTF2_LOCATION.match(line).groups() for line in otf2_print("-G") if OTF2_LOCATION.match(line)]
+    (metric,) = [loc for loc in locations if loc[2] == "METRIC"]
+    threads = [loc for loc in locations if loc[2] == "CPU_THREAD"]
+    assert metric[1].startswith("objects (pid ") and metric[4] == threads[0][4], locations
+    values, stamps = collections.defaultdict(list), []
+    for line in otf2_print():
+        m = OTF2_METRIC.match(line)
+        if m:
+            assert m.group(1) == metric[0] and m.group(3).startswith("objects: "), line
+            values[m.group(3)].append(int(m.group(4)))
+            stamps.append(int(m.group(2)))
+    assert len(stamps) == int(metric[3]) and stamps == sorted(stamps)
+    check_object_tracks(values, net)

@@ -12,7 +12,9 @@
  * (ulma_html_memory_replay) stops there: the peak's stacks are main > grow
  * 4000 bytes in 4 blocks and other 500 in 1, adding up to the peak.  With
  * --thread A the peak is 4000, of grow's alone.  The object counts end at
- * 3 lists and 1 dict, the list's series peaking at 5, and both are drawn.
+ * 3 lists and 1 dict, the list's series peaking at 5, and both are drawn;
+ * merged in time order (the CTF and OTF2 exports' order), the dict's
+ * point comes first and the lists' 3 last.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -147,6 +149,15 @@ static void check(const char *path, int64_t tid)
 			CHECK(strcmp(w.funcs[d->type].name, "dict") == 0 && d->net == 1 && d->drawn, "dict: 1, drawn");
 			ulma_xobjects_name(&w, l, text, sizeof(text));
 			CHECK(strcmp(text, "objects: list (created - destroyed)") == 0, "named: %s", text);
+			struct ulma_xobj_point *pts;
+			uint32_t n, end, ordered = 1;
+			CHECK_EQ_I64(ulma_xobjects_merged(&s.objects, 0, &end, &pts, &n), 0, "the process's points merged");
+			for (uint32_t i = 1; i < n; i++)
+				ordered &= pts[i - 1].at <= pts[i].at;
+			CHECK(end == 2 && n >= 4 && ordered, "both tracks, in time order (%u points)", n);
+			CHECK(n && pts[0].track == 1 && pts[0].v == 1, "dict's object first (thread B, before grow)");
+			CHECK(n && pts[n - 1].track == 0 && pts[n - 1].v == 3, "the lists' 3 last");
+			free(pts);
 		}
 	} else {
 		CHECK_EQ_U64(s.mem.peak_bytes, 4000, "thread A alone: grow's four blocks");
