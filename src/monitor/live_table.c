@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "../analysis/overhead.h"
+#include "../analysis/profile_memory.h"
 #include "../core/clock.h"
 
 void ulma_live_table_init(struct ulma_live_table *t)
@@ -183,7 +184,18 @@ static uint64_t self_less_cost(const struct ulma_live_table *t, uint64_t self_ti
 	return self;
 }
 
-/* Sum the threads (less their baselines) into one row per process. */
+/* The bytes process pid's blocks hold now (0 without --memory). */
+static uint64_t process_memory(const struct ulma_profile *p, uint32_t pid)
+{
+	const struct ulma_profile_memory *m = p->memory;
+	for (uint32_t i = 0; m && i < m->nprocs; i++)
+		if (m->procs[i].pid == pid)
+			return m->procs[i].live_bytes;
+	return 0;
+}
+
+/* Sum the threads (less their baselines) into one row per process; a
+ * process that holds memory has a row even with nothing since the clear. */
 static void total_processes(struct ulma_live_table *t, const struct ulma_profile *p)
 {
 	t->nprocs = 0;
@@ -192,7 +204,8 @@ static void total_processes(struct ulma_live_table *t, const struct ulma_profile
 		struct ulma_live_thread_counts n = t->thread_cur[i];
 		if (i < t->nthread_base)
 			thread_minus(&n, &t->thread_base[i]);
-		if (n.events == 0 && n.lost == 0 && n.self_ticks == 0)
+		bool quiet = n.events == 0 && n.lost == 0 && n.self_ticks == 0;
+		if (quiet && !process_memory(p, th->pid))
 			continue;
 		if (t->cost_ticks > 0) /* every event's cost is in some frame's self time */
 			n.self_ticks = self_less_cost(t, n.self_ticks, n.events, &n.self_cpu_ns);
@@ -205,8 +218,11 @@ static void total_processes(struct ulma_live_table *t, const struct ulma_profile
 		uint64_t first = th->first_ticks > t->clear_ticks ? th->first_ticks : t->clear_ticks;
 		if (k == t->nprocs) {
 			t->nprocs++;
-			*pr = (struct ulma_live_proc){.pid = th->pid, .first_ticks = first, .last_ticks = th->last_ticks};
+			*pr = (struct ulma_live_proc){.pid = th->pid, .first_ticks = first, .last_ticks = th->last_ticks,
+						      .mem_bytes = process_memory(p, th->pid)};
 		}
+		if (quiet)
+			continue;
 		pr->threads++;
 		pr->n.events += n.events;
 		pr->n.lost += n.lost;
@@ -250,7 +266,7 @@ int ulma_live_table_update(struct ulma_live_table *t, const struct ulma_profile 
 	t->nrows = 0;
 	t->self_sum = 0;
 	for (uint32_t f = 0; f < p->nfuncs; f++) {
-		struct ulma_live_row r = {f, t->cur[f]};
+		struct ulma_live_row r = {f, t->cur[f], p->memory ? ulma_profile_memory_func(p, f).live_bytes : 0};
 		if (f < t->nbase) {
 			const struct ulma_live_counts *b = &t->base[f];
 			r.n.calls = minus(r.n.calls, b->calls);
@@ -263,7 +279,7 @@ int ulma_live_table_update(struct ulma_live_table *t, const struct ulma_profile 
 			r.n.total_events = minus(r.n.total_events, b->total_events);
 			r.n.total_native_ticks = minus(r.n.total_native_ticks, b->total_native_ticks);
 		}
-		if (r.n.calls == 0 && r.n.total_ticks == 0 && r.n.self_ticks == 0)
+		if (r.n.calls == 0 && r.n.total_ticks == 0 && r.n.self_ticks == 0 && r.mem_bytes == 0)
 			continue;
 		if (t->cost_ticks > 0)
 			take_out_cost(t, &r.n);
@@ -325,6 +341,9 @@ static int compare(const void *pa, const void *pb, void *ctx)
 	case ULMA_SORT_CPU:
 		c = cmp_u64_desc(a->n.self_cpu_ns, b->n.self_cpu_ns);
 		break;
+	case ULMA_SORT_MEM:
+		c = cmp_u64_desc(a->mem_bytes, b->mem_bytes);
+		break;
 	case ULMA_SORT_NAME: {
 		const char *x = p->funcs[a->func].name, *y = p->funcs[b->func].name;
 		c = strcmp(x ? x : "", y ? y : "");
@@ -350,6 +369,9 @@ static int compare_procs(const void *pa, const void *pb, void *ctx)
 		break;
 	case ULMA_SORT_CPU:
 		c = cmp_u64_desc(a->n.self_cpu_ns, b->n.self_cpu_ns);
+		break;
+	case ULMA_SORT_MEM:
+		c = cmp_u64_desc(a->mem_bytes, b->mem_bytes);
 		break;
 	case ULMA_SORT_NAME:
 		break;

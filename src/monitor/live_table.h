@@ -41,6 +41,12 @@
  * its native part, since the clear: one row per process, in order of first
  * appearance until sorted.
  *
+ * With --memory, each row also carries the bytes its blocks hold now (a
+ * function's, profile_memory.h's live_bytes; a process's), which are a
+ * state, not a count since the clear: a function or a process that holds
+ * memory keeps its row after a clear even with nothing else since, as it
+ * would in memray's live view (its table is what is held now).
+ *
  * Wall times are in session ticks, CPU and wait times in ns.
  * Single-threaded; functions returning int give 0 or -ENOMEM.
  */
@@ -56,6 +62,7 @@ enum ulma_live_sort {
 	ULMA_SORT_TOTAL,
 	ULMA_SORT_CALLS,
 	ULMA_SORT_CPU, /* self time on a CPU */
+	ULMA_SORT_MEM, /* bytes held now (--memory) */
 	ULMA_SORT_NAME,
 	ULMA_SORT_COUNT,
 };
@@ -75,6 +82,7 @@ struct ulma_live_counts {
 struct ulma_live_row {
 	uint32_t func; /* index in the profile */
 	struct ulma_live_counts n;
+	uint64_t mem_bytes; /* its blocks live now (--memory) */
 };
 
 /* A thread's, or a process's threads', totals. */
@@ -94,6 +102,7 @@ struct ulma_live_proc {
 	struct ulma_live_thread_counts n;
 	uint64_t first_ticks; /* its first event, or the clear if that is later */
 	uint64_t last_ticks;  /* its latest event */
+	uint64_t mem_bytes;   /* its blocks live now (--memory) */
 };
 
 /* Shares of a self time, in percent: cpu + run + blk = 100, and gil, the
@@ -148,9 +157,10 @@ int ulma_live_table_clear(struct ulma_live_table *t, const struct ulma_profile *
  * CPU first.  Call only with self_ns > 0. */
 struct ulma_live_split ulma_live_split_of(uint64_t self_ns, uint64_t cpu_ns, uint64_t wait_ns, uint64_t gil_ns);
 
-/* Order the rows: times and calls descending, names ascending.  The
- * process rows follow the same key: self time (for self and total),
- * events (for calls), on-CPU time, or pid (for name). */
+/* Order the rows: times, calls and bytes held descending, names
+ * ascending.  The process rows follow the same key: self time (for self
+ * and total), events (for calls), on-CPU time, bytes held, or pid (for
+ * name). */
 void ulma_live_table_sort(struct ulma_live_table *t, const struct ulma_profile *p, enum ulma_live_sort key);
 
 #endif

@@ -67,7 +67,7 @@ static const struct column columns[] = {
 	{"self", ULMA_SORT_SELF, W_TIME, SHOWN_ALWAYS},    {"self %", ULMA_SORT_COUNT, W_PCT, SHOWN_ALWAYS},
 	{"cpu%", ULMA_SORT_CPU, W_CPU, SHOWN_SPLIT},       {"run%", ULMA_SORT_COUNT, W_SHARE, SHOWN_SPLIT},
 	{"blk%", ULMA_SORT_COUNT, W_SHARE, SHOWN_SPLIT},   {"gil%", ULMA_SORT_COUNT, W_SHARE, SHOWN_GIL},
-	{"nat%", ULMA_SORT_COUNT, W_SHARE, SHOWN_NAT},     {"mem", ULMA_SORT_COUNT, W_MEM, SHOWN_MEM},
+	{"nat%", ULMA_SORT_COUNT, W_SHARE, SHOWN_NAT},     {"mem", ULMA_SORT_MEM, W_MEM, SHOWN_MEM},
 	{"peak", ULMA_SORT_COUNT, W_MEM, SHOWN_MEM},
 };
 
@@ -81,12 +81,12 @@ static const struct column proc_columns[] = {
 	{"cpus", ULMA_SORT_COUNT, 6, SHOWN_SPLIT},        {"cpu%", ULMA_SORT_CPU, W_CPU, SHOWN_SPLIT},
 	{"run%", ULMA_SORT_COUNT, W_SHARE, SHOWN_SPLIT},  {"blk%", ULMA_SORT_COUNT, W_SHARE, SHOWN_SPLIT},
 	{"gil%", ULMA_SORT_COUNT, W_SHARE, SHOWN_GIL},    {"nat%", ULMA_SORT_COUNT, W_SHARE, SHOWN_NAT},
-	{"mem", ULMA_SORT_COUNT, W_MEM, SHOWN_MEM},       {"peak", ULMA_SORT_COUNT, W_MEM, SHOWN_MEM},
+	{"mem", ULMA_SORT_MEM, W_MEM, SHOWN_MEM},         {"peak", ULMA_SORT_COUNT, W_MEM, SHOWN_MEM},
 };
 #define MAX_COLUMNS (sizeof(proc_columns) / sizeof(proc_columns[0]))
 #define MAX_RUNNING_PIDS 1024
 
-static const char *const sort_names[ULMA_SORT_COUNT] = {"self", "total", "calls", "cpu", "name"};
+static const char *const sort_names[ULMA_SORT_COUNT] = {"self", "total", "calls", "cpu", "mem", "name"};
 
 
 struct ulma_live {
@@ -546,9 +546,10 @@ static bool key(struct ulma_live *lv, int k)
 		return true;
 	case 's':
 	case 'S':
-		do /* by on-CPU time only when there is one */
+		do /* by on-CPU time only when there is one, by memory only with --memory */
 			lv->sort = (enum ulma_live_sort)((lv->sort + 1) % ULMA_SORT_COUNT);
-		while (lv->sort == ULMA_SORT_CPU && !lv->split);
+		while ((lv->sort == ULMA_SORT_CPU && !lv->split) ||
+		       (lv->sort == ULMA_SORT_MEM && !lv->src.col->profile.memory));
 		ulma_live_table_sort(&lv->table, &lv->src.col->profile, lv->sort);
 		lv->scroll = 0;
 		break;

@@ -7,9 +7,13 @@
  * hook's cost taken out, open frames included; the per-process totals,
  * over two processes' threads, with open frames and across a clear; the
  * native part of each total time (C functions, native code, a zone as the
- * frame below it), open frames included and across a clear. */
+ * frame below it), open frames included and across a clear; with
+ * --memory, the bytes each function and process holds now, sorted by, and
+ * kept across a clear as a state (a function holding memory keeps its
+ * row with nothing since the clear, one that freed its blocks does not). */
 #include <string.h>
 
+#include "analysis/profile_memory.h"
 #include "monitor/live_table.h"
 #include "tap.h"
 #include "ulma/shm.h"
@@ -444,6 +448,44 @@ static void test_native_cost(void)
 	ulma_profile_free(&p);
 }
 
+/* A keeps 100 bytes, B 300 (of 400 allocated: 100 freed), C allocates and frees. */
+static void test_memory(void)
+{
+	struct ulma_profile p;
+	struct ulma_live_table t;
+	setup(&p);
+	ulma_profile_memory_enable(&p);
+	ulma_profile_enter(&p, 0, A, 0);
+	ulma_profile_mem_alloc(&p, 0, 0x1000, 100, ULMA_MEM_OBJ, 1);
+	ulma_profile_enter(&p, 0, B, 2);
+	ulma_profile_mem_alloc(&p, 0, 0x2000, 300, ULMA_MEM_OBJ, 3);
+	ulma_profile_mem_alloc(&p, 0, 0x3000, 100, ULMA_MEM_OBJ, 4);
+	ulma_profile_mem_free(&p, 0, 0x3000, 5);
+	ulma_profile_exit(&p, 0, 6);
+	ulma_profile_enter(&p, 0, C, 7);
+	ulma_profile_mem_alloc(&p, 0, 0x4000, 50, ULMA_MEM_OBJ, 8);
+	ulma_profile_mem_free(&p, 0, 0x4000, 9);
+	ulma_profile_exit(&p, 0, 10);
+	ulma_profile_exit(&p, 0, 11);
+	ulma_live_table_init(&t);
+	ulma_live_table_update(&t, &p, 20);
+	ulma_live_table_sort(&t, &p, ULMA_SORT_MEM);
+	CHECK(t.nrows == 3 && t.rows[0].func == B && t.rows[0].mem_bytes == 300 && t.rows[1].func == A &&
+	      t.rows[1].mem_bytes == 100 && t.rows[2].func == C && t.rows[2].mem_bytes == 0, "by bytes held: B, A, C");
+	CHECK(t.nprocs == 1 && t.procs[0].mem_bytes == 400 && t.procs[0].threads == 1, "the process holds 400");
+	ulma_live_table_clear(&t, &p, 20);
+	ulma_live_table_sort(&t, &p, ULMA_SORT_MEM);
+	CHECK(t.nrows == 2 && t.rows[0].func == B && t.rows[1].func == A, "after a clear: B and A, which hold memory");
+	CHECK(counts_are(&t, B, 0, 0, 0, 0, 0) && counts_are(&t, A, 0, 0, 0, 0, 0), "with no calls nor time since");
+	CHECK(t.nprocs == 1 && t.procs[0].mem_bytes == 400 && t.procs[0].threads == 0 && t.procs[0].n.events == 0,
+	      "the process keeps its row: 400 bytes, no thread with anything since");
+	ulma_profile_mem_free(&p, 0, 0x1000, 21);
+	ulma_live_table_update(&t, &p, 22);
+	CHECK(t.nrows == 1 && t.rows[0].func == B && t.procs[0].mem_bytes == 300, "A freed its block: its row goes");
+	ulma_live_table_free(&t);
+	ulma_profile_free(&p);
+}
+
 int main(void)
 {
 	test_open_frames();
@@ -455,5 +497,6 @@ int main(void)
 	test_cost_taken_out();
 	test_native();
 	test_native_cost();
+	test_memory();
 	return tap_done();
 }
