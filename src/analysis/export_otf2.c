@@ -645,35 +645,31 @@ static void def_world(struct defs *d, const struct ulma_walk *w)
 	free(ranks);
 }
 
+/* Metric class `id` of one member: asynchronous values of `type`. */
+static void def_metric(struct defs *d, uint32_t id, const char *name, const char *about, const char *unit,
+		       OTF2_Type type)
+{
+	uint32_t n = def_string(d, name), a = def_string(d, about), u = def_string(d, unit);
+	check(d->o, OTF2_GlobalDefWriter_WriteMetricMember(d->gdw, id, n, a, OTF2_METRIC_TYPE_USER,
+							    OTF2_METRIC_ABSOLUTE_POINT, type, OTF2_BASE_DECIMAL, 0, u));
+	OTF2_MetricMemberRef member = id;
+	check(d->o, OTF2_GlobalDefWriter_WriteMetricClass(d->gdw, id, 1, &member, OTF2_METRIC_ASYNCHRONOUS,
+							  OTF2_RECORDER_KIND_ABSTRACT));
+}
+
+/* The counters' metrics (dimensionless doubles), then the objects' (counts). */
 static void def_metrics(struct defs *d, const struct ulma_walk *w)
 {
 	struct otf2_out *o = d->o;
-	for (uint32_t k = 0; k < o->nmarks && k < w->nfuncs; k++) {
-		uint32_t id = o->metric_of[k];
-		if (id == NO_REF)
-			continue;
-		uint32_t name = def_string(d, w->funcs[k].name), about = def_string(d, "ulma counter"),
-			 unit = def_string(d, "1"); /* dimensionless */
-		check(o, OTF2_GlobalDefWriter_WriteMetricMember(d->gdw, id, name, about, OTF2_METRIC_TYPE_USER,
-								 OTF2_METRIC_ABSOLUTE_POINT, OTF2_TYPE_DOUBLE,
-								 OTF2_BASE_DECIMAL, 0, unit));
-		OTF2_MetricMemberRef member = id;
-		check(o, OTF2_GlobalDefWriter_WriteMetricClass(d->gdw, id, 1, &member, OTF2_METRIC_ASYNCHRONOUS,
-							       OTF2_RECORDER_KIND_ABSTRACT));
-	}
+	for (uint32_t k = 0; k < o->nmarks && k < w->nfuncs; k++)
+		if (o->metric_of[k] != NO_REF)
+			def_metric(d, o->metric_of[k], w->funcs[k].name, "ulma counter", "1", OTF2_TYPE_DOUBLE);
 	for (uint32_t k = 0; o->object_metric_of && k < w->nfuncs; k++) {
-		uint32_t id = o->object_metric_of[k];
-		if (id == NO_REF)
+		if (o->object_metric_of[k] == NO_REF)
 			continue;
 		char label[ULMA_WALK_LABEL_MAX];
 		ulma_xobjects_name(w, &(struct ulma_xobj_track){.type = k}, label, sizeof(label));
-		uint32_t name = def_string(d, label), about = def_string(d, "ulma objects"), unit = def_string(d, "objects");
-		check(o, OTF2_GlobalDefWriter_WriteMetricMember(d->gdw, id, name, about, OTF2_METRIC_TYPE_USER,
-								 OTF2_METRIC_ABSOLUTE_POINT, OTF2_TYPE_INT64,
-								 OTF2_BASE_DECIMAL, 0, unit));
-		OTF2_MetricMemberRef member = id;
-		check(o, OTF2_GlobalDefWriter_WriteMetricClass(d->gdw, id, 1, &member, OTF2_METRIC_ASYNCHRONOUS,
-							       OTF2_RECORDER_KIND_ABSTRACT));
+		def_metric(d, o->object_metric_of[k], label, "ulma objects", "objects", OTF2_TYPE_INT64);
 	}
 }
 
