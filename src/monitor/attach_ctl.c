@@ -113,7 +113,15 @@ int ulma_attach_claim(struct ulma_attach_target *t, char *why, size_t cap)
 		/* a monitor that died without giving it back: take it over */
 	}
 	t->claimed = true;
-	uint64_t seen = atomic_load(&c->watcher_ns);
+	/* An old stamp is no verdict: the watcher may have spent a while in an
+	 * action (a detach waits for the GIL of a busy program).  It does not
+	 * answer when it stamps nothing new for a whole silent window. */
+	uint64_t seen = atomic_load(&c->watcher_ns), since = ulma_clock_monotonic_ns();
+	while (ulma_clock_monotonic_ns() > seen + WATCHER_SILENT_NS &&
+	       ulma_clock_monotonic_ns() - since < WATCHER_SILENT_NS && !ulma_attach_ended(t)) {
+		nap_ms(STEP_MS);
+		seen = atomic_load(&c->watcher_ns);
+	}
 	if (ulma_clock_monotonic_ns() > seen + WATCHER_SILENT_NS)
 		return refuse(-EAGAIN, why, cap,
 			      "process %d does not answer: its ulma thread is not running (is it stopped, or a "

@@ -175,6 +175,8 @@ static void *watcher(void *arg)
 			atomic_compare_exchange_strong(&c->want, &w, ULMA_WANT_DETACHED);
 			atomic_compare_exchange_strong(&c->monitor_pid, &mpid, 0);
 		}
+		/* an action may have waited long for the GIL: say at once we are here */
+		atomic_store_explicit(&c->watcher_ns, ulma_clock_monotonic_ns(), memory_order_relaxed);
 		nanosleep(&nap, NULL);
 	}
 	return NULL;
