@@ -21,7 +21,7 @@
 #include "collector_native.h"
 #include "collector_slot.h"
 #include "gilwait.h"
-#include "proc_name.h"
+#include "../core/proc_name.h"
 #include "sampler.h"
 #include "ulma/shm.h"
 
@@ -123,37 +123,52 @@ void ulma_collector_free(struct ulma_collector *c)
 	memset(c, 0, sizeof(*c));
 }
 
-/* Name a process when its first thread shows up, while it most likely
- * still runs: its command line, kept in the profile and, before its first
- * THREAD chunk, in the trace with its parent's pid.  One gone already (a
- * process that stops waits for this, but a forked child leaving by
- * os._exit does not) is named after its parent where the switch records
- * saw it forked and not exec since: its command line was its parent's.
- * Otherwise it stays unnamed. */
+/* Process pid is called `name` (len bytes), its parent ppid (0: not
+ * known): in the profile and, before its next THREAD chunk, in the trace.
+ * A later name replaces an earlier (an exec). */
+static int set_process_name(struct ulma_collector *c, uint32_t pid, uint32_t ppid, const char *name, size_t len)
+{
+	const char *had = ulma_pid_names_get(&c->profile.names, pid);
+	if (had && strlen(had) == len && memcmp(had, name, len) == 0)
+		return 0;
+	int err = ulma_pid_names_set(&c->profile.names, pid, name, len);
+	if (!err && c->writer)
+		err = ulma_trace_process(c->writer, pid, ppid, name, len);
+	return err;
+}
+
+int ulma_collector_take_process(struct ulma_collector *c, const struct ulma_def_view *d)
+{
+	char text[16];
+	char *end;
+	if (d->line == 0 || d->name_len == 0 || d->name_len >= ULMA_PROC_NAME_MAX || d->file_len == 0 ||
+	    d->file_len >= sizeof(text)) {
+		c->refused++;
+		return 0;
+	}
+	memcpy(text, d->file, d->file_len);
+	text[d->file_len] = 0;
+	unsigned long ppid = strtoul(text, &end, 10);
+	if (*end || text[0] < '0' || text[0] > '9' || ppid > UINT32_MAX) {
+		c->refused++;
+		return 0;
+	}
+	return ulma_collector_set_error(c, set_process_name(c, d->line, (uint32_t)ppid, d->name, d->name_len));
+}
+
+/* Name a process when its first thread shows up: as it named itself
+ * (ulma_collector_take_process) before that thread claimed its slot; if
+ * it could not (the definition area full), by its command line in /proc,
+ * while it most likely still runs.  Otherwise it stays unnamed. */
 static int name_process(struct ulma_collector *c, uint32_t pid)
 {
 	char name[ULMA_PROC_NAME_MAX];
 	if (ulma_pid_names_get(&c->profile.names, pid))
 		return 0;
-	uint32_t ppid = 0;
-	if (ulma_proc_name_read(pid, name, sizeof(name))) {
-		ppid = ulma_proc_ppid_read(pid);
-	} else {
-		if (c->switches) { /* its fork, if it came since the poll read the records */
-			long r = ulma_offcpu_read(&c->off, c->switches);
-			if (r < 0)
-				ulma_collector_set_error(c, (int)r);
-		}
-		ppid = ulma_offcpu_forked_from(&c->off, pid);
-		const char *parent = ppid ? ulma_pid_names_get(&c->profile.names, ppid) : NULL;
-		if (!parent)
-			return 0;
-		snprintf(name, sizeof(name), "%s", parent);
-	}
-	int err = ulma_pid_names_set(&c->profile.names, pid, name, strlen(name));
-	if (!err && c->writer)
-		err = ulma_trace_process(c->writer, pid, ppid, name, strlen(name));
-	return err;
+	ulma_collector_scan_defs(c, false); /* its name came before its slot: the poll may have read neither */
+	if (ulma_pid_names_get(&c->profile.names, pid) || !ulma_proc_name_read(pid, name, sizeof(name)))
+		return 0;
+	return set_process_name(c, pid, ulma_proc_ppid_read(pid), name, strlen(name));
 }
 
 /* The serial a thread goes by in the profile and the trace: its slot's,

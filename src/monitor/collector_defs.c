@@ -135,6 +135,8 @@ static int take_def(struct ulma_collector *c, const struct ulma_def_view *d)
 		return set_error(c, ulma_collector_take_module(c, d));
 	if (d->kind == ULMA_DEF_LINES_WANTED || d->kind == ULMA_DEF_LINES_MATCHED)
 		return ulma_collector_take_lines_def(c, d);
+	if (d->kind == ULMA_DEF_PROCESS)
+		return ulma_collector_take_process(c, d);
 	if (ulma_idmap_get(&c->func_index, d->id, &have))
 		return 0;
 	return define(c, d->id, d->kind, d->name, d->name_len, d->file, d->file_len, d->line, &have);

@@ -36,6 +36,10 @@ uint32_t ulma_collector_define(struct ulma_collector *c, uint8_t kind, const cha
 /* The trace's file id of path, defined now if new.  0 or -ENOMEM. */
 int ulma_collector_file_id(struct ulma_collector *c, const char *path, size_t len, uint32_t *out);
 
+/* A ULMA_DEF_PROCESS definition: what a process calls itself, kept in
+ * the profile and the trace (collector.c).  A malformed one is refused. */
+int ulma_collector_take_process(struct ulma_collector *c, const struct ulma_def_view *d);
+
 /* Free the table (part of ulma_collector_free). */
 void ulma_collector_defs_free(struct ulma_collector *c);
 

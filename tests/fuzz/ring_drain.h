@@ -10,8 +10,8 @@
  *     record, never an error of the whole run);
  *   - the trace reads back with the real reader, complete, and its
  *     profile equals the live one (threads, functions, each function's
- *     calls, events, lost and refused records): a report of the file
- *     must equal the live summary.
+ *     calls, events, lost and refused records, the processes' names): a
+ *     report of the file must equal the live summary.
  */
 #ifndef ULMA_FUZZ_RING_DRAIN_H
 #define ULMA_FUZZ_RING_DRAIN_H
@@ -97,6 +97,12 @@ static int ulma_ring_rb_object(void *ctx, const struct ulma_trace_object *o)
 	return ulma_profile_feed_object(&r->feed, o);
 }
 
+static int ulma_ring_rb_process(void *ctx, const struct ulma_trace_process *proc)
+{
+	struct ulma_ring_readback *r = ctx;
+	return ulma_pid_names_set(&r->profile.names, proc->pid, proc->name, proc->name_len);
+}
+
 static int ulma_ring_rb_end(void *ctx, const struct ulma_trace_end *e)
 {
 	struct ulma_ring_readback *r = ctx;
@@ -114,7 +120,7 @@ static void ulma_ring_drain_check_trace(struct ulma_ring_drained *d, const char 
 	struct ulma_trace_visitor v = {.ctx = &r, .on_meta = ulma_ring_rb_meta, .on_func = ulma_ring_rb_func,
 				       .on_thread = ulma_ring_rb_thread, .on_events = ulma_ring_rb_events,
 				       .on_memory = ulma_ring_rb_memory, .on_object = ulma_ring_rb_object,
-				       .on_end = ulma_ring_rb_end};
+				       .on_process = ulma_ring_rb_process, .on_end = ulma_ring_rb_end};
 	struct ulma_trace_status st;
 	int err = ulma_trace_read_path(path, &v, &st);
 	const struct ulma_profile *live = &d->col.profile, *file = &r.profile;
@@ -139,6 +145,13 @@ static void ulma_ring_drain_check_trace(struct ulma_ring_drained *d, const char 
 	if (!err && d->col.refused != r.end.refused)
 		ulma_ring_drain_fail(d, "refused: %llu live, %llu in the trace", (unsigned long long)d->col.refused,
 				     (unsigned long long)r.end.refused);
+	for (uint32_t i = 0; !err && i < live->nthreads && i < file->nthreads; i++) {
+		const char *a = ulma_pid_names_get(&live->names, live->threads[i].pid);
+		const char *b = ulma_pid_names_get(&file->names, live->threads[i].pid);
+		if ((a == NULL) != (b == NULL) || (a && strcmp(a, b) != 0))
+			ulma_ring_drain_fail(d, "process %u: \"%s\" live, \"%s\" in the trace", live->threads[i].pid,
+					     a ? a : "(none)", b ? b : "(none)");
+	}
 	for (uint32_t i = 0; !err && i < live->nfuncs && i < file->nfuncs; i++)
 		if (live->funcs[i].calls != file->funcs[i].calls)
 			ulma_ring_drain_fail(d, "calls of %s: %llu live, %llu in the trace", live->funcs[i].name,

@@ -273,6 +273,47 @@ static void test_malformed_records(void)
 	done(&b, &d);
 }
 
+/* Processes name themselves (ULMA_DEF_PROCESS): the name a thread's
+ * process wrote, not its /proc command line; a later one (an exec)
+ * replaces it; a malformed one is refused. */
+static void test_process_names(void)
+{
+	struct build b;
+	struct ulma_ring_drained d;
+	build_init(&b, 0);
+	char pid[16];
+	snprintf(pid, sizeof(pid), "%d", (int)getpid());
+	uint32_t f = def(&b, ULMA_DEF_PY, "f");
+	ulma_session_define(&b.scratch, ULMA_DEF_PROCESS, "prog a", 6, "1", 1, (uint32_t)getpid());
+	ulma_session_define(&b.scratch, ULMA_DEF_PROCESS, "other", 5, "x1", 2, 42);   /* no parent's pid */
+	ulma_session_define(&b.scratch, ULMA_DEF_PROCESS, "other", 5, "1", 1, 0);     /* no pid */
+	ulma_session_define(&b.scratch, ULMA_DEF_PROCESS, "", 0, pid, strlen(pid), 43); /* no name */
+	def(&b, ULMA_DEF_PY, "g");
+	rec(&b, 0, ULMA_REC_ENTER, f, 0);
+	rec(&b, 0, ULMA_REC_EXIT, f, 0);
+	CHECK(drain(&b, &d), "process names: the trace has them as the profile does");
+	const char *name = ulma_pid_names_get(&d.col.profile.names, (uint32_t)getpid());
+	CHECK(name && strcmp(name, "prog a") == 0, "named as it named itself, not by /proc (%s)", name ? name : "none");
+	CHECK(!ulma_pid_names_get(&d.col.profile.names, 42) && !ulma_pid_names_get(&d.col.profile.names, 43),
+	      "no name from a malformed definition");
+	CHECK_EQ_U64(d.col.refused, 3, "the three malformed ones refused");
+	done(&b, &d);
+
+	build_init(&b, 0);
+	f = def(&b, ULMA_DEF_PY, "f");
+	ulma_session_define(&b.scratch, ULMA_DEF_PROCESS, "prog a", 6, "1", 1, (uint32_t)getpid());
+	uint32_t at_exec = (uint32_t)atomic_load(&b.scratch.hdr->defs_used);
+	ulma_session_define(&b.scratch, ULMA_DEF_PROCESS, "prog b", 6, "1", 1, (uint32_t)getpid());
+	def(&b, ULMA_DEF_PY, "g");
+	b.seed.defs_first = at_exec; /* the exec'd program names itself after the first poll */
+	rec(&b, 0, ULMA_REC_ENTER, f, 0);
+	rec(&b, 0, ULMA_REC_EXIT, f, 0);
+	CHECK(drain(&b, &d), "a process that execs: the trace has its names as the profile does");
+	name = ulma_pid_names_get(&d.col.profile.names, (uint32_t)getpid());
+	CHECK(name && strcmp(name, "prog b") == 0, "named by the program it runs last (%s)", name ? name : "none");
+	done(&b, &d);
+}
+
 /* What the summary says of them, live and from the trace. */
 static void test_summary_says_so(void)
 {
@@ -307,6 +348,7 @@ int main(void)
 	test_undefined_ids();
 	test_malformed_definition();
 	test_malformed_records();
+	test_process_names();
 	test_summary_says_so();
 	rmdir(dir);
 	return tap_done();
