@@ -8,10 +8,18 @@ It stops its monitor (its parent) with SIGSTOP, so nothing is drained,
 runs WORKLOAD (calls, threads, marks, memory, lines), then copies from the
 session, as the program's writers left them, the records each of its
 threads wrote meanwhile (those published and the unpublished ones after
-them) and the definitions those records use, verbatim, into OUT in
+them) and the definitions those records use and the one naming the
+process, verbatim, into OUT in
 fuzz_rings' layout (tests/fuzz/ring_seeds.h), and lets the monitor go on.
 The session's layout is read from its header (include/ulma/shm.h).
-tests/fuzz/ring-seeds/README says how the committed seeds were made.
+The seeds in tests/fuzz/ring-seeds were made with Python 3.12 as
+
+    for w in calls threads marks; do ulma run capture_rings.py $w $w.seed; done
+    ulma run --memory capture_rings.py memory memory.seed
+    ulma run --memory capture_rings.py calls calls-memory.seed
+    ulma run --lines work capture_rings.py lines lines.seed
+
+(the records of a session version; remake them when the records change).
 """
 import mmap
 import os
@@ -27,6 +35,7 @@ RECORD = struct.Struct("<QIHBB")  # time, id, cpu, kind, flags
 DEF_HEAD = struct.Struct("<IIIIBBHHH")  # size, magic, id, line, kind, reserved, name_len, file_len, reserved2
 DEF_MAGIC = 0x46454455
 ENTER, EXIT, INSTANT, COUNTER, THREAD_NAME, OBJ_NEW, OBJ_FREE = 1, 2, 7, 9, 10, 16, 17
+PROCESS = 13  # the definition kind naming a process
 NAMED = {ENTER, EXIT, INSTANT, COUNTER, THREAD_NAME, OBJ_NEW, OBJ_FREE}
 SEED_RECORDS = 256  # the ring of fuzz_rings
 MAX_RECORDS = 400   # over all slots: fuzz inputs stay under 8 KiB
@@ -57,13 +66,13 @@ class Session:
         return struct.unpack_from("<Q", self.map, 144)[0]  # after the geometry and a cache line of padding
 
     def definitions(self):
-        """Every complete entry: id -> its bytes."""
+        """Every complete entry: id -> (its kind, its line, its bytes)."""
         out, off, used = {}, 0, min(self.defs_used(), self.defs_size)
         while off + DEF_HEAD.size <= used:
-            size, magic, did = struct.unpack_from("<III", self.map, self.defs_offset + off)
+            size, magic, did, line, kind = DEF_HEAD.unpack_from(self.map, self.defs_offset + off)[:5]
             if size == 0 or magic != DEF_MAGIC:
                 break
-            out[did] = self.map[self.defs_offset + off:self.defs_offset + off + size]
+            out[did] = (kind, line, self.map[self.defs_offset + off:self.defs_offset + off + size])
             off += size
         return out
 
@@ -110,7 +119,8 @@ def capture(s, before, after, options):
             if kind in NAMED and rid in defs:
                 used.add(rid)
         slots.append(struct.pack("<BBBbH", 2, len(slots), tail, skew, len(recs)) + b"".join(recs))
-    area = b"".join(raw for d, raw in defs.items() if d in used)  # in the area's order
+    area = b"".join(raw for d, (kind, line, raw) in defs.items()  # in the area's order
+                    if d in used or (kind == PROCESS and line == os.getpid()))
     return struct.pack("<BBH", options, 255, len(area)) + area + b"".join(slots[:4])
 
 
