@@ -44,11 +44,12 @@ tsan:
 fuzz:
 	CC=clang cmake -S . -B $(BUILD)/fuzz -G Ninja -DULMA_FUZZ=ON -DULMA_SANITIZE=address,undefined \
 	  -DCMAKE_BUILD_TYPE=Debug
-	cmake --build $(BUILD)/fuzz -j $(JOBS) --target fuzz_trace_reader fuzz_export fuzz_report fuzz_merge
+	cmake --build $(BUILD)/fuzz -j $(JOBS) --target fuzz_trace_reader fuzz_export fuzz_report fuzz_merge fuzz_rings
 	bash tests/fuzz/run.sh $(BUILD)/fuzz/fuzz_trace_reader $(FUZZ_SECONDS)
 	bash tests/fuzz/run.sh $(BUILD)/fuzz/fuzz_export $(FUZZ_SECONDS)
 	bash tests/fuzz/run.sh $(BUILD)/fuzz/fuzz_report $(FUZZ_SECONDS)
 	bash tests/fuzz/run.sh $(BUILD)/fuzz/fuzz_merge $(FUZZ_SECONDS)
+	FUZZ_MAX_LEN=16384 bash tests/fuzz/run.sh $(BUILD)/fuzz/fuzz_rings $(FUZZ_SECONDS) tests/fuzz/ring-seeds
 
 # one virtual environment per Python version, each with ulma installed from this tree
 pytest:

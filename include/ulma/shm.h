@@ -19,7 +19,7 @@
 #include <stdint.h>
 
 #define ULMA_SHM_MAGIC UINT64_C(0x314d48534d4c5500) /* "\0ULMSHM1" */
-#define ULMA_SHM_VERSION 7u
+#define ULMA_SHM_VERSION 8u /* 8: processes name themselves (ULMA_DEF_PROCESS) */
 #define ULMA_CACHELINE 64
 
 /* Header flags, fixed at session creation. */
@@ -236,6 +236,11 @@ enum ulma_def_kind {
 				      * code objects it chose for it (0: none) */
 	ULMA_DEF_TYPE = 12,         /* a Python type whose objects are counted (ULMA_REC_OBJ_*):
 				     * name = its tp_name */
+	ULMA_DEF_PROCESS = 13,      /* (version 8) session only, written by a traced process before
+				     * its first thread claims a slot (in each session it maps, and
+				     * again in a forked child or after an exec): name = what to call
+				     * it, its command line as src/core/proc_name.h formats it;
+				     * file = its parent's pid in decimal; line = its pid */
 };
 
 static inline bool ulma_def_is_c(unsigned kind)

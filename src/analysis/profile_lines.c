@@ -36,24 +36,25 @@ static uint32_t row_of_slow(struct ulma_profile *p, struct ulma_profile_lines *l
 		f->first_line_row = row;
 		f->line_rows++;
 	}
-	/* the direct table: [line_base, line_base + line_span) */
-	uint32_t lo = f->line_span ? (line < f->line_base ? line : f->line_base) : line;
-	uint32_t hi = f->line_span ? (line >= f->line_base + f->line_span ? line + 1 : f->line_base + f->line_span)
-				   : line + 1;
+	/* the direct table: [line_base, line_base + line_span), in 64 bits:
+	 * a line near 2^32 must not wrap its end around to 0 */
+	uint64_t end = (uint64_t)f->line_base + f->line_span;
+	uint64_t lo = f->line_span && f->line_base < line ? f->line_base : line;
+	uint64_t hi = f->line_span && end > (uint64_t)line + 1 ? end : (uint64_t)line + 1;
 	if (hi - lo > MAX_SPAN)
 		return row;
 	if (lo != f->line_base || hi - lo != f->line_span) {
 		uint32_t *t = malloc((size_t)(hi - lo) * sizeof(*t));
 		if (!t)
 			return row;
-		for (uint32_t i = 0; i < hi - lo; i++)
+		for (uint64_t i = 0; i < hi - lo; i++)
 			t[i] = NO_ROW;
 		for (uint32_t i = 0; i < f->line_span; i++)
 			t[f->line_base - lo + i] = f->line_row_of[i];
 		free(f->line_row_of);
 		f->line_row_of = t;
-		f->line_base = lo;
-		f->line_span = hi - lo;
+		f->line_base = (uint32_t)lo;
+		f->line_span = (uint32_t)(hi - lo);
 	}
 	f->line_row_of[line - lo] = row;
 	return row;

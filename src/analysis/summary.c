@@ -391,6 +391,10 @@ int ulma_summary_text(FILE *out, const struct ulma_summary *s, uint32_t limit)
 		fprintf(out, "resynchronised: %llu frames left without their exit or exits without an entry "
 			     "(longjmp, C++ exceptions, lost records); the stacks were repaired\n",
 			(unsigned long long)s->resynced);
+	if (s->refused)
+		fprintf(out, "refused: %llu malformed records or definitions in the program's shared memory were "
+			     "dropped (a writer that broke the format: docs/design.md, \"Hostile writers\")\n",
+			(unsigned long long)s->refused);
 	uint64_t events = ulma_profile_events(p), all = events + p->lost;
 	fprintf(out, "events: %llu captured, %llu lost (%.2f%%)\n", (unsigned long long)events,
 		(unsigned long long)p->lost, all ? 100.0 * (double)p->lost / (double)all : 0.0);
@@ -606,7 +610,7 @@ int ulma_summary_json(FILE *out, const struct ulma_summary *s)
 		"\"time_split\": %s, \"split_method\": \"%s\", \"gil_split\": %s, \"parallelism\": %.3f, "
 		"\"monitor_cpu_ns\": %llu, \"switches_lost\": %llu, \"overhead_ns_per_event\": %.3f, "
 		"\"overhead_ns\": %.0f, \"corrected\": %s, \"native_ns\": %llu, \"python_ns\": %llu, "
-		"\"resynced\": %llu, \"warnings\": ",
+		"\"resynced\": %llu, \"refused\": %llu, \"warnings\": ",
 		(unsigned long long)events, (unsigned long long)p->lost, p->nthreads, count_processes(p),
 		(unsigned long long)s->duration_ns, (unsigned long long)s->trace_bytes,
 		events ? (double)s->trace_bytes / (double)events : 0.0, s->complete ? "true" : "false",
@@ -619,7 +623,8 @@ int ulma_summary_json(FILE *out, const struct ulma_summary *s)
 		(unsigned long long)s->switches_lost, (double)s->overhead_ps / 1e3,
 		(double)s->overhead_ps * (double)events / 1e3,
 		ulma_summary_cost_per_event(s) > 0 ? "true" : "false", (unsigned long long)nat,
-		(unsigned long long)(in_frames > nat ? in_frames - nat : 0), (unsigned long long)s->resynced);
+		(unsigned long long)(in_frames > nat ? in_frames - nat : 0), (unsigned long long)s->resynced,
+		(unsigned long long)s->refused);
 	ulma_summary_json_string(out, fbuf[0] ? fbuf + 1 : "");
 	fputs("}\n", out);
 	return ferror(out) ? -EIO : 0;

@@ -31,6 +31,7 @@ struct ulma_summary {
 	uint64_t monitor_cpu_ns; /* the monitor's own CPU time, 0 if unknown */
 	uint64_t switches_lost;  /* context-switch records the kernel dropped */
 	uint64_t resynced;       /* frames closed without their exit, exits without an entry */
+	uint64_t refused;        /* records and definitions the monitor refused as malformed */
 	const struct ulma_mpi_view *mpi; /* ranks and messages of a merged MPI trace (mpi_view.h), or NULL */
 };
 

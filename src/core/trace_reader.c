@@ -529,9 +529,11 @@ static int parse_end(struct reader *r, const uint8_t *p, const uint8_t *end)
 	for (int i = 0; i < known; i++)
 		NEED_VARINT(r, p, end, v[i], what[i]);
 	struct ulma_trace_end e = {v[0], v[1], v[2], v[3], (uint32_t)v[4], (int32_t)(uint32_t)v[5],
-				   (uint32_t)v[6], v[7], v[8], (uint32_t)v[9], v[10], 0};
+				   (uint32_t)v[6], v[7], v[8], (uint32_t)v[9], v[10], 0, 0};
 	if (r->version >= 5 && p < end) /* optional in version 5: written with --memory */
 		NEED_VARINT(r, p, end, e.mem_unattributed, "unattributed memory records");
+	if (r->version >= 5 && p < end) /* optional: written when the monitor refused records */
+		NEED_VARINT(r, p, end, e.refused, "refused records");
 	r->st->complete = true;
 	return r->v->on_end ? r->v->on_end(r->v->ctx, &e) : 0;
 }

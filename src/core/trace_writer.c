@@ -534,7 +534,7 @@ int ulma_trace_overhead(struct ulma_trace_writer *w, uint64_t ps_per_event)
 
 int ulma_trace_writer_close(struct ulma_trace_writer *w, const struct ulma_trace_end *end)
 {
-	uint8_t p[12 * ULMA_VARINT_MAX];
+	uint8_t p[13 * ULMA_VARINT_MAX];
 	size_t n = 0;
 	int err = ulma_trace_writer_flush(w);
 	if (!err) {
@@ -549,8 +549,10 @@ int ulma_trace_writer_close(struct ulma_trace_writer *w, const struct ulma_trace
 		n += ulma_varint_put(p + n, end->switches_lost);
 		n += ulma_varint_put(p + n, end->gil_split);
 		n += ulma_varint_put(p + n, end->resynced);
-		if (end->mem_unattributed)
+		if (end->mem_unattributed || end->refused)
 			n += ulma_varint_put(p + n, end->mem_unattributed);
+		if (end->refused)
+			n += ulma_varint_put(p + n, end->refused);
 		err = write_chunk(w, ULMA_CHUNK_END, p, n, NULL, 0);
 	}
 	if (close(w->fd) < 0 && !err)

@@ -84,6 +84,9 @@ struct ulma_trace_end {
 				  * entry (longjmp, C++ exceptions, a lost record) */
 	/* version 5, optional (written when not 0) */
 	uint64_t mem_unattributed; /* --memory: allocations and frees no thread could record */
+	/* optional (written when not 0, after mem_unattributed, which is then
+	 * written even when 0); readers of version 5 and 6 before it skip it */
+	uint64_t refused; /* records and definitions the monitor refused as malformed (collector.h) */
 };
 
 /* Create path anew (safe_file.h: whatever was there is replaced, never

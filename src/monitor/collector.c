@@ -21,7 +21,7 @@
 #include "collector_native.h"
 #include "collector_slot.h"
 #include "gilwait.h"
-#include "proc_name.h"
+#include "../core/proc_name.h"
 #include "sampler.h"
 #include "ulma/shm.h"
 
@@ -117,80 +117,114 @@ void ulma_collector_free(struct ulma_collector *c)
 	ulma_collector_native_free(c);
 	ulma_collector_lines_free(c);
 	ulma_collector_rss_free(c);
+	ulma_idmap_free(&c->serials);
 	ulma_offcpu_free(&c->off);
 	ulma_profile_free(&c->profile);
 	memset(c, 0, sizeof(*c));
 }
 
-/* Name a process when its first thread shows up, while it most likely
- * still runs: its command line, kept in the profile and, before its first
- * THREAD chunk, in the trace with its parent's pid.  One gone already (a
- * process that stops waits for this, but a forked child leaving by
- * os._exit does not) is named after its parent where the switch records
- * saw it forked and not exec since: its command line was its parent's.
- * Otherwise it stays unnamed. */
+/* Process pid is called `name` (len bytes), its parent ppid (0: not
+ * known): in the profile and, before its next THREAD chunk, in the trace.
+ * A later name replaces an earlier (an exec). */
+static int set_process_name(struct ulma_collector *c, uint32_t pid, uint32_t ppid, const char *name, size_t len)
+{
+	const char *had = ulma_pid_names_get(&c->profile.names, pid);
+	if (had && strlen(had) == len && memcmp(had, name, len) == 0)
+		return 0;
+	int err = ulma_pid_names_set(&c->profile.names, pid, name, len);
+	if (!err && c->writer)
+		err = ulma_trace_process(c->writer, pid, ppid, name, len);
+	return err;
+}
+
+int ulma_collector_take_process(struct ulma_collector *c, const struct ulma_def_view *d)
+{
+	char text[16];
+	char *end;
+	if (d->line == 0 || d->name_len == 0 || d->name_len >= ULMA_PROC_NAME_MAX || d->file_len == 0 ||
+	    d->file_len >= sizeof(text)) {
+		c->refused++;
+		return 0;
+	}
+	memcpy(text, d->file, d->file_len);
+	text[d->file_len] = 0;
+	unsigned long ppid = strtoul(text, &end, 10);
+	if (*end || text[0] < '0' || text[0] > '9' || ppid > UINT32_MAX) {
+		c->refused++;
+		return 0;
+	}
+	return ulma_collector_set_error(c, set_process_name(c, d->line, (uint32_t)ppid, d->name, d->name_len));
+}
+
+/* Name a process when its first thread shows up: as it named itself
+ * (ulma_collector_take_process) before that thread claimed its slot; if
+ * it could not (the definition area full), by its command line in /proc,
+ * while it most likely still runs.  Otherwise it stays unnamed. */
 static int name_process(struct ulma_collector *c, uint32_t pid)
 {
 	char name[ULMA_PROC_NAME_MAX];
 	if (ulma_pid_names_get(&c->profile.names, pid))
 		return 0;
-	uint32_t ppid = 0;
-	if (ulma_proc_name_read(pid, name, sizeof(name))) {
-		ppid = ulma_proc_ppid_read(pid);
-	} else {
-		if (c->switches) { /* its fork, if it came since the poll read the records */
-			long r = ulma_offcpu_read(&c->off, c->switches);
-			if (r < 0)
-				ulma_collector_set_error(c, (int)r);
-		}
-		ppid = ulma_offcpu_forked_from(&c->off, pid);
-		const char *parent = ppid ? ulma_pid_names_get(&c->profile.names, ppid) : NULL;
-		if (!parent)
-			return 0;
-		snprintf(name, sizeof(name), "%s", parent);
-	}
-	int err = ulma_pid_names_set(&c->profile.names, pid, name, strlen(name));
-	if (!err && c->writer)
-		err = ulma_trace_process(c->writer, pid, ppid, name, strlen(name));
-	return err;
+	ulma_collector_scan_defs(c, false); /* its name came before its slot: the poll may have read neither */
+	if (ulma_pid_names_get(&c->profile.names, pid) || !ulma_proc_name_read(pid, name, sizeof(name)))
+		return 0;
+	return set_process_name(c, pid, ulma_proc_ppid_read(pid), name, strlen(name));
+}
+
+/* The serial a thread goes by in the profile and the trace: its slot's,
+ * unless a writer broke the format and gave one already taken (two
+ * threads of one serial would make the trace unreadable) or the one the
+ * trace cannot hold; then the next free one. */
+static int thread_serial(struct ulma_collector *c, uint64_t want, uint64_t *out)
+{
+	uint32_t taken;
+	while (want == UINT64_MAX || ulma_idmap_get(&c->serials, want + 1, &taken))
+		want = want == UINT64_MAX ? 0 : want + 1;
+	*out = want;
+	return ulma_idmap_put(&c->serials, want + 1, 1);
 }
 
 static int open_thread(struct ulma_collector *c, struct ulma_collector_slot *cs, const struct ulma_shm_slot *slot)
 {
+	/* the writer's identity fields, read once: a hostile one may change them meanwhile */
+	const uint64_t slot_serial = slot->serial, claimed_at = slot->claimed_at, gil_addr = slot->gil_addr;
+	const uint32_t pid = slot->pid, tid = slot->tid, gil_len = slot->gil_len;
 	uint32_t index = c->profile.nthreads;
-	int named = name_process(c, slot->pid);
+	int named = name_process(c, pid);
 	if (named)
 		return ulma_collector_set_error(c, named);
-	int err = ulma_profile_add_thread(&c->profile, index, slot->serial, slot->pid, slot->tid);
+	uint64_t serial;
+	int err = thread_serial(c, slot_serial, &serial);
+	if (!err)
+		err = ulma_profile_add_thread(&c->profile, index, serial, pid, tid);
 	if (!err && c->writer)
-		err = ulma_trace_stream_open(c->writer, slot->serial, slot->pid, slot->tid, &cs->stream);
+		err = ulma_trace_stream_open(c->writer, serial, pid, tid, &cs->stream);
 	if (err)
 		return ulma_collector_set_error(c, err);
 	cs->live = true;
-	cs->serial = slot->serial;
+	cs->serial = slot_serial;
 	cs->thread = index;
 	cs->last_ticks = 0;
-	cs->claimed_at = slot->claimed_at;
-	cs->pid = slot->pid;
+	cs->claimed_at = claimed_at;
+	cs->pid = pid;
 	cs->cpu = 0;
 	cs->twins_open = 0;
 	cs->mem.sized = false;
 	if (cs->native_cache) /* a slot's new owner may be another process */
-		memset(cs->native_cache, 0, NATIVE_CACHE * sizeof(*cs->native_cache));
+		ulma_collector_native_forget(cs->native_cache);
 	cs->off = NULL;
 	stop_sampling(cs);
 	if (c->split == ULMA_SPLIT_SWITCHES) {
-		cs->off = ulma_offcpu_claim(&c->off, slot->pid, slot->tid, slot->gil_addr, slot->gil_len,
-					    slot->claimed_at);
+		cs->off = ulma_offcpu_claim(&c->off, pid, tid, gil_addr, gil_len, claimed_at);
 		if (!cs->off)
 			return ulma_collector_set_error(c, -ENOMEM);
 		if (cs->off->gil.fd >= 0)
 			c->profile.has_gil = 1;
 	} else if (c->split == ULMA_SPLIT_SCHEDSTAT) {
-		int fd = ulma_sampler_open(slot->pid, slot->tid);
+		int fd = ulma_sampler_open(pid, tid);
 		cs->sched_fd = fd >= 0 ? fd : -1;
 		if (fd >= 0)
-			ulma_gilwait_open(&cs->gil, slot->pid, slot->tid, slot->gil_addr, slot->gil_len);
+			ulma_gilwait_open(&cs->gil, pid, tid, gil_addr, gil_len);
 		cs->sampled_ns = 0;
 		cs->head_at_sample = UINT64_MAX;
 	}
@@ -403,11 +437,12 @@ int ulma_collector_reap(struct ulma_collector *c, uint64_t now_ticks)
 	uint32_t used = slots_in_use(c);
 	for (uint32_t i = 0; i < used; i++) {
 		struct ulma_shm_slot *slot = &c->session->slots[i];
+		uint32_t pid = c->slots[i].pid; /* as the thread was opened */
 		if (!c->slots[i].live ||
 		    atomic_load_explicit(&slot->state, memory_order_acquire) != ULMA_SLOT_ACTIVE)
 			continue;
 		/* a zombie still answers: only a reaped process is gone for good */
-		if (slot->pid == 0 || kill((pid_t)slot->pid, 0) == 0 || errno != ESRCH)
+		if (pid == 0 || pid > INT32_MAX || kill((pid_t)pid, 0) == 0 || errno != ESRCH)
 			continue;
 		if (read_switches) { /* its EXIT records, written since the poll read them */
 			long r = ulma_offcpu_read(&c->off, c->switches);

@@ -61,9 +61,11 @@ struct ulma_collector {
 	uint64_t def_cursor;
 	uint64_t stuck_at;        /* def_cursor where an incomplete entry blocks reading */
 	uint64_t stuck_since_ns;
+	uint64_t refused_def;     /* def_cursor + 1 where a malformed entry was counted refused */
 	uint64_t *holes;          /* entries skipped while incomplete, re-read on every scan */
 	uint32_t nholes;
 	struct ulma_collector_slot *slots; /* one per session slot */
+	struct ulma_idmap serials; /* the threads' serials in the profile and the trace, + 1 */
 	uint32_t unknown;      /* dense index of the "?" function, UINT32_MAX until needed */
 	struct ulma_symbols *symbols;   /* names native addresses (collector_native.c) */
 	struct ulma_idmap native_index; /* process number << 48 | address -> dense index */
@@ -76,6 +78,8 @@ struct ulma_collector {
 	double ns_per_tick;    /* for schedstat's increments */
 	uint64_t records;      /* ring records consumed */
 	uint64_t resynced;     /* frames an exit of a deeper frame closed, and unmatched exits */
+	uint64_t refused;      /* records and definitions refused as malformed: a writer that broke the
+				* format (docs/design.md, "Hostile writers") */
 	uint64_t overhead_ps;  /* the hook's cost per event, once the program has measured it */
 	struct ulma_collector_lines *lines; /* source copies and --lines patterns (collector_lines.c), or NULL */
 	uint32_t mem_counters[2]; /* the memory counters' mark definitions + 1 (collector_memory.c), 0: not yet */

@@ -163,12 +163,21 @@ static inline bool mem_addr(const struct ulma_record *r, uint64_t *addr)
 }
 
 /* The dense index of the native function at addr, of the thread's cache
- * or named now (collector_native.c).  UINT32_MAX when out of memory. */
+ * or named now (collector_native.c).  UINT32_MAX when out of memory;
+ * ULMA_COLLECTOR_UNDEFINED (counted refused) for address 0, which no
+ * function has. */
 static uint32_t native_miss(struct ulma_collector *c, struct ulma_collector_slot *cs, uint64_t addr)
 {
-	if (!cs->native_cache && !(cs->native_cache = calloc(NATIVE_CACHE, sizeof(*cs->native_cache)))) {
-		ulma_collector_set_error(c, -ENOMEM);
-		return UINT32_MAX;
+	if (!addr) {
+		c->refused++;
+		return ULMA_COLLECTOR_UNDEFINED;
+	}
+	if (!cs->native_cache) {
+		if (!(cs->native_cache = malloc(NATIVE_CACHE * sizeof(*cs->native_cache)))) {
+			ulma_collector_set_error(c, -ENOMEM);
+			return UINT32_MAX;
+		}
+		ulma_collector_native_forget(cs->native_cache);
 	}
 	uint32_t idx = ulma_collector_native(c, cs->pid, addr);
 	if (idx != UINT32_MAX)
@@ -176,75 +185,118 @@ static uint32_t native_miss(struct ulma_collector *c, struct ulma_collector_slot
 	return idx;
 }
 
+/* What became of a record that is not an enter or an exit. */
+enum rare_applied {
+	RARE_UNTIMED, /* applied or refused: it changes no time */
+	RARE_TIMED,   /* applied at its time */
+	RARE_WAIT,    /* the definition it names is on its way: stop before it */
+};
+
+/* Session id `id`, which a record of kind `kind` names, as the dense index
+ * of a definition of `want`; ULMA_COLLECTOR_WAIT while it is on its way,
+ * ULMA_COLLECTOR_UNDEFINED (counted refused) if it is not one. */
+static uint32_t named(struct ulma_collector *c, uint32_t id, uint8_t want, bool final)
+{
+	uint32_t idx = ulma_collector_resolve(c, id, final);
+	if (idx == ULMA_COLLECTOR_WAIT)
+		return idx;
+	if (idx == ULMA_COLLECTOR_UNDEFINED || c->profile.funcs[idx].kind != want) {
+		c->refused++;
+		return ULMA_COLLECTOR_UNDEFINED;
+	}
+	return idx;
+}
+
 /* A mark (instant, counter, thread name) goes to the trace as it came. */
-static void apply_mark(struct ulma_collector *c, struct ulma_collector_slot *cs, const struct ulma_record *r,
-		       uint64_t t)
+static enum rare_applied apply_mark(struct ulma_collector *c, struct ulma_collector_slot *cs,
+				    const struct ulma_record *r, uint64_t t, bool final)
 {
 	unsigned ext = r->kind == ULMA_REC_INSTANT ? ULMA_EXT_INSTANT
 		       : r->kind == ULMA_REC_COUNTER ? ULMA_EXT_COUNTER
 						     : ULMA_EXT_THREAD_NAME;
+	uint32_t idx = named(c, r->id, ULMA_DEF_MARK, final);
+	if (idx == ULMA_COLLECTOR_WAIT)
+		return RARE_WAIT;
 	double value = 0;
 	if (ext == ULMA_EXT_COUNTER) {
-		if (cs->value_parts != 3) /* its value was lost */
-			return;
+		bool whole = cs->value_parts == 3;
 		memcpy(&value, &cs->value_bits, sizeof(value));
 		cs->value_parts = 0;
+		if (!whole) /* its value was lost */
+			return RARE_TIMED;
 	}
-	uint32_t idx = ulma_collector_resolve(c, r->id, true);
-	if (idx == UINT32_MAX)
-		return;
+	if (idx == ULMA_COLLECTOR_UNDEFINED)
+		return RARE_UNTIMED;
 	if (cs->stream)
 		ulma_trace_mark(cs->stream, t, ext, idx + 1, value);
 	if (ext == ULMA_EXT_THREAD_NAME)
 		ulma_collector_set_error(c, ulma_profile_thread_name(&c->profile, cs->thread, c->profile.funcs[idx].name));
+	return RARE_TIMED;
 }
 
-/* The records that are not an enter or an exit.  Returns false if the
- * record changes no time (it was skipped). */
-static bool apply_rare(struct ulma_collector *c, struct ulma_collector_slot *cs, const struct ulma_record *r,
-		       uint64_t t)
+/* The records that are not an enter or an exit, nor memory.  A record
+ * that breaks the format (shm.h) is refused: counted in c->refused and
+ * dropped. */
+static enum rare_applied apply_rare(struct ulma_collector *c, struct ulma_collector_slot *cs,
+				    const struct ulma_record *r, uint64_t t, bool final)
 {
 	switch (r->kind) {
 	case ULMA_REC_LOST:
 		ulma_collector_record_lost(c, cs, t, r->id);
 		cs->mpi_nargs = 0; /* arguments before a loss belong to an MPI event that was lost */
-		return true;
+		return RARE_TIMED;
 	case ULMA_REC_STOP: /* a thread idle since its last event was inside its frames until now */
 		ulma_collector_close_frames(c, cs, t, ULMA_OFFCPU_ENDS);
-		return false;
+		return RARE_UNTIMED;
 	case ULMA_REC_VALUE:
-		if (r->cpu > 1)
-			return false;
+		if (r->cpu > 1) {
+			c->refused++;
+			return RARE_UNTIMED;
+		}
 		if (r->cpu == 0)
 			cs->value_bits = (uint64_t)r->id << 32 | (cs->value_bits & 0xffffffffu);
 		else
 			cs->value_bits = (cs->value_bits & ~UINT64_C(0xffffffff)) | r->id;
 		cs->value_parts = r->cpu == 0 ? 1u : cs->value_parts | 2u;
-		return false;
+		return RARE_UNTIMED;
 	case ULMA_REC_INSTANT:
 	case ULMA_REC_COUNTER:
 	case ULMA_REC_THREAD_NAME:
-		apply_mark(c, cs, r, t);
-		return true;
+		return apply_mark(c, cs, r, t, final);
 	case ULMA_REC_MPI_ARG: /* the arguments of the MPI_EVENT that follows (shm.h) */
 		if (cs->mpi_nargs < ULMA_MPI_ARGS_MAX)
 			cs->mpi_args[cs->mpi_nargs++] = native_addr(r);
-		return false;
+		else
+			c->refused++;
+		return RARE_UNTIMED;
 	case ULMA_REC_MPI_EVENT: /* to the trace as it came, not an event of the profile */
-		if (cs->stream)
+		if (r->id == 0 || r->id > ULMA_MPI_OP_MAX)
+			c->refused++;
+		else if (cs->stream)
 			ulma_trace_mpi(cs->stream, t, r->id, cs->mpi_args, cs->mpi_nargs);
 		cs->mpi_nargs = 0;
-		return true;
+		return RARE_TIMED;
 	case ULMA_REC_LINE:
 	case ULMA_REC_LINE_RESUME:
 		ulma_collector_line(c, cs->thread, cs->pid, cs->stream, t, r->id, r->kind == ULMA_REC_LINE_RESUME);
-		return true;
+		return RARE_TIMED;
 	case ULMA_REC_OBJ_NEW:
-	case ULMA_REC_OBJ_FREE:
-		ulma_collector_set_error(c, ulma_collector_object(c, cs->thread, cs->stream, r->kind == ULMA_REC_OBJ_NEW, r->id, t));
-		return true;
-	default: /* unknown kind from a newer writer: skip */
-		return false;
+	case ULMA_REC_OBJ_FREE: {
+		if (!c->profile.memory) { /* not asked for */
+			c->refused++;
+			return RARE_UNTIMED;
+		}
+		uint32_t type = named(c, r->id, ULMA_DEF_TYPE, final);
+		if (type == ULMA_COLLECTOR_WAIT)
+			return RARE_WAIT;
+		if (type != ULMA_COLLECTOR_UNDEFINED)
+			ulma_collector_set_error(c, ulma_collector_object(c, cs->thread, cs->stream,
+									 r->kind == ULMA_REC_OBJ_NEW, type, t));
+		return RARE_TIMED;
+	}
+	default: /* no such kind (a newer writer's would have a newer session version) */
+		c->refused++;
+		return RARE_UNTIMED;
 	}
 }
 
@@ -315,8 +367,12 @@ apply_loop(struct ulma_collector *c, struct ulma_collector_slot *cs, const struc
 				idx = ulma_collector_resolve(c, sid, final);
 				by_id = c->by_id; /* the table may have grown */
 				nby_id = c->nby_id;
-				if (idx == UINT32_MAX)
+				if (idx == ULMA_COLLECTOR_WAIT)
 					break; /* its definition is on its way */
+				if (idx == ULMA_COLLECTOR_UNDEFINED) {
+					c->refused++;
+					continue;
+				}
 				if (ULMA_UNLIKELY(cython_twin_enter(c, cs, idx)))
 					continue;
 			}
@@ -325,9 +381,15 @@ apply_loop(struct ulma_collector *c, struct ulma_collector_slot *cs, const struc
 			if (ULMA_LIKELY(sid < nby_id && by_id[sid])) {
 				idx = by_id[sid] - 1;
 			} else {
-				idx = ulma_collector_resolve(c, sid, true); /* an unknown exit matches "?" */
+				idx = ulma_collector_resolve(c, sid, final);
 				by_id = c->by_id;
 				nby_id = c->nby_id;
+				if (idx == ULMA_COLLECTOR_WAIT)
+					break;
+				if (idx == ULMA_COLLECTOR_UNDEFINED) {
+					c->refused++;
+					continue;
+				}
 				if (ULMA_UNLIKELY(cython_twin_exit(c, cs, idx)))
 					continue;
 			}
@@ -348,6 +410,8 @@ apply_loop(struct ulma_collector *c, struct ulma_collector_slot *cs, const struc
 				th = &p->threads[thread];
 				if (idx == UINT32_MAX)
 					break;
+				if (idx == ULMA_COLLECTOR_UNDEFINED)
+					continue;
 			}
 			cpu = (mode & APPLY_STREAM) ? cur.cpu : cs->cpu;
 			enter = r->kind == ULMA_REC_NATIVE_ENTER;
@@ -371,7 +435,9 @@ apply_loop(struct ulma_collector *c, struct ulma_collector_slot *cs, const struc
 												  cs->stream, t));
 						CURSOR_GET();
 					}
-				} /* else a MEM_SIZE, or not asked for: a foreign writer's */
+				} else if (!p->memory) { /* not asked for */
+					c->refused++;
+				} /* else a MEM_SIZE, or an ALLOC whose MEM_SIZE was lost */
 				last = t;
 				continue;
 			}
@@ -391,12 +457,14 @@ apply_loop(struct ulma_collector *c, struct ulma_collector_slot *cs, const struc
 			if (r > from && has_cpu(r[-1].kind))
 				cs->cpu = r[-1].cpu;
 			CURSOR_PUT();
-			bool timed = apply_rare(c, cs, r, t);
+			enum rare_applied applied = apply_rare(c, cs, r, t, final);
 			CURSOR_GET();
 			if (mode & APPLY_SWITCHES)
 				wake = cs->off->wake_at;
-			last = timed ? t : cs->last_ticks; /* a STOP closed the frames */
 			th = &p->threads[thread];
+			if (applied == RARE_WAIT)
+				break;
+			last = applied == RARE_TIMED ? t : cs->last_ticks; /* a STOP closed the frames */
 			continue;
 		}
 		if (enter) {

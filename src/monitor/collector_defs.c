@@ -7,7 +7,9 @@
  * process killed in between leaves a hole that would hide every later
  * definition: an entry incomplete for DEF_HOLE_NS (or at once when final)
  * is skipped and kept as a hole, re-read on every scan in case its slow
- * writer completes it after all (docs/design.md).
+ * writer completes it after all (docs/design.md).  A complete entry that
+ * is malformed (a writer that scribbled on the area) is refused: counted
+ * in c->refused and skipped at once, as a hole is.
  */
 #include "collector_defs.h"
 #include "collector_lines.h"
@@ -133,30 +135,42 @@ static int take_def(struct ulma_collector *c, const struct ulma_def_view *d)
 		return set_error(c, ulma_collector_take_module(c, d));
 	if (d->kind == ULMA_DEF_LINES_WANTED || d->kind == ULMA_DEF_LINES_MATCHED)
 		return ulma_collector_take_lines_def(c, d);
+	if (d->kind == ULMA_DEF_PROCESS)
+		return ulma_collector_take_process(c, d);
 	if (ulma_idmap_get(&c->func_index, d->id, &have))
 		return 0;
 	return define(c, d->id, d->kind, d->name, d->name_len, d->file, d->file_len, d->line, &have);
 }
 
-/* Entries skipped as holes may have completed since: read them now. */
+/* Entries skipped as holes may have completed since: read them now (one
+ * completed malformed is refused). */
 static int recheck_holes(struct ulma_collector *c)
 {
 	for (uint32_t i = 0; i < c->nholes;) {
 		uint64_t at = c->holes[i];
 		struct ulma_def_view d;
 		int r = ulma_session_next_def(c->session, &at, &d);
-		if (r < 0)
-			return set_error(c, r);
+		if (r == 0) {
+			i++;
+			continue;
+		}
 		if (r == 1) {
 			int err = take_def(c, &d);
 			if (err)
 				return err;
-			c->holes[i] = c->holes[--c->nholes];
 		} else {
-			i++;
+			c->refused++;
 		}
+		c->holes[i] = c->holes[--c->nholes];
 	}
 	return 0;
+}
+
+/* Every entry up to the end of the area has been read (or skipped). */
+static bool defs_settled(const struct ulma_collector *c)
+{
+	uint64_t used = atomic_load_explicit(&c->session->hdr->defs_used, memory_order_acquire);
+	return c->def_cursor >= used || c->def_cursor >= c->session->hdr->defs_size;
 }
 
 int ulma_collector_scan_defs(struct ulma_collector *c, bool final)
@@ -169,20 +183,25 @@ int ulma_collector_scan_defs(struct ulma_collector *c, bool final)
 		while ((r = ulma_session_next_def(c->session, &c->def_cursor, &d)) == 1)
 			if ((err = take_def(c, &d)))
 				return err;
-		if (r < 0)
-			return set_error(c, r);
-		uint64_t used = atomic_load_explicit(&c->session->hdr->defs_used, memory_order_acquire);
-		if (c->def_cursor >= used || c->def_cursor >= c->session->hdr->defs_size)
+		if (defs_settled(c))
 			return 0; /* nothing incomplete: simply at the end */
 		uint64_t now = ulma_clock_monotonic_ns();
-		if (c->stuck_at != c->def_cursor) {
+		if (c->stuck_at != c->def_cursor || !c->stuck_since_ns) {
 			c->stuck_at = c->def_cursor;
-			c->stuck_since_ns = now;
+			c->stuck_since_ns = now ? now : 1;
+		}
+		if (r < 0 && c->refused_def != c->def_cursor + 1) { /* malformed: refused once, skipped below */
+			c->refused++;
+			c->refused_def = c->def_cursor + 1;
 		}
 		uint64_t next;
-		if ((!final && now - c->stuck_since_ns < DEF_HOLE_NS) ||
+		if ((r == 0 && !final && now - c->stuck_since_ns < DEF_HOLE_NS) ||
 		    !ulma_session_next_def_after_hole(c->session, c->def_cursor, &next))
 			return 0;
+		if (r < 0) { /* never completes: no hole to re-read */
+			c->def_cursor = next;
+			continue;
+		}
 		uint64_t *v = realloc(c->holes, (c->nholes + 1) * sizeof(*v));
 		if (!v)
 			return set_error(c, -ENOMEM);
@@ -203,10 +222,9 @@ uint32_t ulma_collector_resolve(struct ulma_collector *c, uint32_t sid, bool fin
 		ulma_collector_scan_defs(c, final);
 		if (ulma_idmap_get(&c->func_index, sid, &index))
 			return index;
-		if (!final)
-			return UINT32_MAX;
+		return final || defs_settled(c) ? ULMA_COLLECTOR_UNDEFINED : ULMA_COLLECTOR_WAIT;
 	}
-	/* session id 0 (definitions full), or never defined: "?" */
+	/* session id 0: definitions full */
 	if (c->unknown == UINT32_MAX && define(c, UINT32_MAX, ULMA_DEF_PY, "?", 1, "?", 1, 0, &c->unknown) != 0)
 		c->unknown = UINT32_MAX;
 	return c->unknown;

@@ -118,12 +118,13 @@ int ulma_collector_line(struct ulma_collector *c, uint32_t thread, uint32_t pid,
 	if (!l)
 		return set_error(c, -ENOMEM);
 	const struct ulma_thread_row *t = &c->profile.threads[thread];
-	uint32_t func = t->depth ? t->top : UINT32_MAX;
-	bool first = func != UINT32_MAX && c->profile.funcs[func].line_rows == 0;
+	if (!t->depth) /* its frame was closed (a loss) or never opened: no line, as in the trace */
+		return 0;
+	uint32_t func = t->top;
 	int err = 0;
-	if (first) /* before the line's event, so the trace has the source ahead of it */
+	if (c->profile.funcs[func].line_rows == 0) /* before the line's event, so the trace has the source ahead of it */
 		err = copy_source(c, l, func, pid);
-	if (stream && t->depth)
+	if (stream)
 		ulma_trace_line(stream, ticks, line, resumed);
 	if (!err)
 		err = ulma_profile_line(&c->profile, thread, ticks, line, !resumed);

@@ -19,7 +19,9 @@
 
 /* A LINE (or, if resumed, LINE_RESUME) record of thread `thread`, of
  * process pid, at ticks: to the profile and to the thread's stream (may
- * be NULL). */
+ * be NULL).  With no frame open on the thread (its frame closed after a
+ * loss) the line belongs to nothing and is dropped, as the trace cannot
+ * hold it. */
 int ulma_collector_line(struct ulma_collector *c, uint32_t thread, uint32_t pid, struct ulma_trace_stream *stream,
 			uint64_t ticks, uint32_t line, bool resumed);
 

@@ -81,17 +81,11 @@ int ulma_collector_memory(struct ulma_collector *c, uint32_t thread, bool stream
 }
 
 int ulma_collector_object(struct ulma_collector *c, uint32_t thread, struct ulma_trace_stream *stream, bool created,
-			  uint32_t type_id, uint64_t ticks)
+			  uint32_t type, uint64_t ticks)
 {
-	struct ulma_profile *p = &c->profile;
-	if (!p->memory)
-		return 0;
-	uint32_t idx = ulma_collector_resolve(c, type_id, true);
-	if (idx == UINT32_MAX || p->funcs[idx].kind != ULMA_DEF_TYPE)
-		return 0; /* not a type's definition: a foreign or corrupt writer's */
 	if (stream)
-		ulma_trace_object(stream, ticks, created ? ULMA_EXT_OBJ_NEW : ULMA_EXT_OBJ_FREE, idx + 1);
-	return ulma_profile_object(p, thread, idx, created);
+		ulma_trace_object(stream, ticks, created ? ULMA_EXT_OBJ_NEW : ULMA_EXT_OBJ_FREE, type + 1);
+	return ulma_profile_object(&c->profile, thread, type, created);
 }
 
 /* RSS over time: every RSS_PERIOD_NS, one pread of each traced process's

@@ -77,12 +77,12 @@ int ulma_collector_memory(struct ulma_collector *c, uint32_t thread, bool stream
 int ulma_collector_memory_counters(struct ulma_collector *c, uint32_t thread, struct ulma_trace_stream *stream,
 				   uint64_t ticks);
 
-/* An object of the type the session defined as `type_id` created (or
- * destroyed) by thread `thread` at ticks: to the profile's objects
- * (profile_objects.h) and to the stream (may be NULL).  An undefined type
- * is dropped; without memory in the session the record is ignored. */
+/* An object of type `type` (the dense index of a ULMA_DEF_TYPE
+ * definition) created (or destroyed) by thread `thread` at ticks: to the
+ * profile's objects (profile_objects.h; memory must be on) and to the
+ * stream (may be NULL). */
 int ulma_collector_object(struct ulma_collector *c, uint32_t thread, struct ulma_trace_stream *stream, bool created,
-			  uint32_t type_id, uint64_t ticks);
+			  uint32_t type, uint64_t ticks);
 
 /* RSS over time (docs/memory.md): when the last round of samples is
  * RSS_PERIOD old (and memory is recorded), a new round's nonzero id, else 0. */

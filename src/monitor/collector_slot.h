@@ -10,6 +10,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "../analysis/schedline.h"
 #include "../core/mpi_event.h"
@@ -53,9 +54,16 @@ struct ulma_collector_slot {
  * every process's addresses, collector_native.c, is a hash lookup away). */
 #define NATIVE_CACHE 512 /* a power of two */
 struct native_seen {
-	uint64_t addr; /* 0: empty */
+	uint64_t addr; /* NATIVE_EMPTY: empty (no address is: they are below 2^48) */
 	uint32_t index;
 };
+#define NATIVE_EMPTY UINT64_MAX
+
+/* Empty the cache (all NATIVE_EMPTY). */
+static inline void ulma_collector_native_forget(struct native_seen *cache)
+{
+	memset(cache, 0xff, NATIVE_CACHE * sizeof(*cache));
+}
 
 
 /* Keep the collector's first error (a negative errno); returns err. */

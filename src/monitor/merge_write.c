@@ -318,7 +318,7 @@ int ulma_merge_write(struct merge_rank *ranks, uint32_t n, const char *dir, cons
 		     const struct ulma_merge_replay *replay, const struct ulma_merge_order_stats *order)
 {
 	/* the output's clock: rank 0's ns, from the earliest start to the latest end */
-	uint64_t start = UINT64_MAX, endns = 0, events = 0, lost = 0, resynced = 0, monitor_cpu = 0;
+	uint64_t start = UINT64_MAX, endns = 0, events = 0, lost = 0, resynced = 0, refused = 0, monitor_cpu = 0;
 	uint32_t failures = 0, flags = 0;
 	int32_t status = 0;
 	int64_t max_offset = 0;
@@ -335,6 +335,7 @@ int ulma_merge_write(struct merge_rank *ranks, uint32_t n, const char *dir, cons
 		events += r->events;
 		lost += r->end.lost;
 		resynced += r->end.resynced;
+		refused += r->end.refused;
 		monitor_cpu += r->end.monitor_cpu_ns;
 		failures |= r->end.failures;
 		flags |= r->meta_flags & (ULMA_META_MEMORY | ULMA_META_NO_C_CALLS);
@@ -378,7 +379,8 @@ int ulma_merge_write(struct merge_rank *ranks, uint32_t n, const char *dir, cons
 		err = ulma_trace_mpi_merge(o.w, &mg);
 	struct ulma_trace_end end = {.end_ticks = endns > start ? endns : start, .end_ns = endns > start ? endns : start,
 				     .events = events, .lost = lost, .failures = failures, .exit_status = status,
-				     .split = ULMA_SPLIT_NONE, .monitor_cpu_ns = monitor_cpu, .resynced = resynced};
+				     .split = ULMA_SPLIT_NONE, .monitor_cpu_ns = monitor_cpu, .resynced = resynced,
+				     .refused = refused};
 	if (err) {
 		ulma_trace_writer_abandon(o.w);
 	} else if ((err = ulma_trace_writer_close(o.w, &end))) {

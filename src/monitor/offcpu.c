@@ -32,7 +32,6 @@ void ulma_offcpu_free(struct ulma_offcpu *o)
 			free_thread(o->threads[i]);
 	free(o->threads);
 	ulma_idmap_free(&o->by_tid);
-	ulma_idmap_free(&o->forked);
 	memset(o, 0, sizeof(*o));
 }
 
@@ -192,18 +191,10 @@ static int queue(struct ulma_offcpu_thread *t, const struct ulma_offcpu_pending 
 	return 0;
 }
 
-uint32_t ulma_offcpu_forked_from(const struct ulma_offcpu *o, uint32_t pid)
-{
-	uint32_t ppid;
-	return ulma_idmap_get(&o->forked, pid, &ppid) ? ppid : 0;
-}
-
 int ulma_offcpu_take(struct ulma_offcpu *o, const struct ulma_switch_record *r)
 {
 	struct ulma_offcpu_thread *t = find(o, r->tid);
 	o->records++;
-	if (r->kind == ULMA_SWITCH_FORK || r->kind == ULMA_SWITCH_EXEC)
-		return ulma_idmap_put(&o->forked, r->pid, r->kind == ULMA_SWITCH_FORK ? r->ppid : 0);
 	if (r->kind == ULMA_SWITCH_EXIT) {
 		if (t && !t->claimed)
 			forget(o, t);

@@ -78,17 +78,12 @@ struct ulma_offcpu_interval {
 struct ulma_offcpu {
 	struct ulma_clock_track clock;
 	struct ulma_idmap by_tid;         /* tid -> index + 1 in threads */
-	struct ulma_idmap forked;         /* pid of a forked process -> its parent's, 0 once it execs */
 	struct ulma_offcpu_thread **threads;
 	uint32_t nthreads, cap_threads;
 	uint64_t records; /* switch records taken */
 };
 
 void ulma_offcpu_init(struct ulma_offcpu *o, bool use_tsc, const struct ulma_clock_pair *start, uint64_t hz);
-/* The process `pid` was forked from, if the records saw the fork and no
- * exec since (its command line is then its parent's); else 0. */
-uint32_t ulma_offcpu_forked_from(const struct ulma_offcpu *o, uint32_t pid);
-
 void ulma_offcpu_free(struct ulma_offcpu *o);
 
 /* Take every record switches has; call once per poll, after the rings'

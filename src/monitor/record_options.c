@@ -213,6 +213,7 @@ int ulma_record_close_trace(const struct ulma_record_options *o, struct ulma_col
 		.switches_lost = ulma_switches_lost(col->switches),
 		.gil_split = col->profile.has_gil != 0,
 		.resynced = col->resynced,
+		.refused = col->refused,
 		.mem_unattributed = col->profile.memory ? col->profile.memory->unattributed : 0,
 	};
 	int err = col->error ? col->error : 0;
@@ -240,6 +241,7 @@ void ulma_record_summary(struct ulma_summary *s, struct ulma_collector *col, con
 				   .no_correction = no_correction,
 				   .monitor_cpu_ns = monitor_cpu_ns,
 				   .switches_lost = ulma_switches_lost(col->switches),
-				   .resynced = col->resynced};
+				   .resynced = col->resynced,
+				   .refused = col->refused};
 	ulma_clock_calibrate(use_tsc, start, end, hz, &s->cal);
 }

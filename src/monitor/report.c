@@ -331,6 +331,7 @@ int ulma_cmd_report(int argc, char **argv)
 	s.monitor_cpu_ns = r.end.monitor_cpu_ns;
 	s.switches_lost = r.end.switches_lost;
 	s.resynced = r.end.resynced;
+	s.refused = r.end.refused;
 	uint64_t end_ticks = st.complete ? r.end.end_ticks : st.last_ticks;
 	ulma_profile_feed_finish(&r.events, st.complete ? &r.end : NULL, st.last_ticks);
 	s.duration_ns = st.complete && r.end.end_ns > r.meta.start_ns

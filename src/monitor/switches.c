@@ -59,9 +59,7 @@ static void attr_init(struct perf_event_attr *a)
 	a->sample_type = PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU;
 	a->sample_id_all = 1;
 	a->context_switch = 1;
-	a->task = 1;      /* fork and exit records */
-	a->comm = 1;      /* comm records, of which an exec's are flagged: */
-	a->comm_exec = 1; /* a forked child's command line is its parent's until it execs */
+	a->task = 1; /* exit records (and fork records, not taken) */
 	a->inherit = 1;
 	a->exclude_kernel = 1; /* what perf_event_paranoid 2 allows; switches are still recorded */
 	a->exclude_hv = 1;
@@ -237,26 +235,6 @@ static int deliver(struct ulma_switches *sw, const struct perf_event_header *h, 
 		id = (const struct sample_id *)(body + 24);
 		r.kind = ULMA_SWITCH_EXIT;
 		break;
-	case PERF_RECORD_FORK: { /* pid, ppid, tid, ptid, time, then the sample id */
-		uint32_t ids[4];
-		if (len < 24 + sizeof(*id))
-			return 0;
-		memcpy(ids, body, sizeof(ids));
-		if (ids[0] != ids[2] || ids[0] == ids[1])
-			return 0; /* a thread, not a process */
-		id = (const struct sample_id *)(body + 24);
-		r = (struct ulma_switch_record){id->time, ids[0], ids[2], id->cpu, ULMA_SWITCH_FORK, ids[1]};
-		return fn(ctx, &r);
-	}
-	case PERF_RECORD_COMM: { /* pid, tid, the name padded to 8 bytes, then the sample id */
-		uint32_t ids[2];
-		if (!(h->misc & PERF_RECORD_MISC_COMM_EXEC) || len < sizeof(ids) + sizeof(*id))
-			return 0; /* a thread renamed itself */
-		memcpy(ids, body, sizeof(ids));
-		id = (const struct sample_id *)(body + len - sizeof(*id));
-		r = (struct ulma_switch_record){id->time, ids[0], ids[1], id->cpu, ULMA_SWITCH_EXEC, 0};
-		return fn(ctx, &r);
-	}
 	case PERF_RECORD_LOST: /* id, lost */
 		if (len >= 16) {
 			uint64_t n;
@@ -271,7 +249,6 @@ static int deliver(struct ulma_switches *sw, const struct perf_event_header *h, 
 	r.pid = id->pid;
 	r.tid = id->tid;
 	r.cpu = id->cpu;
-	r.ppid = 0;
 	return fn(ctx, &r);
 }
 

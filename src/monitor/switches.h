@@ -30,8 +30,6 @@ enum ulma_switch_kind {
 	ULMA_SWITCH_OUT = 1,     /* it left its CPU: blocked */
 	ULMA_SWITCH_PREEMPT = 2, /* it left its CPU while still runnable */
 	ULMA_SWITCH_EXIT = 3,    /* it exited */
-	ULMA_SWITCH_FORK = 4,    /* a new process `pid` forked from `ppid` (its main thread) */
-	ULMA_SWITCH_EXEC = 5,    /* process `pid` ran another program (exec) */
 };
 
 struct ulma_switch_record {
@@ -39,8 +37,7 @@ struct ulma_switch_record {
 	uint32_t pid;
 	uint32_t tid;
 	uint32_t cpu;
-	uint8_t kind;  /* enum ulma_switch_kind */
-	uint32_t ppid; /* ULMA_SWITCH_FORK: the parent process */
+	uint8_t kind; /* enum ulma_switch_kind */
 };
 
 /* Follow `pid`, which has not started running the program yet (it waits

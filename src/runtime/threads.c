@@ -18,14 +18,23 @@
  * Stopping closes every writer while their threads may be writing native
  * events: the handshake on `busy` (rt.h) makes the stopping thread the
  * ring's only producer before it writes the thread's STOP.
+ *
+ * Before its first thread claims a slot, a process names itself: its
+ * command line and its parent, read from /proc/self, as a definition of
+ * the session (ULMA_DEF_PROCESS, include/ulma/shm.h).  The monitor used to
+ * read them from /proc/PID when it first saw a thread of the process,
+ * which a process that ends at once may no longer have by then.
  */
 #include "rt.h"
 
 #include "ulma/ulma.h"
 
+#include "../core/proc_name.h"
+
 #include <linux/membarrier.h>
 #include <pthread.h>
 #include <sched.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -159,6 +168,27 @@ static struct ulma_thread_writer *adopt_prepared(uint32_t tid)
 	return found;
 }
 
+/* The writer generation whose process has named itself (see the top). */
+static _Atomic uint32_t named_generation;
+
+/* Claim a slot for thread tid of this process, the process named first:
+ * once per writer generation (a session mapped, a forked child), by the
+ * first of its threads to get here (another meanwhile does not wait: the
+ * monitor reads /proc/PID for a process it finds unnamed). */
+static int claim_slot(struct ulma_rt *t, uint32_t tid, struct ulma_ring_writer *ring)
+{
+	uint32_t pid = (uint32_t)getpid(), gen = t->writer_generation;
+	uint32_t seen = atomic_load_explicit(&named_generation, memory_order_relaxed);
+	if (seen != gen && atomic_compare_exchange_strong_explicit(&named_generation, &seen, gen, memory_order_relaxed,
+								     memory_order_relaxed)) {
+		char name[ULMA_PROC_NAME_MAX], ppid[16];
+		ulma_proc_name_read(pid, name, sizeof(name));
+		int len = snprintf(ppid, sizeof(ppid), "%u", (unsigned)getppid());
+		ulma_session_define(&t->session, ULMA_DEF_PROCESS, name, strlen(name), ppid, (size_t)len, pid);
+	}
+	return ulma_session_claim_slot(&t->session, pid, tid, ring);
+}
+
 struct ulma_thread_writer *ulma_rt_thread_prepare(uint32_t tid)
 {
 	struct ulma_rt *t = &ulma_rt;
@@ -169,7 +199,7 @@ struct ulma_thread_writer *ulma_rt_thread_prepare(uint32_t tid)
 	}
 	w->generation = t->writer_generation;
 	w->tid = tid;
-	if (ulma_session_claim_slot(&t->session, (uint32_t)getpid(), tid, &w->ring) < 0) {
+	if (claim_slot(t, tid, &w->ring) < 0) {
 		free(w);
 		return NULL;
 	}
@@ -213,7 +243,7 @@ struct ulma_thread_writer *ulma_rt_thread_attach(void)
 	w->generation = t->writer_generation;
 	w->tid = tid;
 	w->adopted = true;
-	int slot = ulma_session_claim_slot(&t->session, (uint32_t)getpid(), tid, &w->ring);
+	int slot = claim_slot(t, tid, &w->ring);
 	if (slot >= 0) {
 		w->has_slot = true;
 	} else {
@@ -238,31 +268,9 @@ struct ulma_thread_writer *ulma_rt_thread_attach(void)
 	return w;
 }
 
-/* The monitor names a process by its command line when it first sees one
- * of its threads (src/monitor/proc_name.h), which it can read only while
- * the process lives: a process that exits at once could be gone before
- * the monitor's next poll.  So a process stopping before the monitor took
- * any of its records waits, its records published, until the monitor has
- * taken `slot` (closed under `serial`): about one poll of the monitor's, a
- * few ms, only for processes that lived less than that, never on a
- * monitor whose heartbeat stopped, and at most NAME_WAIT_MAX_NS. */
-#define NAME_WAIT_MAX_NS UINT64_C(1000000000)
-static void wait_until_taken(const struct ulma_shm_header *hdr, struct ulma_shm_slot *slot, uint64_t serial)
-{
-	const struct timespec nap = {0, 100000};
-	uint64_t until = ulma_clock_monotonic_ns() + NAME_WAIT_MAX_NS;
-	/* acquire: the serial read after the state belongs to that state */
-	while (atomic_load_explicit(&slot->state, memory_order_acquire) == ULMA_SLOT_CLOSED && slot->serial == serial &&
-	       ulma_ring_monitor_alive(hdr) && ulma_clock_monotonic_ns() < until)
-		nanosleep(&nap, NULL);
-}
-
 void ulma_rt_stop(uint64_t stopped_at, uint32_t cpu)
 {
 	const struct stop_mark stopped = {stopped_at, cpu};
-	struct ulma_shm_slot *unseen = NULL; /* a slot closed here, if the monitor took none of ours */
-	uint64_t unseen_serial = 0;
-	bool taken = false;
 	/* back to the one load and branch of a process that does not trace; a
 	 * hook past this check meets its writer closed, below */
 	ulma_rt_hooks_state = ULMA_HOOKS_OFF;
@@ -278,17 +286,7 @@ void ulma_rt_stop(uint64_t stopped_at, uint32_t cpu)
 		struct ulma_thread_writer *w = *p;
 		while (w->busy && w != ulma_tls_writer)
 			sched_yield();
-		bool open = !w->finished && w->has_slot && w->generation == ulma_rt.writer_generation;
-		uint64_t serial = open ? w->ring.slot->serial : 0; /* ours until closed */
 		close_writer(w, &stopped);
-		if (open) {
-			/* relaxed: a hint; the monitor consumed records of this slot */
-			taken |= atomic_load_explicit(&w->ring.slot->tail, memory_order_relaxed) != 0;
-			if (!unseen) {
-				unseen = w->ring.slot;
-				unseen_serial = serial;
-			}
-		}
 		if (!w->adopted) { /* prepared for a thread that never wrote: no thread holds it */
 			*p = w->next;
 			free(w);
@@ -299,8 +297,6 @@ void ulma_rt_stop(uint64_t stopped_at, uint32_t cpu)
 	pthread_mutex_unlock(&writers_lock);
 	if (ulma_rt.session.hdr)
 		atomic_store(&ulma_rt.session.hdr->tracing, 0);
-	if (unseen && !taken && ulma_rt.session.hdr)
-		wait_until_taken(ulma_rt.session.hdr, unseen, unseen_serial);
 }
 
 struct ulma_thread_writer *ulma_rt_writer_slow(void)

@@ -75,7 +75,7 @@ static int write_basic(const char *path)
 	ulma_trace_exit(a, 1200, 0);
 	ulma_trace_exit(a, 1300, 0);
 	ulma_trace_off(a, 1350, ULMA_TRACE_SAME_CPU, ULMA_OFF_BLOCKED, 30); /* after the last event: the chunk ends with it */
-	struct ulma_trace_end end = {1400, 778000, 13, 12, ULMA_FAIL_NO_SLOT, 0, ULMA_SPLIT_SWITCHES, 12345, 0, 1, 0, 0};
+	struct ulma_trace_end end = {1400, 778000, 13, 12, ULMA_FAIL_NO_SLOT, 0, ULMA_SPLIT_SWITCHES, 12345, 0, 1, 0, 0, 0};
 	return ulma_trace_writer_close(w, &end);
 }
 
@@ -146,7 +146,7 @@ static int write_wide(const char *path)
 		if (i == 120)
 			ulma_trace_writer_flush(w);
 	}
-	struct ulma_trace_end end = {now, 6, 240, 0, 0, 256, 0, 0, 0, 0, 0, 0};
+	struct ulma_trace_end end = {now, 6, 240, 0, 0, 256, 0, 0, 0, 0, 0, 0, 0};
 	return ulma_trace_writer_close(w, &end);
 }
 
@@ -172,7 +172,7 @@ static int write_empty_names(const char *path)
 	ulma_trace_enter(a, 130, 0, 3, same_fn(3, 1));
 	ulma_trace_exit(a, 140, 0);
 	ulma_trace_exit(a, 150, 0);
-	struct ulma_trace_end end = {200, 120, 6, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+	struct ulma_trace_end end = {200, 120, 6, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
 	return ulma_trace_writer_close(w, &end);
 }
 
@@ -196,7 +196,7 @@ static int write_far(const char *path)
 	ulma_trace_enter(a, top - 300, 1, 2, same_fn(2, 1));
 	ulma_trace_exit(a, top - 200, 1);
 	ulma_trace_exit(a, top - 100, 0);
-	struct ulma_trace_end end = {top - 1, top - 1, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+	struct ulma_trace_end end = {top - 1, top - 1, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
 	return ulma_trace_writer_close(w, &end);
 }
 
@@ -246,7 +246,7 @@ static int write_native(const char *path)
 	ulma_trace_writer_flush(w);
 	ulma_trace_exit(a, 5300, 0);
 	ulma_trace_mark(a, 5310, ULMA_EXT_INSTANT, 5, 0); /* after the thread's last frame */
-	struct ulma_trace_end end = {5400, 1000200, 40, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+	struct ulma_trace_end end = {5400, 1000200, 40, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
 	return ulma_trace_writer_close(w, &end);
 }
 
@@ -286,7 +286,7 @@ static int write_lines(const char *path)
 		ulma_trace_off(a, t + 1, ULMA_TRACE_SAME_CPU, ULMA_OFF_BLOCKED, 700);
 		ulma_trace_exit(a, t += 9, 1);
 	}
-	struct ulma_trace_end end = {t + 100, 1000300, 22, 0, 0, 0, ULMA_SPLIT_SWITCHES, 0, 0, 0, 0, 0};
+	struct ulma_trace_end end = {t + 100, 1000300, 22, 0, 0, 0, ULMA_SPLIT_SWITCHES, 0, 0, 0, 0, 0, 0};
 	return ulma_trace_writer_close(w, &end);
 }
 
@@ -337,7 +337,7 @@ static int write_memory(const char *path)
 	ulma_trace_exit(b, 7108, 1);
 	ulma_trace_exit(a, t += 5, 0);
 	ulma_trace_alloc(a, t += 1, base + 0x30000, 24, ULMA_MEM_RAW); /* with no frame open */
-	struct ulma_trace_end end = {t + 100, 1000400, 28, 0, 0, 0, ULMA_SPLIT_SWITCHES, 0, 0, 0, 0, 3};
+	struct ulma_trace_end end = {t + 100, 1000400, 28, 0, 0, 0, ULMA_SPLIT_SWITCHES, 0, 0, 0, 0, 3, 0};
 	return ulma_trace_writer_close(w, &end);
 }
 
@@ -385,7 +385,7 @@ static int write_mpi(const char *path)
 	clock[0] = ulma_zigzag(-44) & 0xffffffffu;
 	ulma_trace_mpi(s, t += 1, ULMA_MPI_CLOCK, clock, 3);
 	ulma_trace_exit(s, t += 2, 0);
-	struct ulma_trace_end end = {t + 100, 1000300, 10, 0, 0, 0, ULMA_SPLIT_NONE, 0, 0, 0, 0, 0};
+	struct ulma_trace_end end = {t + 100, 1000300, 10, 0, 0, 0, ULMA_SPLIT_NONE, 0, 0, 0, 0, 0, 0};
 	return ulma_trace_writer_close(w, &end);
 }
 

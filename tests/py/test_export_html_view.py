@@ -63,7 +63,7 @@ def func(report, name):
 def test_split_bar_is_the_reports(page, demo):
     """Each function's bar: its self time split as `ulma report` splits it
     (on-CPU, waiting for a CPU, blocked, GIL), callees pale; time.sleep is
-    blocked, spin mostly not, and their bars' widths are the data's shares."""
+    blocked, spin less so, and their bars' widths are the data's shares."""
     data = page.js("JSON.parse(document.getElementById('ulma-data').textContent)")
     rep = demo["report"]
     assert data["has"]["split"] is rep["time_split"] and data["has"]["gil"] is rep["gil_split"]
@@ -80,8 +80,13 @@ def test_split_bar_is_the_reports(page, demo):
                     " out[tr.children[0].textContent] = p; }); return out; })()")
     sleep, spin = parts["time.sleep"], parts["spin"]
     assert sleep.get("self blocked", 0) > 90  # six naps of 50 ms: asleep, off the CPU
-    # it spins: on a CPU, waiting for one or for the GIL (which a sampled split may count as blocked)
-    assert spin.get("self blocked", 0) < 50 < sleep.get("self blocked", 0)
+    # it spins: on a CPU, or waiting for one or for the GIL.  Not "mostly not
+    # blocked": a GIL wait the monitor did not see in progress takes its
+    # thread's latest reason, which after a worker's nap is "blocked", and a
+    # monitor starved of CPU sees fewer (docs/time-split.md, "Error": up to
+    # 29% of spin's time under load 16, and more under more; 2% without the
+    # naps).  Its time on a CPU or waiting for one keeps it below the sleep's.
+    assert spin.get("self blocked", 0) < sleep.get("self blocked", 0)
     # the widths are the data's shares: spin has no callees, so its self split is its whole bar
     x = data["fx"][rows["spin"]]
     whole = x[0] + x[1] + x[2]

@@ -150,10 +150,10 @@ def test_the_session_behind_the_path_is_mode_0600(run_ulma, tmp_path):
 
 def test_a_child_that_exits_at_once_is_named(prog, run_ulma, report_json, tmp_path):
     """A process whose whole traced life passes before the monitor looks
-    (here the monitor is stopped meanwhile) waits at its stop until the
-    monitor has taken its records, so the monitor reads its command line
-    while it still runs: before, it was a zombie by then, with an empty
-    /proc/PID/cmdline, and stayed unnamed."""
+    (here the monitor is stopped meanwhile) is named all the same: it
+    wrote its own command line into the session as it started tracing
+    (before, the monitor read /proc/PID/cmdline when it first looked, and
+    the child had to wait at its stop for that)."""
     trace = str(tmp_path / "at_once.trace")
     proc = run_ulma(["run", "--summary", "none", "-o", trace, prog("follow_exit_at_once.py")])
     assert proc.returncode == 0, proc.stderr
@@ -164,19 +164,39 @@ def test_a_child_that_exits_at_once_is_named(prog, run_ulma, report_json, tmp_pa
     assert commands.get(child) == "-c import sys; sys.exit(0) at-once", commands
 
 
-def test_a_forked_child_leaving_by_os_exit_at_once_is_named(prog, run_ulma, report_json, tmp_path):
+@pytest.mark.parametrize("split", ["switches", "schedstat"])
+def test_a_forked_child_leaving_by_os_exit_at_once_is_named(prog, run_ulma, report_json, tmp_path, split):
     """A forked child leaving by os._exit runs no stop, and is reaped before
-    the monitor (stopped meanwhile) looks: its command line is gone, but
-    the switch records saw it forked and not exec: it is named as its
-    parent, whose command line it had."""
+    the monitor (stopped meanwhile) looks: its /proc/PID/cmdline is gone,
+    but it wrote its name (its parent's command line, which it had) as its
+    first thread attached, whatever splits the time."""
     trace = str(tmp_path / "fork_at_once.trace")
-    proc = run_ulma(["run", "--summary", "none", "-o", trace, prog("follow_exit_at_once.py"), "fork"])
+    proc = run_ulma(["run", "--summary", "none", "--split", split, "-o", trace, prog("follow_exit_at_once.py"),
+                     "fork"])
     assert proc.returncode == 0, proc.stderr
     child, code = map(int, proc.stdout.split())
     assert code == 0
     data, _ = report_json(trace)
-    if data["split_method"] != "switches":
-        pytest.skip("perf_event_open refused here: no switch records to see the fork")
     commands = {t["pid"]: t.get("command") for t in data["thread_list"]}
     assert child in commands, commands  # it wrote before it left
     assert commands[child] == "follow_exit_at_once.py fork", commands
+    assert all(commands.values()), commands  # every process named
+
+
+@pytest.mark.parametrize("at_once", [False, True])
+def test_a_chain_of_execs_is_named_by_its_last_program(prog, run_ulma, report_json, tmp_path, at_once):
+    """A process that execs another Python program (which `python -c`
+    execs again) is traced in each image and named by the program it runs
+    last, the name `ps` shows; also when the whole chain ran while the
+    monitor was stopped."""
+    trace = str(tmp_path / "chain.trace")
+    args = ["at-once"] if at_once else []
+    proc = run_ulma(["run", "--summary", "none", "-o", trace, prog("follow_exec_chain.py")] + args)
+    assert proc.returncode == 0, proc.stderr
+    pid = int(proc.stdout.split()[0])
+    data, _ = report_json(trace)
+    threads = [t for t in data["thread_list"] if t["pid"] == pid]
+    assert len(threads) == 3, data["thread_list"]  # each image's main thread wrote
+    assert {t.get("command") for t in threads} == {"follow_exec_chain.py last" + "".join(" " + a for a in args)}, threads
+    calls = {f["name"]: f["calls"] for f in data["functions"]}
+    assert calls.get("step") == 2, calls  # the script's two images

@@ -143,6 +143,32 @@ def test_longjmp_and_a_stray_exit_are_repaired_and_said(cc, run_ulma, tmp_path):
     assert "resynchronised: 4 frames" in text.stdout.decode() + text.stderr.decode()
 
 
+def test_garbage_in_the_programs_own_ring_is_refused_and_said(cc, run_ulma, tmp_path):
+    """docs/design.md, "Hostile writers": a program that writes records
+    breaking the session's format into its own ring (through its thread's
+    writer, as a C extension scribbling on the mapping could) between two
+    zones.  The monitor survives, applies everything else, refuses exactly
+    those records, and the summary says so, live and from the trace."""
+    root = os.path.dirname(os.path.dirname(NATIVE))
+    prog = cc(["hostile_ring.c", "../../src/core/ring.c", "../../src/core/clock.c"], "hostile_ring", instrument=False,
+              extra=["-I" + os.path.join(root, "include"), "-I" + os.path.join(root, "src"), "-D_GNU_SOURCE"])
+    trace = str(tmp_path / "h.trace")
+    proc, data = run_json(run_ulma, [prog], trace)
+    written = int(proc.stdout.split()[1])
+    assert written == 9, proc.stdout
+    assert data["refused"] == written, data["refused"]
+    zones = rows(data, "zone")
+    assert zones["first"]["calls"] == 1 and zones["work"]["calls"] == 2, zones
+    assert data["resynced"] == 0 and data["lost"] == 0
+    assert "?" not in rows(data), "a refused id is not named"
+    text = run_ulma(["run", "--no-live", "-o", str(tmp_path / "t.trace"), prog])
+    assert text.returncode == 0 and "refused: 9 malformed records" in text.stderr.decode(), text.stderr.decode()
+    rep = run_ulma(["report", trace, "--format", "json"])
+    assert rep.returncode == 0 and json.loads(rep.stdout)["refused"] == written
+    rep = run_ulma(["report", trace])
+    assert "refused: 9 malformed records" in rep.stdout.decode() + rep.stderr.decode()
+
+
 def test_cxx_exception_through_instrumented_frames(cc, run_ulma, tmp_path):
     prog = cc(["unwind_cxx.cpp"], "unwind_cxx", cxx=True)
     proc, data = run_json(run_ulma, [prog], str(tmp_path / "x.trace"))

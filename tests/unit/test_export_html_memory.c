@@ -71,7 +71,7 @@ static int write_trace(const char *path)
 	ulma_trace_alloc(b, 1041, base + 0xa000, 300, ULMA_MEM_MEM);
 	ulma_trace_free(b, 1042, base + 0xa000);
 	ulma_trace_exit(b, 1043, 0);
-	struct ulma_trace_end end = {1100, 1000100, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+	struct ulma_trace_end end = {1100, 1000100, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
 	return ulma_trace_writer_close(w, &end);
 }
 

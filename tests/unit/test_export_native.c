@@ -77,7 +77,7 @@ static int write_trace(void)
 	ulma_trace_exit(a, 1200, 0);                          /* main ends: 190 */
 	ulma_trace_enter(b, 1300, 1, 4, false);               /* thread 11, never named */
 	ulma_trace_exit(b, 1310, 1);
-	struct ulma_trace_end end = {1400, 5400, 14, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+	struct ulma_trace_end end = {1400, 5400, 14, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
 	return ulma_trace_writer_close(w, &end);
 }
 

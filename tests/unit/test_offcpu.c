@@ -22,7 +22,7 @@ static struct ulma_offcpu o;
 
 static void rec(uint32_t tid, uint64_t ns, enum ulma_switch_kind kind)
 {
-	struct ulma_switch_record r = {ns, 1, tid, 0, (uint8_t)kind, 0};
+	struct ulma_switch_record r = {ns, 1, tid, 0, (uint8_t)kind};
 	ulma_offcpu_take(&o, &r);
 }
 
@@ -139,7 +139,7 @@ static void test_gil_probe(void)
 
 static void on_cpu(uint32_t tid, uint64_t ns, enum ulma_switch_kind kind, uint32_t cpu)
 {
-	struct ulma_switch_record r = {ns, 1, tid, cpu, (uint8_t)kind, 0};
+	struct ulma_switch_record r = {ns, 1, tid, cpu, (uint8_t)kind};
 	ulma_offcpu_take(&o, &r);
 }
 
@@ -166,25 +166,8 @@ static void test_cpus_and_exit(void)
 	ulma_offcpu_free(&o);
 }
 
-static void test_forked(void)
-{
-	setup();
-	struct ulma_switch_record fork = {100, 20, 20, 0, ULMA_SWITCH_FORK, 10};
-	struct ulma_switch_record other = {110, 30, 30, 1, ULMA_SWITCH_FORK, 10};
-	struct ulma_switch_record exec = {120, 30, 30, 1, ULMA_SWITCH_EXEC, 0};
-	CHECK(ulma_offcpu_take(&o, &fork) == 0 && ulma_offcpu_take(&o, &other) == 0 && ulma_offcpu_take(&o, &exec) == 0,
-	      "two forks and an exec taken");
-	CHECK(ulma_offcpu_forked_from(&o, 20) == 10, "20 was forked from 10 (%u)", ulma_offcpu_forked_from(&o, 20));
-	CHECK(ulma_offcpu_forked_from(&o, 30) == 0, "30 was too, but runs another program since");
-	CHECK(ulma_offcpu_forked_from(&o, 40) == 0, "40 was never seen forked");
-	uint32_t k;
-	CHECK(!ulma_idmap_get(&o.by_tid, 20, &k) || k == 0, "a fork starts no thread state of its own");
-	ulma_offcpu_free(&o);
-}
-
 int main(void)
 {
-	test_forked();
 	test_cpus_and_exit();
 	test_intervals();
 	test_order_and_causality();

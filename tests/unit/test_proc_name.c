@@ -7,7 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "monitor/proc_name.h"
+#include "core/proc_name.h"
 #include "tap.h"
 
 static int formats_as(const char *raw, size_t len, const char *expected)

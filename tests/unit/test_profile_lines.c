@@ -163,9 +163,33 @@ static void test_allocations(void)
 	ulma_profile_free(&p);
 }
 
+/* Line numbers at the top of their range (a trace or a ring may carry
+ * any): the direct table of a function's lines must not wrap its end
+ * around to 0 (fuzz_rings: lines 2^32 - 2, 2^32 - 1 then 0 wrote past
+ * the table). */
+static void test_lines_near_the_top(void)
+{
+	struct ulma_profile p;
+	ulma_profile_init(&p);
+	ulma_profile_add_thread(&p, 0, 1, 1, 1);
+	ulma_profile_add_func(&p, 0, ULMA_DEF_PY, "f", 1, "/m.py", 5, 1);
+	const uint32_t lines[] = {UINT32_MAX - 1, UINT32_MAX, 0, 5, UINT32_MAX, UINT32_MAX - 70000, 0};
+	uint64_t t = 100;
+	ulma_profile_enter(&p, 0, 0, t);
+	for (size_t i = 0; i < sizeof(lines) / sizeof(lines[0]); i++)
+		CHECK(ulma_profile_line(&p, 0, t += 10, lines[i], true) == 0, "line %u", lines[i]);
+	ulma_profile_exit(&p, 0, t += 10);
+	const struct ulma_line_row *top = row(&p, 0, UINT32_MAX), *zero = row(&p, 0, 0), *five = row(&p, 0, 5);
+	CHECK(top && zero && five && top->hits == 2 && zero->hits == 2 && five->hits == 1,
+	      "each line its own row: 2^32 - 1 and 0 hit twice, 5 once");
+	CHECK_EQ_U64(p.lines->nrows, 5, "five lines, five rows");
+	ulma_profile_free(&p);
+}
+
 int main(void)
 {
 	test_loop();
+	test_lines_near_the_top();
 	test_allocations();
 	test_resume_and_off();
 	return tap_done();

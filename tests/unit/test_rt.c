@@ -4,13 +4,16 @@
  * the middle of writing leaves every ring with one producer: every thread's
  * records read back in order, each ring ends with its STOP, and nothing is
  * written after it.  Native threads hold no GIL, so this is the handshake
- * of rt.h ("Stopping"), run many times over.  Also the C API's names and
- * the hooks' rebinding of an object's imports (got.c). */
+ * of rt.h ("Stopping"), run many times over.  Also the C API's names, the
+ * hooks' rebinding of an object's imports (got.c), and the names processes
+ * write of themselves (threads.c). */
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "core/session.h"
@@ -314,9 +317,57 @@ static void test_c_api(void)
 	ulma_session_unmap(&s);
 }
 
+/* The definitions of kind ULMA_DEF_PROCESS for pid: how many, and
+ * whether each says `name` and parent ppid. */
+static int process_names(const struct ulma_session *s, pid_t pid, const char *name, pid_t ppid, bool *right)
+{
+	char parent[16];
+	snprintf(parent, sizeof(parent), "%d", (int)ppid);
+	uint64_t cursor = 0;
+	struct ulma_def_view d;
+	int n = 0;
+	*right = true;
+	while (ulma_session_next_def(s, &cursor, &d) == 1) {
+		if (d.kind != ULMA_DEF_PROCESS || d.line != (uint32_t)pid)
+			continue;
+		n++;
+		*right &= d.name_len == strlen(name) && memcmp(d.name, name, d.name_len) == 0 &&
+			  d.file_len == strlen(parent) && memcmp(d.file, parent, d.file_len) == 0;
+	}
+	return n;
+}
+
+/* A process names itself before its first thread claims a slot: once per
+ * session, and a forked child again, under its own pid, even one that
+ * leaves by _exit at once (no stop runs). */
+static void test_process_names(void)
+{
+	struct ulma_session s;
+	if (!CHECK(make_session(&s, false) == 0, "session"))
+		return;
+	start(&s);
+	ulma_instant("parent");
+	pid_t child = fork();
+	if (child == 0) {
+		ulma_instant("child");
+		_exit(0);
+	}
+	int status;
+	waitpid(child, &status, 0);
+	ulma_instant("parent again");
+	stop();
+	bool right;
+	int n = process_names(&s, getpid(), "test_rt", getppid(), &right);
+	CHECK(n == 1 && right, "the process named itself once, by its program and its parent (%d)", n);
+	n = process_names(&s, child, "test_rt", getpid(), &right);
+	CHECK(n == 1 && right, "the forked child too, under its own pid, its parent this process (%d)", n);
+	ulma_session_unmap(&s);
+}
+
 int main(void)
 {
 	test_c_api();
+	test_process_names();
 	test_stop_under_writers(false);
 	test_two_sessions(false);
 	if (ulma_clock_tsc_usable()) {

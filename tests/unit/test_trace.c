@@ -412,7 +412,7 @@ static int write_sample(const char *path, uint64_t *bytes_after_flush)
 	ulma_trace_enter(b, 1950, 0, 100, same_fn(100, 0));
 	ulma_trace_exit(b, 1940, 0);
 	ulma_trace_enter(b, 1990, 0, 101, same_fn(101, 0));
-	struct ulma_trace_end end = {2000, 778000, NEXPECTED, 42, ULMA_FAIL_NO_SLOT | ULMA_FAIL_DEFS_FULL, -1, 0, 0, 0, 0, 0, 0};
+	struct ulma_trace_end end = {2000, 778000, NEXPECTED, 42, ULMA_FAIL_NO_SLOT | ULMA_FAIL_DEFS_FULL, -1, 0, 0, 0, 0, 0, 0, 0};
 	return ulma_trace_writer_close(w, &end);
 }
 
@@ -665,7 +665,7 @@ static void test_big_stream(void)
 		else
 			ulma_trace_exit(s, t, i % 3);
 	}
-	struct ulma_trace_end end = {t, 0, n, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+	struct ulma_trace_end end = {t, 0, n, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
 	CHECK_EQ_I64(ulma_trace_writer_close(w, &end), 0, "close writer");
 
 	size_t len;
@@ -775,7 +775,7 @@ static int extremes_trace(const char *path, uint32_t file_id, uint64_t t0, struc
 	ulma_trace_enter(s, UINT64_MAX - 5, 0, 1, same_fn(1, UINT32_MAX));
 	ulma_trace_lost(s, UINT64_MAX, UINT64_MAX);
 	ulma_trace_exit(s, UINT64_MAX, UINT32_MAX);
-	struct ulma_trace_end end = {UINT64_MAX, UINT64_MAX, UINT64_MAX, UINT64_MAX, UINT32_MAX, INT32_MIN, UINT32_MAX, UINT64_MAX, UINT64_MAX, UINT32_MAX, UINT64_MAX, 0};
+	struct ulma_trace_end end = {UINT64_MAX, UINT64_MAX, UINT64_MAX, UINT64_MAX, UINT32_MAX, INT32_MIN, UINT32_MAX, UINT64_MAX, UINT64_MAX, UINT32_MAX, UINT64_MAX, 0, UINT64_MAX};
 	if ((rc = ulma_trace_writer_close(w, &end)))
 		return rc;
 	struct ulma_trace_visitor v = recorder(r);
@@ -816,7 +816,7 @@ static void test_extremes(void)
 	      r.nevents);
 	CHECK(r.ends == 1 && r.end.end_ticks == UINT64_MAX && r.end.events == UINT64_MAX &&
 		      r.end.failures == UINT32_MAX && r.end.exit_status == INT32_MIN &&
-		      r.end.resynced == UINT64_MAX,
+		      r.end.resynced == UINT64_MAX && r.end.mem_unattributed == 0 && r.end.refused == UINT64_MAX,
 	      "extreme END fields, exit status INT32_MIN, resynchronised 2^64-1");
 	free(r.events);
 
@@ -1005,7 +1005,7 @@ static void test_process_names(void)
 	int err = ulma_trace_writer_open(path, &meta, &w);
 	if (!CHECK_EQ_I64(err, 0, "open a writer"))
 		goto out;
-	struct ulma_trace_end end = {2000, 778000, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+	struct ulma_trace_end end = {2000, 778000, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
 	err = ulma_trace_process(w, 42, 0, "work.py --n 3", 13);
 	err = err ? err : ulma_trace_process(w, 43, 42, long_name, sizeof(long_name));
 	err = err ? err : ulma_trace_process(w, 42, 7, "renamed", 7);
@@ -1113,7 +1113,7 @@ static void test_off_records(void)
 	ulma_trace_off(s, 1120, 3, ULMA_OFF_RUNNABLE, 70); /* it had run on CPU 3 since it came back */
 	ulma_trace_exit(s, 1200, 1);
 	ulma_trace_off(s, 1210, 1, ULMA_OFF_GIL, 9);
-	struct ulma_trace_end end = {2000, 778000, 2, 0, 0, 0, ULMA_SPLIT_SWITCHES, 123456789, 3, 1, 0, 0};
+	struct ulma_trace_end end = {2000, 778000, 2, 0, 0, 0, ULMA_SPLIT_SWITCHES, 123456789, 3, 1, 0, 0, 0};
 	CHECK_EQ_I64(ulma_trace_writer_close(w, &end), 0, "closed");
 	struct record r;
 	struct ulma_trace_status st;
@@ -1178,7 +1178,7 @@ static void test_marks(void)
 	ulma_trace_mark(s, 1130, ULMA_EXT_COUNTER, 4, -2.5e300);
 	ulma_trace_exit(s, 1140, 0);
 	ulma_trace_exit(s, 1150, 0);
-	struct ulma_trace_end end = {2000, 778000, 4, 0, 0, 0, ULMA_SPLIT_SWITCHES, 1, 0, 0, 0, 0};
+	struct ulma_trace_end end = {2000, 778000, 4, 0, 0, 0, ULMA_SPLIT_SWITCHES, 1, 0, 0, 0, 0, 0};
 	CHECK_EQ_I64(ulma_trace_writer_close(w, &end), 0, "closed");
 	struct record r;
 	struct ulma_trace_status st;
@@ -1241,7 +1241,7 @@ static void test_lines(void)
 	ulma_trace_line(s, 1131, 2, true);
 	ulma_trace_line(s, 1140, 300000, false);
 	ulma_trace_exit(s, 1150, 0);
-	struct ulma_trace_end end = {2000, 778000, 7, 0, 0, 0, ULMA_SPLIT_SWITCHES, 1, 0, 0, 0, 0};
+	struct ulma_trace_end end = {2000, 778000, 7, 0, 0, 0, ULMA_SPLIT_SWITCHES, 1, 0, 0, 0, 0, 0};
 	CHECK_EQ_I64(ulma_trace_writer_close(w, &end), 0, "closed");
 	struct record r;
 	struct ulma_trace_status st;

@@ -112,7 +112,7 @@ static void test_round_trip(void)
 	ulma_trace_enter(s, 1200, 0, 1, false);
 	ulma_trace_free(s, 1201, 0x7f0000000f00);
 	ulma_trace_exit(s, 1210, 0);
-	struct ulma_trace_end end = {2000, 778000, 4, 0, 0, 0, 0, 0, 0, 0, 0, 12};
+	struct ulma_trace_end end = {2000, 778000, 4, 0, 0, 0, 0, 0, 0, 0, 0, 12, 0};
 	CHECK_EQ_I64(ulma_trace_writer_close(w, &end), 0, "closed");
 
 	struct seen seen = {0};
@@ -233,7 +233,7 @@ static void test_flush_order(void)
 	ulma_trace_exit(a, 1110, 0);
 	CHECK(!ulma_trace_stream_has_memory(a), "a new chunk without memory");
 	ulma_trace_exit(b, 1010, 0);
-	struct ulma_trace_end end = {2000, 778000, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+	struct ulma_trace_end end = {2000, 778000, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
 	CHECK_EQ_I64(ulma_trace_writer_close(w, &end), 0, "closed");
 
 	struct seen seen = {0};

@@ -108,7 +108,7 @@ static int write_rank(const char *path, bool merged)
 		struct ulma_trace_merge m = {4, 10, 51, 3000000000u, 20, 1, 2};
 		ulma_trace_mpi_merge(w, &m);
 	}
-	struct ulma_trace_end end = {2000, 6000, 4, 0, 0, 0, ULMA_SPLIT_NONE, 0, 0, 0, 0, 0};
+	struct ulma_trace_end end = {2000, 6000, 4, 0, 0, 0, ULMA_SPLIT_NONE, 0, 0, 0, 0, 0, 0};
 	return ulma_trace_writer_close(w, &end);
 }
 

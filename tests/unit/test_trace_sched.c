@@ -75,7 +75,7 @@ static void test_round_trip(void)
 	ulma_trace_sched(a, &stale); /* goes back in cpu: dropped */
 	ulma_trace_sched(a, &want[3]);
 	ulma_trace_sched(b, &want[4]);
-	struct ulma_trace_end end = {500, 600, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+	struct ulma_trace_end end = {500, 600, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
 	CHECK_EQ_I64(ulma_trace_writer_close(w, &end), 0, "close writer");
 
 	FILE *f = fopen(path, "rb");

@@ -6,11 +6,15 @@
  * "work.py".  `ulma run` starts the program as "python3 -c <boot code>
  * work.py" (src/monitor/run.c): a -c whose code imports ulma._boot is left
  * out too, so that shows as "work.py".  The script or program is named by
- * its file name: "python3 /srv/app/work.py" shows as "work.py".  The
- * collector reads a process's name once, when its first thread shows up,
- * and keeps it in the profile and the trace (src/analysis/pid_names.h), so
- * a process that has ended keeps the name it had; its parent's pid with it.  Control bytes are left
- * in: the caller cleans what it prints.  No allocation.
+ * its file name: "python3 /srv/app/work.py" shows as "work.py".  A
+ * traced process names itself, reading its own command line as its first
+ * thread attaches to the session (src/runtime/threads.c, a
+ * ULMA_DEF_PROCESS definition); the collector keeps the name in the
+ * profile and the trace (src/analysis/pid_names.h), so a process that has
+ * ended keeps the name it had, its parent's pid with it.  It reads
+ * /proc/PID itself only for a process that could not write its name (the
+ * definition area full).  Control bytes are left in: the caller cleans
+ * what it prints.  No allocation; safe in a signal handler.
  */
 #ifndef ULMA_PROC_NAME_H
 #define ULMA_PROC_NAME_H
