@@ -15,6 +15,8 @@ int ulma_mem_table_init(struct ulma_mem_table *t)
 	if (!t->chunks)
 		return -ENOMEM;
 	t->mask = SLOTS_MIN - 1;
+	t->max_entries = ULMA_MEM_TABLE_ENTRIES_MAX;
+	t->max_chunks = ULMA_MEM_TABLE_CHUNKS_MAX;
 	return 0;
 }
 
@@ -53,10 +55,10 @@ static int grow_slots(struct ulma_mem_table *t)
 struct ulma_mem_block *ulma_mem_table_add(struct ulma_mem_table *t, const struct ulma_mem_where *w)
 {
 	struct ulma_mem_chunk *c = w->chunk;
-	if (t->used >= ULMA_MEM_TABLE_ENTRIES_MAX)
+	if (t->used >= t->max_entries)
 		return NULL;
 	if (!c->key) { /* the chunk's first entry */
-		if (t->nchunks >= ULMA_MEM_TABLE_CHUNKS_MAX)
+		if (t->nchunks >= t->max_chunks)
 			return NULL;
 		struct ulma_mem_block *b = malloc(sizeof(*b));
 		if (!b)

@@ -58,6 +58,7 @@ struct ulma_mem_table {
 	uint64_t mask;                 /* slots - 1 */
 	uint64_t nchunks;
 	uint64_t used; /* entries */
+	uint64_t max_entries, max_chunks; /* the bounds: ULMA_MEM_TABLE_*_MAX (a test may lower them) */
 };
 
 /* Where an address's entry is, or would be added. */
@@ -124,11 +125,21 @@ static inline struct ulma_mem_block *ulma_mem_table_find(struct ulma_mem_table *
  * bounds or out of memory (nothing changed). */
 struct ulma_mem_block *ulma_mem_table_add(struct ulma_mem_table *t, const struct ulma_mem_where *w);
 
-/* A hint: bring the line of addr's chunk slot into the cache. */
+/* Hints for an address ahead: bring the line of its chunk's slot into the
+ * cache, and later (once that line is there) the line of its entry. */
 static inline void ulma_mem_table_prefetch(const struct ulma_mem_table *t, uint32_t proc, uint64_t addr)
 {
 	unsigned bit;
 	__builtin_prefetch(&t->chunks[ulma_mem_mix(ulma_mem_table_key(proc, addr, &bit)) & t->mask]);
+}
+
+static inline void ulma_mem_table_prefetch_entry(const struct ulma_mem_table *t, uint32_t proc, uint64_t addr)
+{
+	unsigned bit;
+	uint64_t key = ulma_mem_table_key(proc, addr, &bit);
+	const struct ulma_mem_chunk *c = &t->chunks[ulma_mem_mix(key) & t->mask];
+	if (c->key == key) /* at its home slot, as most are */
+		__builtin_prefetch(&c->blocks[ulma_mem_table_count(c->bits & ((UINT64_C(1) << bit) - 1))]);
 }
 
 /* Remove the entries for which drop(ctx, proc, entry) is true; each entry

@@ -169,6 +169,14 @@ static inline void ulma_profile_mem_prefetch(const struct ulma_profile *p, uint3
 		ulma_mem_table_prefetch(&p->memory->table, mt->proc, addr);
 }
 
+/* The second step, a few records later: its entry's line. */
+static inline void ulma_profile_mem_prefetch_entry(const struct ulma_profile *p, uint32_t thread, uint64_t addr)
+{
+	const struct ulma_mem_thread *mt = p->threads[thread].mem;
+	if (mt)
+		ulma_mem_table_prefetch_entry(&p->memory->table, mt->proc, addr);
+}
+
 /* Start recording memory in p (the session or the trace says so). */
 int ulma_profile_memory_enable(struct ulma_profile *p);
 void ulma_profile_memory_free(struct ulma_profile_memory *m);
