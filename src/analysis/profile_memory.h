@@ -162,19 +162,12 @@ struct ulma_profile_memory {
 /* Bring the table's line for block addr of thread `thread` into the cache
  * ahead of its record: the table is large, so a lookup of an address far
  * from the last ones is a cache miss otherwise.  A hint only. */
-static inline void ulma_profile_mem_prefetch(const struct ulma_profile *p, uint32_t thread, uint64_t addr)
+static inline __attribute__((always_inline)) void ulma_profile_mem_prefetch(const struct ulma_profile *p, uint32_t thread,
+									    uint64_t addr)
 {
 	const struct ulma_mem_thread *mt = p->threads[thread].mem;
 	if (mt)
 		ulma_mem_table_prefetch(&p->memory->table, mt->proc, addr);
-}
-
-/* The second step, a few records later: its entry's line. */
-static inline void ulma_profile_mem_prefetch_entry(const struct ulma_profile *p, uint32_t thread, uint64_t addr)
-{
-	const struct ulma_mem_thread *mt = p->threads[thread].mem;
-	if (mt)
-		ulma_mem_table_prefetch_entry(&p->memory->table, mt->proc, addr);
 }
 
 /* Start recording memory in p (the session or the trace says so). */

@@ -19,8 +19,7 @@
 #include "collector_slot.h"
 
 #define PREFETCH_RECORDS 16 /* read the ring this far ahead: the writer's core holds its lines */
-#define MEMORY_AHEAD 16     /* fetch the live-block table's chunk slot of the memory record this far ahead,
-			     * and its entry at half the distance */
+#define MEMORY_AHEAD 16     /* fetch the live-block table's chunk slot of the memory record this far ahead */
 
 /* Merge the thread's off-CPU intervals that end by `t` into its stream. */
 static void merge_off(struct ulma_collector *c, struct ulma_collector_slot *cs, uint64_t t, enum ulma_offcpu_at at)
@@ -355,12 +354,10 @@ apply_loop(struct ulma_collector *c, struct ulma_collector_slot *cs, const struc
 		} else {
 			if ((r->kind >= ULMA_REC_MEM_SIZE && r->kind <= ULMA_REC_FREE) ||
 			    r->kind == ULMA_REC_ALLOC_SMALL) { /* --memory */
-				const struct ulma_record *ahead = r + MEMORY_AHEAD, *near = r + MEMORY_AHEAD / 2;
+				const struct ulma_record *ahead = r + MEMORY_AHEAD;
 				uint64_t addr;
 				if (ahead < end && mem_addr(ahead, &addr) && p->memory)
 					ulma_profile_mem_prefetch(p, thread, addr);
-				if (near < end && mem_addr(near, &addr) && p->memory)
-					ulma_profile_mem_prefetch_entry(p, thread, addr);
 				struct ulma_collector_block b;
 				if (p->memory && ulma_collector_mem_decode(&cs->mem, r, &b, &p->memory->unmatched_allocs)) {
 					bool due = false;
