@@ -166,8 +166,8 @@ struct ulma_mem_block *ulma_mem_table_add(struct ulma_mem_table *t, const struct
 		t->used++;
 		return b;
 	}
-	uint32_t n = ulma_mem_table_count(c->bits);
 	uint32_t at = ulma_mem_table_count(c->bits & ((UINT64_C(1) << w->bit) - 1));
+	uint32_t n = c->bits >> w->bit ? ulma_mem_table_count(c->bits) : at; /* nothing above: an append */
 	if (n == c->cap) { /* into an array twice the size, with a gap at `at` */
 		struct ulma_mem_block *grown = array_get(t, class_of(c->cap) + 1);
 		if (!grown)
@@ -177,7 +177,7 @@ struct ulma_mem_block *ulma_mem_table_add(struct ulma_mem_table *t, const struct
 		array_put(t, class_of(c->cap), c->blocks);
 		c->blocks = grown;
 		c->cap *= 2;
-	} else {
+	} else if (at < n) {
 		memmove(&c->blocks[at + 1], &c->blocks[at], (n - at) * sizeof(*c->blocks));
 	}
 	c->bits |= UINT64_C(1) << w->bit;

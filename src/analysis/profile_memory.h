@@ -159,17 +159,6 @@ struct ulma_profile_memory {
 	uint64_t sample_bytes; /* --memory=sample:BYTES: blocks are samples, their sizes estimates (0: exact) */
 };
 
-/* Bring the table's line for block addr of thread `thread` into the cache
- * ahead of its record: the table is large, so a lookup of an address far
- * from the last ones is a cache miss otherwise.  A hint only. */
-static inline __attribute__((always_inline)) void ulma_profile_mem_prefetch(const struct ulma_profile *p, uint32_t thread,
-									    uint64_t addr)
-{
-	const struct ulma_mem_thread *mt = p->threads[thread].mem;
-	if (mt)
-		ulma_mem_table_prefetch(&p->memory->table, mt->proc, addr);
-}
-
 /* Start recording memory in p (the session or the trace says so). */
 int ulma_profile_memory_enable(struct ulma_profile *p);
 void ulma_profile_memory_free(struct ulma_profile_memory *m);

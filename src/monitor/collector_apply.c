@@ -151,17 +151,6 @@ static inline bool has_cpu(uint8_t kind)
 	       (kind < ULMA_REC_MEM_SIZE || kind > ULMA_REC_ALLOC_SMALL) && kind != ULMA_REC_MPI_ARG;
 }
 
-/* An allocation or free record (--memory): its block's address, to prefetch. */
-static inline bool mem_addr(const struct ulma_record *r, uint64_t *addr)
-{
-	if (r->kind == ULMA_REC_ALLOC_SMALL) {
-		*addr = native_addr(r) & ~(uint64_t)15;
-		return true;
-	}
-	*addr = native_addr(r);
-	return r->kind == ULMA_REC_ALLOC || r->kind == ULMA_REC_FREE;
-}
-
 /* The dense index of the native function at addr, of the thread's cache
  * or named now (collector_native.c).  UINT32_MAX when out of memory. */
 static uint32_t native_miss(struct ulma_collector *c, struct ulma_collector_slot *cs, uint64_t addr)
@@ -355,15 +344,14 @@ apply_loop(struct ulma_collector *c, struct ulma_collector_slot *cs, const struc
 			if ((r->kind >= ULMA_REC_MEM_SIZE && r->kind <= ULMA_REC_FREE) ||
 			    r->kind == ULMA_REC_ALLOC_SMALL) { /* --memory */
 				const struct ulma_record *ahead = r + MEMORY_AHEAD;
-				uint64_t addr;
-				if (ahead < end && mem_addr(ahead, &addr) && p->memory)
-					ulma_profile_mem_prefetch(p, thread, addr);
+				if (ahead < end && ahead->kind == ULMA_REC_FREE && th->mem) /* a free's block is often cold */
+					ulma_mem_table_prefetch(&p->memory->table, th->mem->proc, native_addr(ahead));
 				struct ulma_collector_block b;
 				if (p->memory && ulma_collector_mem_decode(&cs->mem, r, &b, &p->memory->unmatched_allocs)) {
 					bool due = false;
 					if (mode & APPLY_STREAM)
 						ulma_trace_cursor_memory(st, &cur, t, b.alloc, b.addr, b.size, b.domain);
-					ulma_collector_set_error(c, ulma_collector_memory(c, cs->thread, mode & APPLY_STREAM, &b, t,
+					ulma_collector_set_error(c, ulma_collector_memory(p, cs->thread, mode & APPLY_STREAM, &b, t,
 											  &due));
 					if (ULMA_UNLIKELY(due)) { /* they go to the stream: after the block's record */
 						CURSOR_PUT();
