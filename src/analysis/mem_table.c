@@ -143,7 +143,9 @@ static int grow_slots(struct ulma_mem_table *t)
 	return 0;
 }
 
-struct ulma_mem_block *ulma_mem_table_add(struct ulma_mem_table *t, const struct ulma_mem_where *w)
+/* ulma_mem_table_add's other cases: a new chunk, an entry between
+ * others, a full array. */
+struct ulma_mem_block *ulma_mem_table_add_slow(struct ulma_mem_table *t, const struct ulma_mem_where *w)
 {
 	struct ulma_mem_chunk *c = w->chunk;
 	if (t->used >= t->max_entries)
@@ -166,8 +168,7 @@ struct ulma_mem_block *ulma_mem_table_add(struct ulma_mem_table *t, const struct
 		t->used++;
 		return b;
 	}
-	uint32_t at = ulma_mem_table_count(c->bits & ((UINT64_C(1) << w->bit) - 1));
-	uint32_t n = c->bits >> w->bit ? ulma_mem_table_count(c->bits) : at; /* nothing above: an append */
+	uint32_t at = w->at, n = ulma_mem_table_count(c->bits);
 	if (n == c->cap) { /* into an array twice the size, with a gap at `at` */
 		struct ulma_mem_block *grown = array_get(t, class_of(c->cap) + 1);
 		if (!grown)

@@ -76,6 +76,7 @@ struct ulma_mem_where {
 	struct ulma_mem_chunk *chunk; /* its chunk, or the empty slot its chunk would take */
 	uint64_t key;
 	unsigned bit;
+	unsigned at; /* its index in the chunk's entries */
 };
 
 static inline uint64_t ulma_mem_mix(uint64_t k)
@@ -125,25 +126,47 @@ static inline struct ulma_mem_block *ulma_mem_table_find(struct ulma_mem_table *
 	struct ulma_mem_chunk *c = &t->chunks[h];
 	w->chunk = c;
 	w->key = key;
-	if (!(c->bits >> w->bit & 1)) /* an empty slot's bits are 0 */
-		return NULL;
-	return &c->blocks[ulma_mem_table_count(c->bits & ((UINT64_C(1) << w->bit) - 1))];
+	w->at = ulma_mem_table_count(c->bits & ((UINT64_C(1) << w->bit) - 1)); /* an empty slot's bits are 0 */
+	return c->bits >> w->bit & 1 ? &c->blocks[w->at] : NULL;
 }
+
+struct ulma_mem_block *ulma_mem_table_add_slow(struct ulma_mem_table *t, const struct ulma_mem_where *w);
 
 /* Add the entry ulma_mem_table_find said was missing at *w (nothing was
  * added or swept since), its contents unset.  NULL if the table is at its
- * bounds or out of memory (nothing changed). */
-struct ulma_mem_block *ulma_mem_table_add(struct ulma_mem_table *t, const struct ulma_mem_where *w);
+ * bounds or out of memory (nothing changed).  Inline: the common case,
+ * the address above every other of an existing chunk with room (pymalloc
+ * carving a pool), is a bit set. */
+static inline struct ulma_mem_block *ulma_mem_table_add(struct ulma_mem_table *t, const struct ulma_mem_where *w)
+{
+	struct ulma_mem_chunk *c = w->chunk;
+	if (__builtin_expect(c->key && !(c->bits >> w->bit) && w->at < c->cap && t->used < t->max_entries, 1)) {
+		c->bits |= UINT64_C(1) << w->bit;
+		t->used++;
+		return &c->blocks[w->at];
+	}
+	return ulma_mem_table_add_slow(t, w);
+}
 
-/* A hint for an address ahead: bring the line of its chunk's slot into
- * the cache.  (Its entry's line, fetched in a second step once the slot's
- * is there, gained nothing measurable.)  Always inlined: GCC 12 finds a
- * helper holding only a prefetch free of side effects and drops the call. */
+/* Hints for an address ahead: bring the line of its chunk's slot into
+ * the cache, and a few records later, once that line is there, the line
+ * of its entry.  Always inlined: GCC 12 finds a helper holding only a
+ * prefetch free of side effects and drops the call. */
 static inline __attribute__((always_inline)) void ulma_mem_table_prefetch(const struct ulma_mem_table *t, uint32_t proc,
 									  uint64_t addr)
 {
 	unsigned bit;
 	__builtin_prefetch(&t->chunks[ulma_mem_mix(ulma_mem_table_key(proc, addr, &bit)) & t->mask]);
+}
+
+static inline __attribute__((always_inline)) void ulma_mem_table_prefetch_entry(const struct ulma_mem_table *t,
+										uint32_t proc, uint64_t addr)
+{
+	unsigned bit;
+	uint64_t key = ulma_mem_table_key(proc, addr, &bit);
+	const struct ulma_mem_chunk *c = &t->chunks[ulma_mem_mix(key) & t->mask];
+	if (c->key == key) /* at its home slot, as most are */
+		__builtin_prefetch(&c->blocks[ulma_mem_table_count(c->bits & ((UINT64_C(1) << bit) - 1))]);
 }
 
 /* Remove the entries for which drop(ctx, proc, entry) is true; each entry

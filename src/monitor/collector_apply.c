@@ -19,7 +19,7 @@
 #include "collector_slot.h"
 
 #define PREFETCH_RECORDS 16 /* read the ring this far ahead: the writer's core holds its lines */
-#define MEMORY_AHEAD 16     /* fetch the live-block table's chunk slot of the memory record this far ahead */
+#define MEMORY_AHEAD 16     /* fetch the live-block table's chunk slot of a free this far ahead, its entry at half */
 
 /* Merge the thread's off-CPU intervals that end by `t` into its stream. */
 static void merge_off(struct ulma_collector *c, struct ulma_collector_slot *cs, uint64_t t, enum ulma_offcpu_at at)
@@ -343,9 +343,13 @@ apply_loop(struct ulma_collector *c, struct ulma_collector_slot *cs, const struc
 		} else {
 			if ((r->kind >= ULMA_REC_MEM_SIZE && r->kind <= ULMA_REC_FREE) ||
 			    r->kind == ULMA_REC_ALLOC_SMALL) { /* --memory */
-				const struct ulma_record *ahead = r + MEMORY_AHEAD;
-				if (ahead < end && ahead->kind == ULMA_REC_FREE && th->mem) /* a free's block is often cold */
-					ulma_mem_table_prefetch(&p->memory->table, th->mem->proc, native_addr(ahead));
+				const struct ulma_record *ahead = r + MEMORY_AHEAD, *near = r + MEMORY_AHEAD / 2;
+				if (th->mem && ahead < end) { /* a free's block is often cold (allocations go to chunks just used) */
+					if (ahead->kind == ULMA_REC_FREE)
+						ulma_mem_table_prefetch(&p->memory->table, th->mem->proc, native_addr(ahead));
+					if (near->kind == ULMA_REC_FREE)
+						ulma_mem_table_prefetch_entry(&p->memory->table, th->mem->proc, native_addr(near));
+				}
 				struct ulma_collector_block b;
 				if (p->memory && ulma_collector_mem_decode(&cs->mem, r, &b, &p->memory->unmatched_allocs)) {
 					bool due = false;
