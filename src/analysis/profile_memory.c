@@ -7,7 +7,7 @@
 
 #include "../core/array.h"
 
-#define BLOCKS_MIN 1024u /* entries of the first table */
+#define NODES_MIN 1024u /* calling contexts room is first made for */
 #define PEAK_STEP 64     /* copy the holders when the peak has grown by 1/PEAK_STEP */
 #define GHOST_SAMPLE 1024 /* ghosts whose times estimate the median */
 
@@ -26,16 +26,14 @@ int ulma_profile_memory_enable(struct ulma_profile *p)
 	struct ulma_profile_memory *m = calloc(1, sizeof(*m));
 	if (!m)
 		return -ENOMEM;
-	m->blocks = calloc(BLOCKS_MIN, sizeof(*m->blocks));
-	m->node_index = calloc(BLOCKS_MIN, sizeof(*m->node_index));
-	m->nodes = malloc(BLOCKS_MIN * sizeof(*m->nodes));
-	if (!m->blocks || !m->node_index || !m->nodes) {
+	m->node_index = calloc(NODES_MIN, sizeof(*m->node_index));
+	m->nodes = malloc(NODES_MIN * sizeof(*m->nodes));
+	if (ulma_mem_table_init(&m->table) || !m->node_index || !m->nodes) {
 		ulma_profile_memory_free(m);
 		return -ENOMEM;
 	}
-	m->mask = BLOCKS_MIN - 1;
-	m->node_mask = BLOCKS_MIN - 1;
-	m->cap_nodes = BLOCKS_MIN;
+	m->node_mask = NODES_MIN - 1;
+	m->cap_nodes = NODES_MIN;
 	m->nodes[0] = (struct ulma_mem_node){0, ULMA_MEM_NO_FUNC};
 	m->nnodes = 1;
 	p->memory = m;
@@ -47,7 +45,7 @@ void ulma_profile_memory_free(struct ulma_profile_memory *m)
 	if (!m)
 		return;
 	free(m->funcs);
-	free(m->blocks);
+	ulma_mem_table_free(&m->table);
 	free(m->nodes);
 	free(m->node_index);
 	free(m->procs);
@@ -220,78 +218,42 @@ uint32_t ulma_profile_memory_stack(const struct ulma_profile *p, uint32_t node, 
 
 /* ---- live blocks ---- */
 
-#define block_key ulma_mem_key
-
-/* The entry of key, or the empty one where it would go. */
-static struct ulma_mem_block *find(struct ulma_profile_memory *m, uint64_t key)
-{
-	uint64_t h = mix(key) & m->mask;
-	while (m->blocks[h].key && m->blocks[h].key != key)
-		h = (h + 1) & m->mask;
-	return &m->blocks[h];
-}
-
-/* Remove entry b (backward-shift deletion keeps every probe chain whole). */
-static void erase(struct ulma_profile_memory *m, struct ulma_mem_block *b)
-{
-	uint64_t i = (uint64_t)(b - m->blocks);
-	if (m->blocks[i].size == ULMA_MEM_GHOST)
-		m->nghosts--;
-	m->used--;
-	for (uint64_t j = (i + 1) & m->mask;; j = (j + 1) & m->mask) {
-		if (!m->blocks[j].key)
-			break;
-		uint64_t home = mix(m->blocks[j].key) & m->mask;
-		/* j's entry may fill the hole at i if its home is not in (i, j] */
-		if (((j - home) & m->mask) >= ((j - i) & m->mask)) {
-			m->blocks[i] = m->blocks[j];
-			i = j;
-		}
-	}
-	m->blocks[i].key = 0;
-}
-
-static int grow_blocks(struct ulma_profile_memory *m)
-{
-	uint64_t cap = (m->mask + 1) * 2;
-	struct ulma_mem_block *old = m->blocks, *nb = calloc(cap, sizeof(*nb));
-	if (!nb)
-		return -ENOMEM;
-	uint64_t old_cap = m->mask + 1;
-	m->blocks = nb;
-	m->mask = cap - 1;
-	for (uint64_t i = 0; i < old_cap; i++)
-		if (old[i].key)
-			*find(m, old[i].key) = old[i];
-	free(old);
-	return 0;
-}
-
 /* Too many ghosts: forget the older half (by a sample's median time).
  * An allocation older than a forgotten ghost's free that is still in a
  * ring would then be taken as live: ghosts are kept long enough for that
  * to need a thread whose records wait unpublished for that long. */
+struct ghost_cut {
+	struct ulma_profile_memory *m;
+	uint64_t cut;
+};
+
+static bool ghost_older(void *ctx, uint32_t proc, const struct ulma_mem_block *b)
+{
+	(void)proc;
+	struct ghost_cut *g = ctx;
+	if (b->size != ULMA_MEM_GHOST || b->ticks > g->cut)
+		return false;
+	if (!b->func) {
+		g->m->unknown_frees++;
+		g->m->unmatched--;
+	}
+	g->m->nghosts--;
+	return true;
+}
+
 static void drop_ghosts(struct ulma_profile_memory *m)
 {
-	uint64_t sample[GHOST_SAMPLE], cut;
+	uint64_t sample[GHOST_SAMPLE];
 	uint32_t n = 0;
-	for (uint64_t i = 0; i <= m->mask && n < GHOST_SAMPLE; i += 1 + (m->mask >> 12))
-		if (m->blocks[i].key && m->blocks[i].size == ULMA_MEM_GHOST)
-			sample[n++] = m->blocks[i].ticks;
-	qsort(sample, n, sizeof(*sample), by_ticks);
-	cut = n ? sample[n / 2] : UINT64_MAX;
-	for (uint64_t i = 0; i <= m->mask;) {
-		struct ulma_mem_block *b = &m->blocks[i];
-		if (b->key && b->size == ULMA_MEM_GHOST && (b->ticks <= cut || n == 0)) {
-			if (!b->func) {
-				m->unknown_frees++;
-				m->unmatched--;
-			}
-			erase(m, b); /* a later entry may have moved into i: look again */
-		} else {
-			i++;
-		}
+	for (uint64_t i = 0; i <= m->table.mask && n < GHOST_SAMPLE; i += 1 + (m->table.mask >> 9)) {
+		const struct ulma_mem_chunk *c = &m->table.chunks[i]; /* up to 4 ghosts of 512 chunk slots */
+		for (uint32_t k = 0, e = ulma_mem_table_count(c->bits); k < e && n < GHOST_SAMPLE; k += 1 + e / 4)
+			if (c->blocks[k].size == ULMA_MEM_GHOST)
+				sample[n++] = c->blocks[k].ticks;
 	}
+	qsort(sample, n, sizeof(*sample), by_ticks);
+	struct ghost_cut g = {m, n ? sample[n / 2] : UINT64_MAX};
+	ulma_mem_table_sweep(&m->table, ghost_older, &g);
 }
 
 /* A block of func's, of `size` bytes in process proc, is gone. */
@@ -373,9 +335,9 @@ int ulma_profile_mem_alloc(struct ulma_profile *p, uint32_t thread, uint64_t add
 		m->outside_count++;
 		m->outside_bytes += size;
 	}
-	uint64_t key = block_key(mt->proc, addr);
-	struct ulma_mem_block *b = find(m, key);
-	if (b->key) {
+	struct ulma_mem_where w;
+	struct ulma_mem_block *b = ulma_mem_table_find(&m->table, mt->proc, addr, &w);
+	if (b) {
 		bool ghost = b->size == ULMA_MEM_GHOST;
 		if (b->ticks > ticks) {
 			/* a later block, or a later free, at this address: this block
@@ -396,17 +358,11 @@ int ulma_profile_mem_alloc(struct ulma_profile *p, uint32_t thread, uint64_t add
 		} else { /* an older block whose free is still in another thread's ring */
 			block_gone(m, b->func, mt->proc, b->size, b->node & ULMA_MEM_NODE_NATIVE, true);
 		}
-	} else if (m->used + 1 > (m->mask + 1) / 2) {
-		if (m->mask + 1 >= ULMA_MEM_BLOCKS_MAX * 2 || grow_blocks(m)) {
-			m->untracked++;
-			return 0; /* counted, not kept: its free will be of an unknown block */
-		}
-		b = find(m, key);
-		m->used++;
-	} else {
-		m->used++;
+	} else if (!(b = ulma_mem_table_add(&m->table, &w))) {
+		m->untracked++;
+		return 0; /* counted, not kept: its free will be of an unknown block */
 	}
-	*b = (struct ulma_mem_block){key, size, ticks, func, context(m, t, mt) | (native ? ULMA_MEM_NODE_NATIVE : 0)};
+	*b = (struct ulma_mem_block){size, ticks, func, context(m, t, mt) | (native ? ULMA_MEM_NODE_NATIVE : 0)};
 	if (r)
 		r->live_bytes += size;
 	struct ulma_mem_proc *pr = &m->procs[mt->proc];
@@ -425,42 +381,38 @@ int ulma_profile_mem_free(struct ulma_profile *p, uint32_t thread, uint64_t addr
 	struct ulma_mem_thread *mt = thread_mem(p, t, t->depth);
 	if (!mt)
 		return -ENOMEM;
-	uint64_t key = block_key(mt->proc, addr);
-	struct ulma_mem_block *b = find(m, key);
-	if (b->key && b->size != ULMA_MEM_GHOST) {
+	struct ulma_mem_where w;
+	struct ulma_mem_block *b = ulma_mem_table_find(&m->table, mt->proc, addr, &w);
+	if (b && b->size != ULMA_MEM_GHOST) {
 		if (b->ticks > ticks)
 			return 0; /* stale: of an older block, counted as freed when this one came */
 		block_gone(m, b->func, mt->proc, b->size, b->node & ULMA_MEM_NODE_NATIVE, true);
-		*b = (struct ulma_mem_block){key, ULMA_MEM_GHOST, ticks, 1, 0};
+		*b = (struct ulma_mem_block){ULMA_MEM_GHOST, ticks, 1, 0};
 		m->nghosts++;
 		return 0;
 	}
-	if (b->key) { /* freed again: an allocation between the two is still in a ring, or was not seen */
+	if (b) { /* freed again: an allocation between the two is still in a ring, or was not seen */
 		if (ticks > b->ticks) {
 			if (!b->func)
 				m->unknown_frees++;
 			else
 				m->unmatched++;
-			*b = (struct ulma_mem_block){key, ULMA_MEM_GHOST, ticks, 0, 0};
+			*b = (struct ulma_mem_block){ULMA_MEM_GHOST, ticks, 0, 0};
 		}
 		return 0;
 	}
 	/* as many ghosts as live blocks are kept, so that a sweep of the table
 	 * removes a quarter of it or more (sweeping a large table for a few
 	 * ghosts took 10% of the monitor's time on bench/workloads/numeric.py) */
-	if (m->nghosts >= ULMA_MEM_GHOSTS_MAX && m->nghosts * 2 >= m->used) {
+	if (m->nghosts >= ULMA_MEM_GHOSTS_MAX && m->nghosts * 2 >= m->table.used) {
 		drop_ghosts(m);
-		b = find(m, key);
+		ulma_mem_table_find(&m->table, mt->proc, addr, &w);
 	}
-	if (m->used + 1 > (m->mask + 1) / 2) {
-		if (m->mask + 1 >= ULMA_MEM_BLOCKS_MAX * 2 || grow_blocks(m)) {
-			m->unknown_frees++;
-			return 0;
-		}
-		b = find(m, key);
+	if (!(b = ulma_mem_table_add(&m->table, &w))) {
+		m->unknown_frees++;
+		return 0;
 	}
-	*b = (struct ulma_mem_block){key, ULMA_MEM_GHOST, ticks, 0, 0};
-	m->used++;
+	*b = (struct ulma_mem_block){ULMA_MEM_GHOST, ticks, 0, 0};
 	m->nghosts++;
 	m->unmatched++;
 	return 0;
@@ -490,12 +442,11 @@ static int live_by_node(const struct ulma_profile *p, uint32_t proc, struct ulma
 	struct ulma_mem_leak *by_node = calloc(m->nnodes, sizeof(*by_node));
 	if (!by_node)
 		return -ENOMEM;
-	for (uint64_t i = 0; i <= m->mask; i++) {
-		const struct ulma_mem_block *b = &m->blocks[i];
+	uint64_t at = 0;
+	uint32_t its_proc;
+	for (const struct ulma_mem_block *b; (b = ulma_mem_table_next(&m->table, &at, &its_proc));) {
 		uint32_t node = b->node & ~ULMA_MEM_NODE_NATIVE;
-		if (!b->key || b->size == ULMA_MEM_GHOST || node >= m->nnodes)
-			continue;
-		if (proc != UINT32_MAX && (b->key >> 48) != (uint64_t)proc + 1)
+		if (b->size == ULMA_MEM_GHOST || node >= m->nnodes || (proc != UINT32_MAX && its_proc != proc))
 			continue;
 		by_node[node].bytes += b->size;
 		by_node[node].count++;

@@ -20,7 +20,9 @@
  *   thread has allocated (its `mem` is set): a profile without memory
  *   pays one predictable branch per exit.
  * - Live blocks: address -> size, time, function and calling context, one
- *   hash table per profile, keyed by process and address.  A calling
+ *   table per profile, keyed by process and address and laid out by
+ *   address (mem_table.h), so that the events of neighbouring blocks touch
+ *   neighbouring memory.  A calling
  *   context is a node of a tree (parent, function) built only from the
  *   stacks that allocate; each thread keeps its stack's nodes per depth,
  *   valid up to the depth its last exit left, so an allocation walks only
@@ -48,8 +50,9 @@
  *   and 100 MiB.
  *
  * Bounds (docs/memory.md): the live table holds at most
- * ULMA_MEM_BLOCKS_MAX entries (32 bytes each at a load of at most 1/2);
- * blocks beyond it are counted (untracked) but not kept.  Calling contexts
+ * ULMA_MEM_TABLE_ENTRIES_MAX entries, live blocks and ghosts (24 bytes
+ * each, and their chunks', mem_table.h); blocks beyond it are counted
+ * (untracked) but not kept.  Calling contexts
  * stop growing at ULMA_MEM_NODES_MAX nodes (deeper frames fold into the
  * deepest kept).  Ghosts: at most ULMA_MEM_GHOSTS_MAX or as many as live
  * blocks, whichever is more; then the older half is forgotten (a free no
@@ -63,10 +66,10 @@
 
 #include <stdint.h>
 
+#include "mem_table.h"
 #include "profile.h"
 #include "profile_objects.h"
 
-#define ULMA_MEM_BLOCKS_MAX (UINT64_C(1) << 25) /* live blocks kept: 32 Mi (a 2 GiB table) */
 #define ULMA_MEM_NODES_MAX (1u << 22)           /* calling contexts */
 #define ULMA_MEM_GHOSTS_MAX (1u << 18)          /* freed addresses remembered, at least */
 #define ULMA_MEM_PROCS_MAX 65535u               /* processes told apart (the rest share the last) */
@@ -102,13 +105,10 @@ struct ulma_mem_thread {
 	uint32_t proc;            /* index of its process */
 };
 
-struct ulma_mem_block {
-	uint64_t key;  /* address | (process + 1) << 48; 0: empty */
-	uint64_t size;  /* ULMA_MEM_GHOST: the address was freed */
-	uint64_t ticks; /* allocated (a ghost: its latest free) */
-	uint32_t func;  /* a ghost: 1 if its free matched a block seen, else 0 */
-	uint32_t node;  /* | ULMA_MEM_NODE_NATIVE for a native block */
-};
+/* A live-block table entry (mem_table.h): size ULMA_MEM_GHOST for a freed
+ * address (a ghost), with ticks its latest free and func 1 if that free
+ * matched a block seen, else 0; node | ULMA_MEM_NODE_NATIVE for a native
+ * block. */
 #define ULMA_MEM_GHOST UINT64_MAX
 #define ULMA_MEM_NODE_NATIVE (UINT32_C(1) << 31) /* above ULMA_MEM_NODES_MAX */
 
@@ -133,9 +133,7 @@ struct ulma_mem_proc {
 struct ulma_profile_memory {
 	struct ulma_mem_func *funcs; /* per function index */
 	uint32_t nfuncs;
-	struct ulma_mem_block *blocks; /* open addressing, linear probing */
-	uint64_t mask;
-	uint64_t used;  /* entries, ghosts included */
+	struct ulma_mem_table table; /* live blocks and ghosts by process and address */
 	uint64_t nghosts;
 	uint64_t unmatched; /* ghosts whose free matched no block (yet) */
 	struct ulma_mem_node *nodes;
@@ -160,30 +158,6 @@ struct ulma_profile_memory {
 	bool objects_recorded;               /* the program counted objects (an OBJ record came) */
 	uint64_t sample_bytes; /* --memory=sample:BYTES: blocks are samples, their sizes estimates (0: exact) */
 };
-
-/* The table's key of block addr in process proc, and its hash. */
-static inline uint64_t ulma_mem_key(uint32_t proc, uint64_t addr)
-{
-	return (addr & ((UINT64_C(1) << 48) - 1)) | (uint64_t)(proc + 1) << 48;
-}
-
-static inline uint64_t ulma_mem_mix(uint64_t k)
-{
-	k ^= k >> 29;
-	k *= UINT64_C(0xbf58476d1ce4e5b9);
-	k ^= k >> 32;
-	return k;
-}
-
-/* Bring the table's line for block addr of thread `thread` into the cache
- * ahead of its record: the table is large and hashed, so each lookup is a
- * cache miss otherwise.  A hint only. */
-static inline void ulma_profile_mem_prefetch(const struct ulma_profile *p, uint32_t thread, uint64_t addr)
-{
-	const struct ulma_mem_thread *mt = p->threads[thread].mem;
-	if (mt)
-		__builtin_prefetch(&p->memory->blocks[ulma_mem_mix(ulma_mem_key(mt->proc, addr)) & p->memory->mask]);
-}
 
 /* Start recording memory in p (the session or the trace says so). */
 int ulma_profile_memory_enable(struct ulma_profile *p);

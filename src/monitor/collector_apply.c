@@ -19,7 +19,7 @@
 #include "collector_slot.h"
 
 #define PREFETCH_RECORDS 16 /* read the ring this far ahead: the writer's core holds its lines */
-#define MEMORY_AHEAD 8      /* fetch the live-block table's line of the memory record this far ahead */
+#define MEMORY_AHEAD 16     /* fetch the live-block table's chunk slot of a free this far ahead, its entry at half */
 
 /* Merge the thread's off-CPU intervals that end by `t` into its stream. */
 static void merge_off(struct ulma_collector *c, struct ulma_collector_slot *cs, uint64_t t, enum ulma_offcpu_at at)
@@ -149,17 +149,6 @@ static inline bool has_cpu(uint8_t kind)
 {
 	return kind != ULMA_REC_NATIVE_ENTER && kind != ULMA_REC_NATIVE_EXIT && kind != ULMA_REC_VALUE &&
 	       (kind < ULMA_REC_MEM_SIZE || kind > ULMA_REC_ALLOC_SMALL) && kind != ULMA_REC_MPI_ARG;
-}
-
-/* An allocation or free record (--memory): its block's address, to prefetch. */
-static inline bool mem_addr(const struct ulma_record *r, uint64_t *addr)
-{
-	if (r->kind == ULMA_REC_ALLOC_SMALL) {
-		*addr = native_addr(r) & ~(uint64_t)15;
-		return true;
-	}
-	*addr = native_addr(r);
-	return r->kind == ULMA_REC_ALLOC || r->kind == ULMA_REC_FREE;
 }
 
 /* The dense index of the native function at addr, of the thread's cache
@@ -418,16 +407,19 @@ apply_loop(struct ulma_collector *c, struct ulma_collector_slot *cs, const struc
 		} else {
 			if ((r->kind >= ULMA_REC_MEM_SIZE && r->kind <= ULMA_REC_FREE) ||
 			    r->kind == ULMA_REC_ALLOC_SMALL) { /* --memory */
-				const struct ulma_record *ahead = r + MEMORY_AHEAD;
-				uint64_t addr;
-				if (ahead < end && mem_addr(ahead, &addr) && p->memory)
-					ulma_profile_mem_prefetch(p, thread, addr);
+				const struct ulma_record *ahead = r + MEMORY_AHEAD, *near = r + MEMORY_AHEAD / 2;
+				if (th->mem && ahead < end) { /* a free's block is often cold (allocations go to chunks just used) */
+					if (ahead->kind == ULMA_REC_FREE)
+						ulma_mem_table_prefetch(&p->memory->table, th->mem->proc, native_addr(ahead));
+					if (near->kind == ULMA_REC_FREE)
+						ulma_mem_table_prefetch_entry(&p->memory->table, th->mem->proc, native_addr(near));
+				}
 				struct ulma_collector_block b;
 				if (p->memory && ulma_collector_mem_decode(&cs->mem, r, &b, &p->memory->unmatched_allocs)) {
 					bool due = false;
 					if (mode & APPLY_STREAM)
 						ulma_trace_cursor_memory(st, &cur, t, b.alloc, b.addr, b.size, b.domain);
-					ulma_collector_set_error(c, ulma_collector_memory(c, cs->thread, mode & APPLY_STREAM, &b, t,
+					ulma_collector_set_error(c, ulma_collector_memory(p, cs->thread, mode & APPLY_STREAM, &b, t,
 											  &due));
 					if (ULMA_UNLIKELY(due)) { /* they go to the stream: after the block's record */
 						CURSOR_PUT();

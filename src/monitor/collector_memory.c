@@ -66,20 +66,6 @@ int ulma_collector_memory_counters(struct ulma_collector *c, uint32_t thread, st
 	return memory_counters_slow(c, &c->profile.memory->procs[mt->proc], stream, ticks);
 }
 
-int ulma_collector_memory(struct ulma_collector *c, uint32_t thread, bool streaming,
-			  const struct ulma_collector_block *b, uint64_t ticks, bool *counters_due)
-{
-	struct ulma_profile *p = &c->profile;
-	int err = b->alloc ? ulma_profile_mem_alloc(p, thread, b->addr, b->size, b->domain, ticks)
-			   : ulma_profile_mem_free(p, thread, b->addr, ticks);
-	const struct ulma_mem_thread *mt = p->threads[thread].mem;
-	if (!err && streaming && mt) {
-		const struct ulma_mem_proc *pr = &p->memory->procs[mt->proc];
-		*counters_due = pr->live_bytes < pr->uncounted_lo || pr->live_bytes >= pr->uncounted_hi;
-	}
-	return err;
-}
-
 int ulma_collector_object(struct ulma_collector *c, uint32_t thread, struct ulma_trace_stream *stream, bool created,
 			  uint32_t type, uint64_t ticks)
 {

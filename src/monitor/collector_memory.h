@@ -12,6 +12,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "../analysis/profile_memory.h"
 #include "ulma/shm.h"
 
 struct ulma_collector;
@@ -68,9 +69,20 @@ static inline bool ulma_collector_mem_decode(struct ulma_collector_mem *mem, con
  * `streaming` (the thread has a stream), *counters_due is set when the
  * process's live bytes have moved enough that the memory counters must be
  * written (ulma_collector_memory_counters), else left alone.  The profile
- * must have memory on.  Errors: -ENOMEM. */
-int ulma_collector_memory(struct ulma_collector *c, uint32_t thread, bool streaming,
-			  const struct ulma_collector_block *b, uint64_t ticks, bool *counters_due);
+ * must have memory on.  Inline: it is the drain loop's, once per memory
+ * record.  Errors: -ENOMEM. */
+static inline int ulma_collector_memory(struct ulma_profile *p, uint32_t thread, bool streaming,
+					const struct ulma_collector_block *b, uint64_t ticks, bool *counters_due)
+{
+	int err = b->alloc ? ulma_profile_mem_alloc(p, thread, b->addr, b->size, b->domain, ticks)
+			   : ulma_profile_mem_free(p, thread, b->addr, ticks);
+	const struct ulma_mem_thread *mt = p->threads[thread].mem;
+	if (!err && streaming && mt) {
+		const struct ulma_mem_proc *pr = &p->memory->procs[mt->proc];
+		*counters_due = pr->live_bytes < pr->uncounted_lo || pr->live_bytes >= pr->uncounted_hi;
+	}
+	return err;
+}
 
 /* Write the memory counters of thread's process into stream (may be NULL:
  * nothing) at ticks, if they moved enough.  Errors: -ENOMEM. */

@@ -225,7 +225,7 @@ static void test_ghosts_bounded(void)
 		ulma_profile_mem_free(&p, 0, 0x10000 + i * 16, 2 + i);
 	CHECK(p.memory->nghosts <= ULMA_MEM_GHOSTS_MAX, "ghosts bounded (no live blocks)");
 	CHECK_EQ_U64(p.memory->unknown_frees + p.memory->unmatched, n, "every unknown free counted once");
-	CHECK(p.memory->used == p.memory->nghosts, "the table holds only them");
+	CHECK(p.memory->table.used == p.memory->nghosts, "the table holds only them");
 	ulma_profile_free(&p);
 }
 
