@@ -433,47 +433,52 @@ static int close_tree_frame(struct ulma_walk *w, uint32_t thread, uint32_t node,
 
 /* on_events_all for a sink that builds a call tree: the events go
  * straight into it, with no frame built and no callback per frame (but
- * for the long frames close_from asks for). */
-static int on_events_tree(struct ulma_walk *w, uint32_t thread, const struct ulma_trace_event *ev, size_t n,
-			  struct ulma_profile *prof)
+ * for the long frames close_from asks for); and, where prof is set, into
+ * the profile in the same loop (see on_events).  The thread's clock
+ * (event_ns), the conversion, the tree's thread and the profile's are
+ * held in locals: each store into a node, a frame or a row could alias
+ * them, and they would be reloaded after every one.  Written back before
+ * a callback and at the end.  Inlined into the two callers below, so
+ * that each is compiled with prof known. */
+static inline __attribute__((always_inline)) int
+events_into_tree(struct ulma_walk *w, uint32_t thread, const struct ulma_trace_event *ev, size_t n,
+		 struct ulma_profile *prof)
 {
 	struct ulma_walk_thread *t = &w->threads[thread];
 	struct ulma_calltree *tree = w->sink->tree;
 	const struct ulma_walk_func *funcs = w->funcs;
-	/* The thread's clock (event_ns) and the conversion in locals: each
-	 * store into the tree could alias them, and they would be reloaded
-	 * after every one.  Written back before a callback and at the end. */
 	const uint64_t ticks0 = w->ticks0, fp = w->ns_per_tick_fp, cost_fp = w->cost_fp;
 	const bool tsc = w->tsc;
+	/* the long frames' callback: its threshold may change in each call */
+	const bool closing = w->sink->close_from && w->sink->on_close;
+	uint64_t close_min = closing ? *w->sink->close_from : 0;
 	struct local_clock clk = {t->shift_fp, t->last_ns, t->seen};
 	uint64_t kept = t->kept, events = 0;
 	uint32_t cpu = t->cpu;
-	struct ulma_ct_cursor cur; /* the tree's thread, in locals too */
+	struct ulma_ct_cursor cur;
 	ulma_ct_cursor_load(tree, thread, &cur);
+	struct ulma_profile_cursor pc;
+	if (prof)
+		ulma_profile_cursor_load(prof, thread, &pc);
 	int err = 0;
-	for (size_t i = 0; i < n && !err; i++) {
+	for (size_t i = 0; i < n; i++) {
 		const struct ulma_trace_event *e = &ev[i];
-		if (prof) { /* the profile's work and the tree's, interleaved (see on_events) */
-			if (e->kind == ULMA_EV_ENTER)
-				err = ulma_profile_enter(prof, thread, e->func, e->ticks);
-			else if (e->kind == ULMA_EV_EXIT)
-				ulma_profile_exit(prof, thread, e->ticks);
-			else
-				err = ulma_profile_feed_event(&w->feed, thread, e);
-			if (err)
+		const unsigned kind = e->kind;
+		if (__builtin_expect(kind == ULMA_EV_ENTER, 1)) {
+			if (prof && (err = ulma_profile_cursor_enter(prof, thread, &pc, e->func, e->ticks)))
 				break;
-		}
-		if (e->kind == ULMA_EV_OFF)
-			continue; /* time off the CPU: not a frame boundary */
-		events++;
-		if (e->kind == ULMA_EV_LINE)
-			continue; /* a line inside the frame on top */
-		uint64_t ns = local_clock_ns(&clk, t, e->ticks, ticks0, tsc, fp, cost_fp); /* event_ns, as there */
-		cpu = e->cpu;
-		if (e->kind == ULMA_EV_ENTER) {
-			err = ulma_ct_cursor_enter(tree, thread, &cur, funcs[e->func].key, ns);
+			events++;
+			uint64_t ns = local_clock_ns(&clk, t, e->ticks, ticks0, tsc, fp, cost_fp); /* event_ns, as there */
+			cpu = e->cpu;
 			kept++;
-		} else if (e->kind == ULMA_EV_EXIT) {
+			if ((err = ulma_ct_cursor_enter(tree, thread, &cur, funcs[e->func].key, ns)))
+				break;
+		} else if (__builtin_expect(kind == ULMA_EV_EXIT, 1)) {
+			if (prof)
+				ulma_profile_cursor_exit(prof, thread, &pc, e->ticks);
+			events++;
+			uint64_t ns = local_clock_ns(&clk, t, e->ticks, ticks0, tsc, fp, cost_fp);
+			cpu = e->cpu;
 			uint32_t d = cur.depth;
 			if (!d)
 				continue;
@@ -481,22 +486,45 @@ static int on_events_tree(struct ulma_walk *w, uint32_t thread, const struct ulm
 			uint64_t start = fr->start, child = fr->child;
 			uint32_t node = fr->node;
 			ulma_ct_cursor_leave(&cur, ns);
-			if (w->sink->close_from && ns - start >= *w->sink->close_from && w->sink->on_close) {
+			if (closing && ns - start >= close_min) {
 				t->shift_fp = clk.shift_fp;
 				t->last_ns = clk.last_ns;
 				t->cpu = cpu;
 				t->kept = kept;
 				ulma_ct_cursor_store(tree, thread, &cur);
+				if (prof)
+					ulma_profile_cursor_store(&pc);
 				err = close_tree_frame(w, thread, node, d - 1, e->cpu, start, ns, child);
 				ulma_ct_cursor_load(tree, thread, &cur);
+				if (prof)
+					ulma_profile_cursor_load(prof, thread, &pc);
+				close_min = *w->sink->close_from;
 				t = &w->threads[thread];
+				if (err)
+					break;
 			}
 		} else {
+			if (prof) { /* the rare events through the profile's general path */
+				ulma_profile_cursor_store(&pc);
+				err = ulma_profile_feed_event(&w->feed, thread, e);
+				ulma_profile_cursor_load(prof, thread, &pc);
+				if (err)
+					break;
+			}
+			if (kind == ULMA_EV_OFF)
+				continue; /* time off the CPU: not a frame boundary */
+			events++;
+			if (kind == ULMA_EV_LINE)
+				continue; /* a line inside the frame on top */
+			(void)local_clock_ns(&clk, t, e->ticks, ticks0, tsc, fp, cost_fp); /* LOST: the clock goes on */
+			cpu = e->cpu;
 			t->lost += e->count;
 			w->lost += e->count;
 		}
 	}
 	ulma_ct_cursor_store(tree, thread, &cur);
+	if (prof)
+		ulma_profile_cursor_store(&pc);
 	t->shift_fp = clk.shift_fp;
 	t->last_ns = clk.last_ns;
 	t->cpu = cpu;
@@ -506,6 +534,16 @@ static int on_events_tree(struct ulma_walk *w, uint32_t thread, const struct ulm
 	for (uint32_t k = 0; k < w->nthreads; k++) /* every frame kept */
 		w->frames += w->threads[k].kept;
 	return err;
+}
+
+static int on_events_tree(struct ulma_walk *w, uint32_t thread, const struct ulma_trace_event *ev, size_t n)
+{
+	return events_into_tree(w, thread, ev, n, NULL);
+}
+
+static int on_events_tree_profile(struct ulma_walk *w, uint32_t thread, const struct ulma_trace_event *ev, size_t n)
+{
+	return events_into_tree(w, thread, ev, n, w->sink->profile);
 }
 
 static int on_events(void *ctx, uint32_t thread, const struct ulma_trace_event *ev, size_t n)
@@ -518,14 +556,14 @@ static int on_events(void *ctx, uint32_t thread, const struct ulma_trace_event *
 	 * between chunks, so a batch has them throughout or not at all). */
 	if (w->keep_all && w->sink->tree && w->sink->profile &&
 	    ulma_schedline_empty(ulma_profile_feed_schedline(&w->feed, thread)))
-		return on_events_tree(w, thread, ev, n, w->sink->profile);
+		return on_events_tree_profile(w, thread, ev, n);
 	if (w->sink->profile && w->threads[thread].pass) {
 		int err = ulma_profile_feed_events(&w->feed, thread, ev, n); /* as recorded */
 		if (err)
 			return err;
 	}
 	if (w->keep_all)
-		return w->sink->tree	  ? on_events_tree(w, thread, ev, n, NULL)
+		return w->sink->tree	  ? on_events_tree(w, thread, ev, n)
 		       : w->sink->on_edges ? on_events_edges(w, thread, ev, n)
 					   : on_events_all(w, thread, ev, n);
 	struct ulma_walk_thread *t = &w->threads[thread];
