@@ -237,31 +237,68 @@ static inline uint64_t event_ns(struct ulma_walk *w, struct ulma_walk_thread *t,
 }
 
 /* A thread's corrected clock held in locals through a batch (each store
- * into a stack could alias it, and it would be reloaded after each one):
- * event_ns's steps on them.  Written back by the caller. */
+ * into a stack could alias it, and it would be reloaded after each one),
+ * with the conversion: event_ns's steps on them.  Written back by the
+ * caller.  A batch's times never decrease (trace_reader.h), so its first
+ * and last bound them all: where those need none of the clamps (every
+ * time after the trace's first tick, below ticks_to_ns's cap, and above
+ * the most the batch's events can take out as the hook's cost, on a
+ * thread already seen), each event takes the plain steps: one product,
+ * the shift taken out, never before the previous event.  Without a TSC a
+ * tick is a ns, which the product with 1.0 in 32.32 gives exactly. */
 struct local_clock {
 	uint64_t shift_fp;
 	uint64_t last_ns;
 	bool seen;
+	bool plain;
+	bool tsc;
+	uint64_t ticks0, fp, cost_fp;
 };
 
-static inline uint64_t local_clock_ns(struct local_clock *k, struct ulma_walk_thread *t, uint64_t ticks,
-				      uint64_t ticks0, bool tsc, uint64_t fp, uint64_t cost_fp)
+static inline void local_clock_load(struct local_clock *k, const struct ulma_walk *w, const struct ulma_walk_thread *t,
+				    const struct ulma_trace_event *ev, size_t n)
 {
-	uint64_t ns = ticks_to_ns(ticks, ticks0, tsc, fp), shift = k->shift_fp >> 32;
-	ns = ns > shift ? ns - shift : 0;
-	if (__builtin_expect(!k->seen, 0)) {
-		k->seen = true;
-		t->seen = true;
-		t->first_ns = ns;
-	} else if (ns < k->last_ns) {
-		ns = k->last_ns; /* events closer together than the cost */
+	*k = (struct local_clock){t->shift_fp, t->last_ns, t->seen, false, w->tsc, w->ticks0, w->ns_per_tick_fp, w->cost_fp};
+	uint64_t most_fp;
+	if (!n || !t->seen || ev[0].ticks <= w->ticks0 || __builtin_mul_overflow((uint64_t)n, w->cost_fp, &most_fp) ||
+	    __builtin_add_overflow(most_fp, t->shift_fp, &most_fp))
+		return;
+	uint64_t fp = w->tsc ? w->ns_per_tick_fp : UINT64_C(1) << 32;
+	unsigned __int128 last = ((unsigned __int128)(ev[n - 1].ticks - w->ticks0) * fp + (1u << 31)) >> 32;
+	if (last >= UINT64_C(9200000000000000000) || ticks_to_ns(ev[0].ticks, w->ticks0, w->tsc, w->ns_per_tick_fp) < most_fp >> 32)
+		return;
+	k->plain = true;
+	k->fp = fp;
+}
+
+static inline void local_clock_store(const struct local_clock *k, struct ulma_walk_thread *t)
+{
+	t->shift_fp = k->shift_fp;
+	t->last_ns = k->last_ns;
+}
+
+static inline uint64_t local_clock_ns(struct local_clock *k, struct ulma_walk_thread *t, uint64_t ticks)
+{
+	uint64_t ns;
+	if (__builtin_expect(k->plain, 1)) {
+		ns = (uint64_t)(((unsigned __int128)(ticks - k->ticks0) * k->fp + (1u << 31)) >> 32) - (k->shift_fp >> 32);
+		ns = ns < k->last_ns ? k->last_ns : ns; /* events closer together than the cost */
+	} else {
+		uint64_t shift = k->shift_fp >> 32;
+		ns = ticks_to_ns(ticks, k->ticks0, k->tsc, k->fp);
+		ns = ns > shift ? ns - shift : 0;
+		if (__builtin_expect(!k->seen, 0)) {
+			k->seen = true;
+			t->seen = true;
+			t->first_ns = ns;
+		} else if (ns < k->last_ns) {
+			ns = k->last_ns;
+		}
 	}
-	k->shift_fp += cost_fp;
+	k->shift_fp += k->cost_fp;
 	k->last_ns = ns;
 	return ns;
 }
-
 
 /* An OFF record to the sink, at the thread's corrected time. */
 static int report_off(struct ulma_walk *w, uint32_t thread, const struct ulma_trace_event *e)
@@ -346,10 +383,9 @@ static int on_events_edges(struct ulma_walk *w, uint32_t thread, const struct ul
 {
 	struct ulma_walk_thread *t = &w->threads[thread];
 	const struct ulma_walk_sink *sink = w->sink;
-	const uint64_t ticks0 = w->ticks0, fp = w->ns_per_tick_fp, cost_fp = w->cost_fp;
-	const bool tsc = w->tsc;
 	struct ulma_walk_func *funcs = w->funcs;
-	struct local_clock clk = {t->shift_fp, t->last_ns, t->seen};
+	struct local_clock clk;
+	local_clock_load(&clk, w, t, ev, n);
 	uint64_t kept = t->kept, events = 0;
 	uint32_t cpu = t->cpu, depth = t->depth;
 	struct ulma_walk_edge edges[EDGE_BATCH];
@@ -359,8 +395,7 @@ static int on_events_edges(struct ulma_walk *w, uint32_t thread, const struct ul
 		const struct ulma_trace_event *e = i < n ? &ev[i] : NULL;
 		bool off = e && e->kind == ULMA_EV_OFF;
 		if (!e || off || nedges == EDGE_BATCH) { /* the batch out, before what follows it */
-			t->shift_fp = clk.shift_fp;
-			t->last_ns = clk.last_ns;
+			local_clock_store(&clk, t);
 			t->cpu = cpu;
 			t->kept = kept;
 			t->depth = depth;
@@ -377,7 +412,7 @@ static int on_events_edges(struct ulma_walk *w, uint32_t thread, const struct ul
 		events++;
 		if (e->kind == ULMA_EV_LINE)
 			continue; /* a line inside the frame on top */
-		uint64_t ns = local_clock_ns(&clk, t, e->ticks, ticks0, tsc, fp, cost_fp); /* event_ns, as there */
+		uint64_t ns = local_clock_ns(&clk, t, e->ticks); /* event_ns, as there */
 		cpu = e->cpu;
 		if (e->kind == ULMA_EV_ENTER) {
 			if (depth == t->cap &&
@@ -402,8 +437,7 @@ static int on_events_edges(struct ulma_walk *w, uint32_t thread, const struct ul
 			w->lost += e->count;
 		}
 	}
-	t->shift_fp = clk.shift_fp;
-	t->last_ns = clk.last_ns;
+	local_clock_store(&clk, t);
 	t->cpu = cpu;
 	t->kept = kept;
 	t->depth = depth;
@@ -447,12 +481,11 @@ events_into_tree(struct ulma_walk *w, uint32_t thread, const struct ulma_trace_e
 	struct ulma_walk_thread *t = &w->threads[thread];
 	struct ulma_calltree *tree = w->sink->tree;
 	const struct ulma_walk_func *funcs = w->funcs;
-	const uint64_t ticks0 = w->ticks0, fp = w->ns_per_tick_fp, cost_fp = w->cost_fp;
-	const bool tsc = w->tsc;
 	/* the long frames' callback: its threshold may change in each call */
 	const bool closing = w->sink->close_from && w->sink->on_close;
 	uint64_t close_min = closing ? *w->sink->close_from : 0;
-	struct local_clock clk = {t->shift_fp, t->last_ns, t->seen};
+	struct local_clock clk;
+	local_clock_load(&clk, w, t, ev, n);
 	uint64_t kept = t->kept, events = 0;
 	uint32_t cpu = t->cpu;
 	struct ulma_ct_cursor cur;
@@ -468,7 +501,7 @@ events_into_tree(struct ulma_walk *w, uint32_t thread, const struct ulma_trace_e
 			if (prof && (err = ulma_profile_cursor_enter(prof, thread, &pc, e->func, e->ticks)))
 				break;
 			events++;
-			uint64_t ns = local_clock_ns(&clk, t, e->ticks, ticks0, tsc, fp, cost_fp); /* event_ns, as there */
+			uint64_t ns = local_clock_ns(&clk, t, e->ticks); /* event_ns, as there */
 			cpu = e->cpu;
 			kept++;
 			if ((err = ulma_ct_cursor_enter(tree, thread, &cur, funcs[e->func].key, ns)))
@@ -477,7 +510,7 @@ events_into_tree(struct ulma_walk *w, uint32_t thread, const struct ulma_trace_e
 			if (prof)
 				ulma_profile_cursor_exit(prof, thread, &pc, e->ticks);
 			events++;
-			uint64_t ns = local_clock_ns(&clk, t, e->ticks, ticks0, tsc, fp, cost_fp);
+			uint64_t ns = local_clock_ns(&clk, t, e->ticks);
 			cpu = e->cpu;
 			uint32_t d = cur.depth;
 			if (!d)
@@ -487,8 +520,7 @@ events_into_tree(struct ulma_walk *w, uint32_t thread, const struct ulma_trace_e
 			uint32_t node = fr->node;
 			ulma_ct_cursor_leave(&cur, ns);
 			if (closing && ns - start >= close_min) {
-				t->shift_fp = clk.shift_fp;
-				t->last_ns = clk.last_ns;
+				local_clock_store(&clk, t);
 				t->cpu = cpu;
 				t->kept = kept;
 				ulma_ct_cursor_store(tree, thread, &cur);
@@ -516,7 +548,7 @@ events_into_tree(struct ulma_walk *w, uint32_t thread, const struct ulma_trace_e
 			events++;
 			if (kind == ULMA_EV_LINE)
 				continue; /* a line inside the frame on top */
-			(void)local_clock_ns(&clk, t, e->ticks, ticks0, tsc, fp, cost_fp); /* LOST: the clock goes on */
+			(void)local_clock_ns(&clk, t, e->ticks); /* LOST: the clock goes on */
 			cpu = e->cpu;
 			t->lost += e->count;
 			w->lost += e->count;
@@ -525,8 +557,7 @@ events_into_tree(struct ulma_walk *w, uint32_t thread, const struct ulma_trace_e
 	ulma_ct_cursor_store(tree, thread, &cur);
 	if (prof)
 		ulma_profile_cursor_store(&pc);
-	t->shift_fp = clk.shift_fp;
-	t->last_ns = clk.last_ns;
+	local_clock_store(&clk, t);
 	t->cpu = cpu;
 	t->kept = kept;
 	w->events += events;
