@@ -374,10 +374,23 @@ static int on_events_all(struct ulma_walk *w, uint32_t thread, const struct ulma
 	return err;
 }
 
+/* The CPU of the latest of ev[0..n) that steps the thread's clock (an
+ * entry, an exit or a lost count), else cpu. */
+static uint32_t latest_cpu(const struct ulma_trace_event *ev, size_t n, uint32_t cpu)
+{
+	while (n--)
+		if (ev[n].kind != ULMA_EV_OFF && ev[n].kind != ULMA_EV_LINE)
+			return ev[n].cpu;
+	return cpu;
+}
+
 /* on_events_all for a sink taking the frames' edges in batches
  * (on_edges): no frame built and no call per frame, the thread's clock
  * and depth in locals (see on_events_tree), written back before each
- * batch goes out. */
+ * batch goes out (its CPU then read back from the events: latest_cpu).
+ * A slot of the shadow stack gets its function, start and children's
+ * time only: the rest follows from its place when every frame is kept,
+ * and complete_slots writes it for the frames still open at the end. */
 #define EDGE_BATCH 256
 static int on_events_edges(struct ulma_walk *w, uint32_t thread, const struct ulma_trace_event *ev, size_t n)
 {
@@ -387,45 +400,48 @@ static int on_events_edges(struct ulma_walk *w, uint32_t thread, const struct ul
 	struct local_clock clk;
 	local_clock_load(&clk, w, t, ev, n);
 	uint64_t kept = t->kept, events = 0;
-	uint32_t cpu = t->cpu, depth = t->depth;
+	uint32_t depth = t->depth;
 	struct ulma_walk_edge edges[EDGE_BATCH];
-	size_t nedges = 0;
+	size_t nedges = 0, from = 0; /* ev[from..) not yet looked at for the CPU */
 	int err = 0;
-	for (size_t i = 0; i <= n; i++) {
-		const struct ulma_trace_event *e = i < n ? &ev[i] : NULL;
-		bool off = e && e->kind == ULMA_EV_OFF;
-		if (!e || off || nedges == EDGE_BATCH) { /* the batch out, before what follows it */
+	for (size_t i = 0; i < n; i++) {
+		const struct ulma_trace_event *e = &ev[i];
+		const unsigned kind = e->kind;
+		if (__builtin_expect(nedges == EDGE_BATCH || kind == ULMA_EV_OFF, 0)) {
+			/* the batch out, before what follows it */
 			local_clock_store(&clk, t);
-			t->cpu = cpu;
+			t->cpu = latest_cpu(ev + from, i - from, t->cpu);
+			from = i;
 			t->kept = kept;
 			t->depth = depth;
 			err = nedges ? sink->on_edges(sink->ctx, w, thread, edges, nedges) : 0;
 			nedges = 0;
-			if (!err && off && sink->on_off) /* time off the CPU: not a frame boundary */
+			if (!err && kind == ULMA_EV_OFF && sink->on_off) /* time off the CPU: not a frame boundary */
 				err = report_off(w, thread, e);
 			t = &w->threads[thread];
-			if (err || !e)
+			if (err)
 				break;
-			if (off)
+			if (kind == ULMA_EV_OFF)
 				continue;
 		}
-		events++;
-		if (e->kind == ULMA_EV_LINE)
-			continue; /* a line inside the frame on top */
-		uint64_t ns = local_clock_ns(&clk, t, e->ticks); /* event_ns, as there */
-		cpu = e->cpu;
-		if (e->kind == ULMA_EV_ENTER) {
+		if (__builtin_expect(kind == ULMA_EV_ENTER, 1)) {
+			events++;
+			uint64_t ns = local_clock_ns(&clk, t, e->ticks); /* event_ns, as there */
 			if (depth == t->cap &&
 			    ulma_array_grow((void **)&t->stack, &t->cap, depth, sizeof(*t->stack))) {
 				err = -ENOMEM;
 				break;
 			}
-			t->stack[depth] = (struct walk_slot){e->func, e->cpu, depth ? depth - 1 : ULMA_WALK_NONE, depth, ns, 0, true};
-			depth++;
+			struct walk_slot *sl = &t->stack[depth++];
+			sl->func = e->func;
+			sl->start = ns;
+			sl->child = 0;
 			funcs[e->func].opened++;
 			kept++;
 			edges[nedges++] = (struct ulma_walk_edge){ns, e->func, 1};
-		} else if (e->kind == ULMA_EV_EXIT) {
+		} else if (__builtin_expect(kind == ULMA_EV_EXIT, 1)) {
+			events++;
+			uint64_t ns = local_clock_ns(&clk, t, e->ticks);
 			if (depth == 0)
 				continue;
 			const struct walk_slot *sl = &t->stack[--depth];
@@ -433,19 +449,38 @@ static int on_events_edges(struct ulma_walk *w, uint32_t thread, const struct ul
 				t->stack[depth - 1].child += ns - sl->start;
 			edges[nedges++] = (struct ulma_walk_edge){ns, sl->func, 0};
 		} else {
+			events++;
+			if (kind == ULMA_EV_LINE)
+				continue; /* a line inside the frame on top */
+			(void)local_clock_ns(&clk, t, e->ticks); /* LOST: the clock goes on */
 			t->lost += e->count;
 			w->lost += e->count;
 		}
 	}
 	local_clock_store(&clk, t);
-	t->cpu = cpu;
+	t->cpu = latest_cpu(ev + from, n - from, t->cpu);
 	t->kept = kept;
 	t->depth = depth;
+	if (!err && nedges)
+		err = sink->on_edges(sink->ctx, w, thread, edges, nedges);
 	w->events += events;
 	w->frames = 0;
 	for (uint32_t k = 0; k < w->nthreads; k++) /* every frame kept */
 		w->frames += w->threads[k].kept;
 	return err;
+}
+
+/* The rest of the open slots on_events_edges left out (their place tells
+ * it), for the frames closed at the end (pop). */
+static void complete_slots(struct ulma_walk_thread *t)
+{
+	for (uint32_t d = 0; d < t->depth; d++) {
+		struct walk_slot *s = &t->stack[d];
+		s->cpu = t->cpu;
+		s->up = d ? d - 1 : ULMA_WALK_NONE;
+		s->depth = d;
+		s->opened = true;
+	}
 }
 
 /* A frame the tree was fed directly, for on_close (close_from). */
@@ -669,6 +704,8 @@ int ulma_walk_run(struct ulma_walk *w, FILE *f, const struct ulma_walk_sink *sin
 				    (err = close_tree_frame(w, i, fr.node, d - 1, t->cpu, fr.start, at, fr.child)))
 					return err;
 			}
+		if (w->keep_all && !w->sink->tree && w->sink->on_edges)
+			complete_slots(t);
 		while (t->depth)
 			if ((err = pop(w, i, at, t->cpu)))
 				return err;
