@@ -136,7 +136,6 @@ static int open_chain(struct ulma_walk *w, uint32_t thread, uint32_t i)
 		struct walk_slot *s = &t->stack[chain[k]];
 		s->opened = true;
 		s->depth = s->up == ULMA_WALK_NONE ? 0 : t->stack[s->up].depth + 1;
-		w->funcs[s->func].opened++;
 		w->frames++;
 		t->kept++;
 		uint64_t start = s->start > w->filter.from_ns ? s->start : w->filter.from_ns; /* as frame_of clips it */
@@ -319,7 +318,6 @@ static int on_events_all(struct ulma_walk *w, uint32_t thread, const struct ulma
 	 * stays in *t, which the sink's callbacks may read. */
 	const uint64_t ticks0 = w->ticks0, fp = w->ns_per_tick_fp, cost_fp = w->cost_fp;
 	const bool tsc = w->tsc;
-	struct ulma_walk_func *funcs = w->funcs;
 	uint64_t events = 0;
 	int err = 0;
 	for (size_t i = 0; i < n && !err; i++) {
@@ -341,7 +339,6 @@ static int on_events_all(struct ulma_walk *w, uint32_t thread, const struct ulma
 			}
 			uint32_t d = t->depth++, up = d ? d - 1 : ULMA_WALK_NONE;
 			t->stack[d] = (struct walk_slot){e->func, e->cpu, up, d, ns, 0, true};
-			funcs[e->func].opened++;
 			t->kept++;
 			if (sink->on_open) {
 				struct ulma_walk_frame fr = {e->func, d ? t->stack[d - 1].func : ULMA_WALK_NONE, d, e->cpu, ns,
@@ -396,11 +393,11 @@ static int on_events_edges(struct ulma_walk *w, uint32_t thread, const struct ul
 {
 	struct ulma_walk_thread *t = &w->threads[thread];
 	const struct ulma_walk_sink *sink = w->sink;
-	struct ulma_walk_func *funcs = w->funcs;
 	struct local_clock clk;
 	local_clock_load(&clk, w, t, ev, n);
 	uint64_t kept = t->kept, events = 0;
-	uint32_t depth = t->depth;
+	uint32_t depth = t->depth, cap = t->cap;
+	struct walk_slot *stack = t->stack;
 	struct ulma_walk_edge edges[EDGE_BATCH];
 	size_t nedges = 0, from = 0; /* ev[from..) not yet looked at for the CPU */
 	int err = 0;
@@ -427,16 +424,18 @@ static int on_events_edges(struct ulma_walk *w, uint32_t thread, const struct ul
 		if (__builtin_expect(kind == ULMA_EV_ENTER, 1)) {
 			events++;
 			uint64_t ns = local_clock_ns(&clk, t, e->ticks); /* event_ns, as there */
-			if (depth == t->cap &&
-			    ulma_array_grow((void **)&t->stack, &t->cap, depth, sizeof(*t->stack))) {
-				err = -ENOMEM;
-				break;
+			if (__builtin_expect(depth == cap, 0)) {
+				if (ulma_array_grow((void **)&t->stack, &t->cap, depth, sizeof(*t->stack))) {
+					err = -ENOMEM;
+					break;
+				}
+				stack = t->stack;
+				cap = t->cap;
 			}
-			struct walk_slot *sl = &t->stack[depth++];
+			struct walk_slot *sl = &stack[depth++];
 			sl->func = e->func;
 			sl->start = ns;
 			sl->child = 0;
-			funcs[e->func].opened++;
 			kept++;
 			edges[nedges++] = (struct ulma_walk_edge){ns, e->func, 1};
 		} else if (__builtin_expect(kind == ULMA_EV_EXIT, 1)) {
@@ -444,9 +443,9 @@ static int on_events_edges(struct ulma_walk *w, uint32_t thread, const struct ul
 			uint64_t ns = local_clock_ns(&clk, t, e->ticks);
 			if (depth == 0)
 				continue;
-			const struct walk_slot *sl = &t->stack[--depth];
+			const struct walk_slot *sl = &stack[--depth];
 			if (depth)
-				t->stack[depth - 1].child += ns - sl->start;
+				stack[depth - 1].child += ns - sl->start;
 			edges[nedges++] = (struct ulma_walk_edge){ns, sl->func, 0};
 		} else {
 			events++;
