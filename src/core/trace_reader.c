@@ -3,6 +3,7 @@
 #include "trace_reader.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -299,6 +300,9 @@ static int parse_events(struct reader *r, const uint8_t *p, const uint8_t *end)
 	 * top frame's function in a register, so that a recursive entry and
 	 * an exit wait on no load of what the event before them stored */
 	uint32_t *stack = t->stack, depth = t->depth, cap = t->cap, top = depth ? stack[depth - 1] : 0;
+	uint32_t where[2] = {(uint32_t)cpu, tidx}; /* an event's cpu and thread, as the event holds them */
+	_Static_assert(offsetof(struct ulma_trace_event, thread) == offsetof(struct ulma_trace_event, cpu) + 4,
+		       "cpu and thread side by side");
 	while (p < end) {
 		if (n == ULMA_TRACE_BATCH) {
 			if ((err = deliver(r, tidx, batch, n)))
@@ -314,8 +318,7 @@ static int parse_events(struct reader *r, const uint8_t *p, const uint8_t *end)
 			return corrupt(r, "event time overflows");
 		ticks += delta;
 		ev->ticks = ticks;
-		ev->cpu = (uint32_t)cpu;
-		ev->thread = tidx;
+		memcpy((unsigned char *)ev + offsetof(struct ulma_trace_event, cpu), where, sizeof(where)); /* cpu, thread */
 		ev->count = 0;
 		unsigned tag = (unsigned)(word & 3);
 		if (tag == ULMA_TAG_EXIT) {
@@ -365,6 +368,7 @@ static int parse_events(struct reader *r, const uint8_t *p, const uint8_t *end)
 				GET_VARINT(p, end, cpu, truncated);
 				if (delta)
 					return corrupt(r, "cpu change carries a time");
+				where[0] = (uint32_t)cpu;
 				continue; /* not an event of its own */
 			}
 			if (x == ULMA_EXT_OFF && r->version >= 3) {
