@@ -271,7 +271,12 @@ static inline void ulma_profile_exit(struct ulma_profile *p, uint32_t thread, ui
  * the thread (the off-CPU clocks `now` stay in the row: only the slow
  * paths change them).  The same figures as ulma_profile_enter and
  * ulma_profile_exit, which take the events the fast paths below do not:
- * a thread's first event, a full stack, a thread with lines or memory. */
+ * a thread's first event, a full stack, a thread with lines or memory
+ * (tests/unit/test_profile.c compares the two on a random stream).  Their
+ * steps are repeated here rather than the per-event calls made a cursor's
+ * load, step and store: the monitor calls those once per record, and so
+ * made they cost its drain 13% more instructions (bench_drain under
+ * callgrind: 40.8 to 46.3 M for 300,000 records). */
 struct ulma_profile_cursor {
 	struct ulma_func_row *funcs;
 	struct ulma_thread_row *t;
