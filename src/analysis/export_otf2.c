@@ -270,15 +270,43 @@ static int on_close(void *ctx, const struct ulma_walk *w, uint32_t thread, const
 }
 
 /* A batch of the thread's opens and closes, when nothing is filtered:
- * what on_open and on_close write, without a call per frame. */
+ * what on_open and on_close write, without a call per frame, the
+ * location's clock and its regions looked up in locals (writer_of's and
+ * region_of's steps; the walker's times only grow, so the batch's last is
+ * its latest). */
 static int on_edges(void *ctx, const struct ulma_walk *w, uint32_t thread, const struct ulma_walk_edge *e, size_t n)
 {
-	for (size_t i = 0; i < n; i++) {
-		int err = frame_event(ctx, w, thread, e[i].func, e[i].ns, e[i].open);
-		if (err)
-			return err;
+	struct otf2_out *o = ctx;
+	if (thread >= o->nlocs || !o->locs[thread].evt)
+		return check(o, OTF2_ERROR_INVALID_ARGUMENT);
+	struct otf2_loc *loc = &o->locs[thread];
+	OTF2_EvtWriter *evt = loc->evt;
+	const struct ulma_walk_func *funcs = w->funcs;
+	const uint64_t start = w->start_ns;
+	OTF2_TimeStamp last = loc->last;
+	int err = 0;
+	size_t i;
+	for (i = 0; i < n; i++) {
+		uint32_t k = funcs[e[i].func].key, region;
+		if (k < o->nregion_of && o->region_of[k] != NO_REF)
+			region = o->region_of[k];
+		else if ((err = region_of(o, k, &region)))
+			break;
+		OTF2_TimeStamp at = start + e[i].ns;
+		last = at > last ? at : last;
+		OTF2_ErrorCode code = e[i].open ? OTF2_EvtWriter_Enter(evt, NULL, last, region)
+						: OTF2_EvtWriter_Leave(evt, NULL, last, region);
+		if (code != OTF2_SUCCESS) {
+			err = check(o, code);
+			i++; /* counted, as writer_of counts it */
+			break;
+		}
 	}
-	return 0;
+	loc->events += i;
+	loc->last = last;
+	if (i && e[i - 1].ns > o->last_ns)
+		o->last_ns = e[i - 1].ns;
+	return err ? err : o->err;
 }
 
 /* Room in metric_of / marker_of for function index func. */

@@ -16,7 +16,10 @@
 #include "export.h"
 #include "export_objects.h"
 #include "protobuf.h"
-#if defined(ULMA_HAVE_LIBDEFLATE)
+#if defined(ULMA_HAVE_ISAL)
+#include <isa-l/igzip_lib.h>
+#define ULMA_PERFETTO_COMPRESS 1
+#elif defined(ULMA_HAVE_LIBDEFLATE)
 #include <libdeflate.h>
 #define ULMA_PERFETTO_COMPRESS 1
 #elif defined(ULMA_HAVE_ZLIB)
@@ -91,8 +94,8 @@ enum { CLOCK_MONOTONIC_ID = 3, CLOCK_BOOTTIME_ID = 6, CLOCK_INCREMENTAL_ID = 64 
 #define SEQ_STATE(thread) (3 * (uint64_t)(thread) + 2)
 #define SEQ_MPI(thread) (3 * (uint64_t)(thread) + 3)
 
-/* The batch compressed into one packet; and the deflate level, libdeflate's
- * or zlib's (bench/exports.py, docs/exports.md).  Uncompressed, the batch
+/* The batch compressed into one packet; and the deflate level, ISA-L's,
+ * libdeflate's or zlib's (bench/deflate.c, docs/exports.md).  Uncompressed, the batch
  * is larger, OUT_CAP_PLAIN, and written with write() straight from the
  * buffer (the stream unbuffered): stdio's 4 KiB buffer split each 32 KiB
  * batch into two writes at offsets off the page size. */
@@ -133,7 +136,9 @@ struct perfetto {
 	size_t len;
 	size_t cap;
 	size_t flush_at; /* cap - OUT_ROOM */
-#if defined(ULMA_HAVE_LIBDEFLATE)
+#if defined(ULMA_HAVE_ISAL)
+	uint8_t *level_buf; /* ISA-L's work area at level 1; set: batches are compressed */
+#elif defined(ULMA_HAVE_LIBDEFLATE)
 	struct libdeflate_compressor *deflater; /* set: batches are compressed */
 #elif defined(ULMA_HAVE_ZLIB)
 	z_stream z;

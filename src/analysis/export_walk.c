@@ -136,7 +136,6 @@ static int open_chain(struct ulma_walk *w, uint32_t thread, uint32_t i)
 		struct walk_slot *s = &t->stack[chain[k]];
 		s->opened = true;
 		s->depth = s->up == ULMA_WALK_NONE ? 0 : t->stack[s->up].depth + 1;
-		w->funcs[s->func].opened++;
 		w->frames++;
 		t->kept++;
 		uint64_t start = s->start > w->filter.from_ns ? s->start : w->filter.from_ns; /* as frame_of clips it */
@@ -237,31 +236,68 @@ static inline uint64_t event_ns(struct ulma_walk *w, struct ulma_walk_thread *t,
 }
 
 /* A thread's corrected clock held in locals through a batch (each store
- * into a stack could alias it, and it would be reloaded after each one):
- * event_ns's steps on them.  Written back by the caller. */
+ * into a stack could alias it, and it would be reloaded after each one),
+ * with the conversion: event_ns's steps on them.  Written back by the
+ * caller.  A batch's times never decrease (trace_reader.h), so its first
+ * and last bound them all: where those need none of the clamps (every
+ * time after the trace's first tick, below ticks_to_ns's cap, and above
+ * the most the batch's events can take out as the hook's cost, on a
+ * thread already seen), each event takes the plain steps: one product,
+ * the shift taken out, never before the previous event.  Without a TSC a
+ * tick is a ns, which the product with 1.0 in 32.32 gives exactly. */
 struct local_clock {
 	uint64_t shift_fp;
 	uint64_t last_ns;
 	bool seen;
+	bool plain;
+	bool tsc;
+	uint64_t ticks0, fp, cost_fp;
 };
 
-static inline uint64_t local_clock_ns(struct local_clock *k, struct ulma_walk_thread *t, uint64_t ticks,
-				      uint64_t ticks0, bool tsc, uint64_t fp, uint64_t cost_fp)
+static inline void local_clock_load(struct local_clock *k, const struct ulma_walk *w, const struct ulma_walk_thread *t,
+				    const struct ulma_trace_event *ev, size_t n)
 {
-	uint64_t ns = ticks_to_ns(ticks, ticks0, tsc, fp), shift = k->shift_fp >> 32;
-	ns = ns > shift ? ns - shift : 0;
-	if (__builtin_expect(!k->seen, 0)) {
-		k->seen = true;
-		t->seen = true;
-		t->first_ns = ns;
-	} else if (ns < k->last_ns) {
-		ns = k->last_ns; /* events closer together than the cost */
+	*k = (struct local_clock){t->shift_fp, t->last_ns, t->seen, false, w->tsc, w->ticks0, w->ns_per_tick_fp, w->cost_fp};
+	uint64_t most_fp;
+	if (!n || !t->seen || ev[0].ticks <= w->ticks0 || __builtin_mul_overflow((uint64_t)n, w->cost_fp, &most_fp) ||
+	    __builtin_add_overflow(most_fp, t->shift_fp, &most_fp))
+		return;
+	uint64_t fp = w->tsc ? w->ns_per_tick_fp : UINT64_C(1) << 32;
+	unsigned __int128 last = ((unsigned __int128)(ev[n - 1].ticks - w->ticks0) * fp + (1u << 31)) >> 32;
+	if (last >= UINT64_C(9200000000000000000) || ticks_to_ns(ev[0].ticks, w->ticks0, w->tsc, w->ns_per_tick_fp) < most_fp >> 32)
+		return;
+	k->plain = true;
+	k->fp = fp;
+}
+
+static inline void local_clock_store(const struct local_clock *k, struct ulma_walk_thread *t)
+{
+	t->shift_fp = k->shift_fp;
+	t->last_ns = k->last_ns;
+}
+
+static inline uint64_t local_clock_ns(struct local_clock *k, struct ulma_walk_thread *t, uint64_t ticks)
+{
+	uint64_t ns;
+	if (__builtin_expect(k->plain, 1)) {
+		ns = (uint64_t)(((unsigned __int128)(ticks - k->ticks0) * k->fp + (1u << 31)) >> 32) - (k->shift_fp >> 32);
+		ns = ns < k->last_ns ? k->last_ns : ns; /* events closer together than the cost */
+	} else {
+		uint64_t shift = k->shift_fp >> 32;
+		ns = ticks_to_ns(ticks, k->ticks0, k->tsc, k->fp);
+		ns = ns > shift ? ns - shift : 0;
+		if (__builtin_expect(!k->seen, 0)) {
+			k->seen = true;
+			t->seen = true;
+			t->first_ns = ns;
+		} else if (ns < k->last_ns) {
+			ns = k->last_ns;
+		}
 	}
-	k->shift_fp += cost_fp;
+	k->shift_fp += k->cost_fp;
 	k->last_ns = ns;
 	return ns;
 }
-
 
 /* An OFF record to the sink, at the thread's corrected time. */
 static int report_off(struct ulma_walk *w, uint32_t thread, const struct ulma_trace_event *e)
@@ -282,7 +318,6 @@ static int on_events_all(struct ulma_walk *w, uint32_t thread, const struct ulma
 	 * stays in *t, which the sink's callbacks may read. */
 	const uint64_t ticks0 = w->ticks0, fp = w->ns_per_tick_fp, cost_fp = w->cost_fp;
 	const bool tsc = w->tsc;
-	struct ulma_walk_func *funcs = w->funcs;
 	uint64_t events = 0;
 	int err = 0;
 	for (size_t i = 0; i < n && !err; i++) {
@@ -304,7 +339,6 @@ static int on_events_all(struct ulma_walk *w, uint32_t thread, const struct ulma
 			}
 			uint32_t d = t->depth++, up = d ? d - 1 : ULMA_WALK_NONE;
 			t->stack[d] = (struct walk_slot){e->func, e->cpu, up, d, ns, 0, true};
-			funcs[e->func].opened++;
 			t->kept++;
 			if (sink->on_open) {
 				struct ulma_walk_frame fr = {e->func, d ? t->stack[d - 1].func : ULMA_WALK_NONE, d, e->cpu, ns,
@@ -337,81 +371,115 @@ static int on_events_all(struct ulma_walk *w, uint32_t thread, const struct ulma
 	return err;
 }
 
+/* The CPU of the latest of ev[0..n) that steps the thread's clock (an
+ * entry, an exit or a lost count), else cpu. */
+static uint32_t latest_cpu(const struct ulma_trace_event *ev, size_t n, uint32_t cpu)
+{
+	while (n--)
+		if (ev[n].kind != ULMA_EV_OFF && ev[n].kind != ULMA_EV_LINE)
+			return ev[n].cpu;
+	return cpu;
+}
+
 /* on_events_all for a sink taking the frames' edges in batches
  * (on_edges): no frame built and no call per frame, the thread's clock
  * and depth in locals (see on_events_tree), written back before each
- * batch goes out. */
+ * batch goes out (its CPU then read back from the events: latest_cpu).
+ * A slot of the shadow stack gets its function, start and children's
+ * time only: the rest follows from its place when every frame is kept,
+ * and complete_slots writes it for the frames still open at the end. */
 #define EDGE_BATCH 256
 static int on_events_edges(struct ulma_walk *w, uint32_t thread, const struct ulma_trace_event *ev, size_t n)
 {
 	struct ulma_walk_thread *t = &w->threads[thread];
 	const struct ulma_walk_sink *sink = w->sink;
-	const uint64_t ticks0 = w->ticks0, fp = w->ns_per_tick_fp, cost_fp = w->cost_fp;
-	const bool tsc = w->tsc;
-	struct ulma_walk_func *funcs = w->funcs;
-	struct local_clock clk = {t->shift_fp, t->last_ns, t->seen};
+	struct local_clock clk;
+	local_clock_load(&clk, w, t, ev, n);
 	uint64_t kept = t->kept, events = 0;
-	uint32_t cpu = t->cpu, depth = t->depth;
+	uint32_t depth = t->depth, cap = t->cap;
+	struct walk_slot *stack = t->stack;
 	struct ulma_walk_edge edges[EDGE_BATCH];
-	size_t nedges = 0;
+	size_t nedges = 0, from = 0; /* ev[from..) not yet looked at for the CPU */
 	int err = 0;
-	for (size_t i = 0; i <= n; i++) {
-		const struct ulma_trace_event *e = i < n ? &ev[i] : NULL;
-		bool off = e && e->kind == ULMA_EV_OFF;
-		if (!e || off || nedges == EDGE_BATCH) { /* the batch out, before what follows it */
-			t->shift_fp = clk.shift_fp;
-			t->last_ns = clk.last_ns;
-			t->cpu = cpu;
+	for (size_t i = 0; i < n; i++) {
+		const struct ulma_trace_event *e = &ev[i];
+		const unsigned kind = e->kind;
+		if (__builtin_expect(nedges == EDGE_BATCH || kind == ULMA_EV_OFF, 0)) {
+			/* the batch out, before what follows it */
+			local_clock_store(&clk, t);
+			t->cpu = latest_cpu(ev + from, i - from, t->cpu);
+			from = i;
 			t->kept = kept;
 			t->depth = depth;
 			err = nedges ? sink->on_edges(sink->ctx, w, thread, edges, nedges) : 0;
 			nedges = 0;
-			if (!err && off && sink->on_off) /* time off the CPU: not a frame boundary */
+			if (!err && kind == ULMA_EV_OFF && sink->on_off) /* time off the CPU: not a frame boundary */
 				err = report_off(w, thread, e);
 			t = &w->threads[thread];
-			if (err || !e)
+			if (err)
 				break;
-			if (off)
+			if (kind == ULMA_EV_OFF)
 				continue;
 		}
-		events++;
-		if (e->kind == ULMA_EV_LINE)
-			continue; /* a line inside the frame on top */
-		uint64_t ns = local_clock_ns(&clk, t, e->ticks, ticks0, tsc, fp, cost_fp); /* event_ns, as there */
-		cpu = e->cpu;
-		if (e->kind == ULMA_EV_ENTER) {
-			if (depth == t->cap &&
-			    ulma_array_grow((void **)&t->stack, &t->cap, depth, sizeof(*t->stack))) {
-				err = -ENOMEM;
-				break;
+		if (__builtin_expect(kind == ULMA_EV_ENTER, 1)) {
+			events++;
+			uint64_t ns = local_clock_ns(&clk, t, e->ticks); /* event_ns, as there */
+			if (__builtin_expect(depth == cap, 0)) {
+				if (ulma_array_grow((void **)&t->stack, &t->cap, depth, sizeof(*t->stack))) {
+					err = -ENOMEM;
+					break;
+				}
+				stack = t->stack;
+				cap = t->cap;
 			}
-			t->stack[depth] = (struct walk_slot){e->func, e->cpu, depth ? depth - 1 : ULMA_WALK_NONE, depth, ns, 0, true};
-			depth++;
-			funcs[e->func].opened++;
+			struct walk_slot *sl = &stack[depth++];
+			sl->func = e->func;
+			sl->start = ns;
+			sl->child = 0;
 			kept++;
 			edges[nedges++] = (struct ulma_walk_edge){ns, e->func, 1};
-		} else if (e->kind == ULMA_EV_EXIT) {
+		} else if (__builtin_expect(kind == ULMA_EV_EXIT, 1)) {
+			events++;
+			uint64_t ns = local_clock_ns(&clk, t, e->ticks);
 			if (depth == 0)
 				continue;
-			const struct walk_slot *sl = &t->stack[--depth];
+			const struct walk_slot *sl = &stack[--depth];
 			if (depth)
-				t->stack[depth - 1].child += ns - sl->start;
+				stack[depth - 1].child += ns - sl->start;
 			edges[nedges++] = (struct ulma_walk_edge){ns, sl->func, 0};
 		} else {
+			events++;
+			if (kind == ULMA_EV_LINE)
+				continue; /* a line inside the frame on top */
+			(void)local_clock_ns(&clk, t, e->ticks); /* LOST: the clock goes on */
 			t->lost += e->count;
 			w->lost += e->count;
 		}
 	}
-	t->shift_fp = clk.shift_fp;
-	t->last_ns = clk.last_ns;
-	t->cpu = cpu;
+	local_clock_store(&clk, t);
+	t->cpu = latest_cpu(ev + from, n - from, t->cpu);
 	t->kept = kept;
 	t->depth = depth;
+	if (!err && nedges)
+		err = sink->on_edges(sink->ctx, w, thread, edges, nedges);
 	w->events += events;
 	w->frames = 0;
 	for (uint32_t k = 0; k < w->nthreads; k++) /* every frame kept */
 		w->frames += w->threads[k].kept;
 	return err;
+}
+
+/* The rest of the open slots on_events_edges left out (their place tells
+ * it), for the frames closed at the end (pop). */
+static void complete_slots(struct ulma_walk_thread *t)
+{
+	for (uint32_t d = 0; d < t->depth; d++) {
+		struct walk_slot *s = &t->stack[d];
+		s->cpu = t->cpu;
+		s->up = d ? d - 1 : ULMA_WALK_NONE;
+		s->depth = d;
+		s->opened = true;
+	}
 }
 
 /* A frame the tree was fed directly, for on_close (close_from). */
@@ -433,47 +501,51 @@ static int close_tree_frame(struct ulma_walk *w, uint32_t thread, uint32_t node,
 
 /* on_events_all for a sink that builds a call tree: the events go
  * straight into it, with no frame built and no callback per frame (but
- * for the long frames close_from asks for). */
-static int on_events_tree(struct ulma_walk *w, uint32_t thread, const struct ulma_trace_event *ev, size_t n,
-			  struct ulma_profile *prof)
+ * for the long frames close_from asks for); and, where prof is set, into
+ * the profile in the same loop (see on_events).  The thread's clock
+ * (event_ns), the conversion, the tree's thread and the profile's are
+ * held in locals: each store into a node, a frame or a row could alias
+ * them, and they would be reloaded after every one.  Written back before
+ * a callback and at the end.  Inlined into the two callers below, so
+ * that each is compiled with prof known. */
+static inline __attribute__((always_inline)) int
+events_into_tree(struct ulma_walk *w, uint32_t thread, const struct ulma_trace_event *ev, size_t n,
+		 struct ulma_profile *prof)
 {
 	struct ulma_walk_thread *t = &w->threads[thread];
 	struct ulma_calltree *tree = w->sink->tree;
 	const struct ulma_walk_func *funcs = w->funcs;
-	/* The thread's clock (event_ns) and the conversion in locals: each
-	 * store into the tree could alias them, and they would be reloaded
-	 * after every one.  Written back before a callback and at the end. */
-	const uint64_t ticks0 = w->ticks0, fp = w->ns_per_tick_fp, cost_fp = w->cost_fp;
-	const bool tsc = w->tsc;
-	struct local_clock clk = {t->shift_fp, t->last_ns, t->seen};
+	/* the long frames' callback: its threshold may change in each call */
+	const bool closing = w->sink->close_from && w->sink->on_close;
+	uint64_t close_min = closing ? *w->sink->close_from : 0;
+	struct local_clock clk;
+	local_clock_load(&clk, w, t, ev, n);
 	uint64_t kept = t->kept, events = 0;
 	uint32_t cpu = t->cpu;
-	struct ulma_ct_cursor cur; /* the tree's thread, in locals too */
+	struct ulma_ct_cursor cur;
 	ulma_ct_cursor_load(tree, thread, &cur);
+	struct ulma_profile_cursor pc;
+	if (prof)
+		ulma_profile_cursor_load(prof, thread, &pc);
 	int err = 0;
-	for (size_t i = 0; i < n && !err; i++) {
+	for (size_t i = 0; i < n; i++) {
 		const struct ulma_trace_event *e = &ev[i];
-		if (prof) { /* the profile's work and the tree's, interleaved (see on_events) */
-			if (e->kind == ULMA_EV_ENTER)
-				err = ulma_profile_enter(prof, thread, e->func, e->ticks);
-			else if (e->kind == ULMA_EV_EXIT)
-				ulma_profile_exit(prof, thread, e->ticks);
-			else
-				err = ulma_profile_feed_event(&w->feed, thread, e);
-			if (err)
+		const unsigned kind = e->kind;
+		if (__builtin_expect(kind == ULMA_EV_ENTER, 1)) {
+			if (prof && (err = ulma_profile_cursor_enter(prof, thread, &pc, e->func, e->ticks)))
 				break;
-		}
-		if (e->kind == ULMA_EV_OFF)
-			continue; /* time off the CPU: not a frame boundary */
-		events++;
-		if (e->kind == ULMA_EV_LINE)
-			continue; /* a line inside the frame on top */
-		uint64_t ns = local_clock_ns(&clk, t, e->ticks, ticks0, tsc, fp, cost_fp); /* event_ns, as there */
-		cpu = e->cpu;
-		if (e->kind == ULMA_EV_ENTER) {
-			err = ulma_ct_cursor_enter(tree, thread, &cur, funcs[e->func].key, ns);
+			events++;
+			uint64_t ns = local_clock_ns(&clk, t, e->ticks); /* event_ns, as there */
+			cpu = e->cpu;
 			kept++;
-		} else if (e->kind == ULMA_EV_EXIT) {
+			if ((err = ulma_ct_cursor_enter(tree, thread, &cur, funcs[e->func].key, ns)))
+				break;
+		} else if (__builtin_expect(kind == ULMA_EV_EXIT, 1)) {
+			if (prof)
+				ulma_profile_cursor_exit(prof, thread, &pc, e->ticks);
+			events++;
+			uint64_t ns = local_clock_ns(&clk, t, e->ticks);
+			cpu = e->cpu;
 			uint32_t d = cur.depth;
 			if (!d)
 				continue;
@@ -481,24 +553,45 @@ static int on_events_tree(struct ulma_walk *w, uint32_t thread, const struct ulm
 			uint64_t start = fr->start, child = fr->child;
 			uint32_t node = fr->node;
 			ulma_ct_cursor_leave(&cur, ns);
-			if (w->sink->close_from && ns - start >= *w->sink->close_from && w->sink->on_close) {
-				t->shift_fp = clk.shift_fp;
-				t->last_ns = clk.last_ns;
+			if (closing && ns - start >= close_min) {
+				local_clock_store(&clk, t);
 				t->cpu = cpu;
 				t->kept = kept;
 				ulma_ct_cursor_store(tree, thread, &cur);
+				if (prof)
+					ulma_profile_cursor_store(&pc);
 				err = close_tree_frame(w, thread, node, d - 1, e->cpu, start, ns, child);
 				ulma_ct_cursor_load(tree, thread, &cur);
+				if (prof)
+					ulma_profile_cursor_load(prof, thread, &pc);
+				close_min = *w->sink->close_from;
 				t = &w->threads[thread];
+				if (err)
+					break;
 			}
 		} else {
+			if (prof) { /* the rare events through the profile's general path */
+				ulma_profile_cursor_store(&pc);
+				err = ulma_profile_feed_event(&w->feed, thread, e);
+				ulma_profile_cursor_load(prof, thread, &pc);
+				if (err)
+					break;
+			}
+			if (kind == ULMA_EV_OFF)
+				continue; /* time off the CPU: not a frame boundary */
+			events++;
+			if (kind == ULMA_EV_LINE)
+				continue; /* a line inside the frame on top */
+			(void)local_clock_ns(&clk, t, e->ticks); /* LOST: the clock goes on */
+			cpu = e->cpu;
 			t->lost += e->count;
 			w->lost += e->count;
 		}
 	}
 	ulma_ct_cursor_store(tree, thread, &cur);
-	t->shift_fp = clk.shift_fp;
-	t->last_ns = clk.last_ns;
+	if (prof)
+		ulma_profile_cursor_store(&pc);
+	local_clock_store(&clk, t);
 	t->cpu = cpu;
 	t->kept = kept;
 	w->events += events;
@@ -506,6 +599,16 @@ static int on_events_tree(struct ulma_walk *w, uint32_t thread, const struct ulm
 	for (uint32_t k = 0; k < w->nthreads; k++) /* every frame kept */
 		w->frames += w->threads[k].kept;
 	return err;
+}
+
+static int on_events_tree(struct ulma_walk *w, uint32_t thread, const struct ulma_trace_event *ev, size_t n)
+{
+	return events_into_tree(w, thread, ev, n, NULL);
+}
+
+static int on_events_tree_profile(struct ulma_walk *w, uint32_t thread, const struct ulma_trace_event *ev, size_t n)
+{
+	return events_into_tree(w, thread, ev, n, w->sink->profile);
 }
 
 static int on_events(void *ctx, uint32_t thread, const struct ulma_trace_event *ev, size_t n)
@@ -518,14 +621,14 @@ static int on_events(void *ctx, uint32_t thread, const struct ulma_trace_event *
 	 * between chunks, so a batch has them throughout or not at all). */
 	if (w->keep_all && w->sink->tree && w->sink->profile &&
 	    ulma_schedline_empty(ulma_profile_feed_schedline(&w->feed, thread)))
-		return on_events_tree(w, thread, ev, n, w->sink->profile);
+		return on_events_tree_profile(w, thread, ev, n);
 	if (w->sink->profile && w->threads[thread].pass) {
 		int err = ulma_profile_feed_events(&w->feed, thread, ev, n); /* as recorded */
 		if (err)
 			return err;
 	}
 	if (w->keep_all)
-		return w->sink->tree	  ? on_events_tree(w, thread, ev, n, NULL)
+		return w->sink->tree	  ? on_events_tree(w, thread, ev, n)
 		       : w->sink->on_edges ? on_events_edges(w, thread, ev, n)
 					   : on_events_all(w, thread, ev, n);
 	struct ulma_walk_thread *t = &w->threads[thread];
@@ -600,6 +703,8 @@ int ulma_walk_run(struct ulma_walk *w, FILE *f, const struct ulma_walk_sink *sin
 				    (err = close_tree_frame(w, i, fr.node, d - 1, t->cpu, fr.start, at, fr.child)))
 					return err;
 			}
+		if (w->keep_all && !w->sink->tree && w->sink->on_edges)
+			complete_slots(t);
 		while (t->depth)
 			if ((err = pop(w, i, at, t->cpu)))
 				return err;

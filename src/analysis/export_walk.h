@@ -89,7 +89,6 @@ struct ulma_walk_func {
 	uint32_t key; /* index of the first function with the same name, file
 		       * and line: exporters merge on it (a trace may define a
 		       * function twice, e.g. once per forked process) */
-	uint64_t opened; /* kept frames of it so far */
 };
 
 /* What a function is, as the exporters label it: "python", "c" (a

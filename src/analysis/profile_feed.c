@@ -86,22 +86,31 @@ int ulma_profile_feed_events(struct ulma_profile_feed *f, uint32_t thread, const
 	/* Samples come between chunks, never inside a batch: a thread with none
 	 * left now has none for the whole batch, and its events need no
 	 * interpolation (ulma_profile_feed_event's first step). */
-	bool sampled = !ulma_schedline_empty(&f->sched[thread]);
-	for (size_t i = 0; i < n; i++) {
-		const struct ulma_trace_event *e = &ev[i];
-		int err = 0;
-		if (__builtin_expect(sampled, 0))
-			err = ulma_profile_feed_event(f, thread, e);
-		else if (e->kind == ULMA_EV_ENTER)
-			err = ulma_profile_enter(p, thread, e->func, e->ticks);
-		else if (e->kind == ULMA_EV_EXIT)
-			ulma_profile_exit(p, thread, e->ticks);
-		else
-			err = ulma_profile_feed_event(f, thread, e);
-		if (err)
-			return err;
+	if (!ulma_schedline_empty(&f->sched[thread])) {
+		for (size_t i = 0; i < n; i++) {
+			int err = ulma_profile_feed_event(f, thread, &ev[i]);
+			if (err)
+				return err;
+		}
+		return 0;
 	}
-	return 0;
+	struct ulma_profile_cursor c; /* the thread in locals (profile.h) */
+	ulma_profile_cursor_load(p, thread, &c);
+	int err = 0;
+	for (size_t i = 0; i < n && !err; i++) {
+		const struct ulma_trace_event *e = &ev[i];
+		if (e->kind == ULMA_EV_ENTER) {
+			err = ulma_profile_cursor_enter(p, thread, &c, e->func, e->ticks);
+		} else if (e->kind == ULMA_EV_EXIT) {
+			ulma_profile_cursor_exit(p, thread, &c, e->ticks);
+		} else {
+			ulma_profile_cursor_store(&c);
+			err = ulma_profile_feed_event(f, thread, e);
+			ulma_profile_cursor_load(p, thread, &c);
+		}
+	}
+	ulma_profile_cursor_store(&c);
+	return err;
 }
 
 void ulma_profile_feed_finish(struct ulma_profile_feed *f, const struct ulma_trace_end *end, uint64_t last_ticks)

@@ -3,6 +3,7 @@
 #include "trace_reader.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -290,15 +291,23 @@ static int parse_events(struct reader *r, const uint8_t *p, const uint8_t *end)
 	struct thread_state *t = &r->threads[tidx];
 	struct ulma_trace_event batch[ULMA_TRACE_BATCH];
 	size_t n = 0;
-	uint64_t i = 0, last_ticks = r->st->last_ticks, event_ticks = 0, mem_addr = 0;
+	/* the events decoded are the batches' entries less the OFF records
+	 * (counted apart: they are few) */
+	uint64_t delivered = 0, offs = 0, last_ticks = r->st->last_ticks, event_ticks = 0, mem_addr = 0;
 	const char *what = "event";
 	/* the frame events' stack in locals: every store into the batch could
-	 * alias *t, which would otherwise be reloaded after each one */
-	uint32_t *stack = t->stack, depth = t->depth, cap = t->cap;
+	 * alias *t, which would otherwise be reloaded after each one; and its
+	 * top frame's function in a register, so that a recursive entry and
+	 * an exit wait on no load of what the event before them stored */
+	uint32_t *stack = t->stack, depth = t->depth, cap = t->cap, top = depth ? stack[depth - 1] : 0;
+	uint32_t where[2] = {(uint32_t)cpu, tidx}; /* an event's cpu and thread, as the event holds them */
+	_Static_assert(offsetof(struct ulma_trace_event, thread) == offsetof(struct ulma_trace_event, cpu) + 4,
+		       "cpu and thread side by side");
 	while (p < end) {
 		if (n == ULMA_TRACE_BATCH) {
 			if ((err = deliver(r, tidx, batch, n)))
 				return err;
+			delivered += n;
 			n = 0;
 		}
 		struct ulma_trace_event *ev = &batch[n];
@@ -309,17 +318,17 @@ static int parse_events(struct reader *r, const uint8_t *p, const uint8_t *end)
 			return corrupt(r, "event time overflows");
 		ticks += delta;
 		ev->ticks = ticks;
-		ev->cpu = (uint32_t)cpu;
-		ev->thread = tidx;
+		memcpy((unsigned char *)ev + offsetof(struct ulma_trace_event, cpu), where, sizeof(where)); /* cpu, thread */
 		ev->count = 0;
 		unsigned tag = (unsigned)(word & 3);
 		if (tag == ULMA_TAG_EXIT) {
 			if (__builtin_expect(depth == 0, 0))
 				return corrupt(r, "exit with no open frame in thread %llu", (unsigned long long)serial);
 			ev->kind = ULMA_EV_EXIT;
-			ev->func = stack[--depth];
+			ev->func = top;
+			if (--depth)
+				top = stack[depth - 1];
 			event_ticks = ticks;
-			i++;
 			n++;
 			continue;
 		}
@@ -332,7 +341,7 @@ static int parse_events(struct reader *r, const uint8_t *p, const uint8_t *end)
 			} else if (__builtin_expect(depth == 0, 0)) {
 				return corrupt(r, "recursive entry with no open frame");
 			} else {
-				func = stack[depth - 1];
+				func = top;
 			}
 			if (__builtin_expect(depth == cap, 0)) {
 				t->depth = depth;
@@ -342,10 +351,10 @@ static int parse_events(struct reader *r, const uint8_t *p, const uint8_t *end)
 				cap = t->cap;
 			}
 			stack[depth++] = func;
+			top = func;
 			ev->kind = ULMA_EV_ENTER;
 			ev->func = func;
 			event_ticks = ticks;
-			i++;
 			n++;
 			continue;
 		}
@@ -359,6 +368,7 @@ static int parse_events(struct reader *r, const uint8_t *p, const uint8_t *end)
 				GET_VARINT(p, end, cpu, truncated);
 				if (delta)
 					return corrupt(r, "cpu change carries a time");
+				where[0] = (uint32_t)cpu;
 				continue; /* not an event of its own */
 			}
 			if (x == ULMA_EXT_OFF && r->version >= 3) {
@@ -372,6 +382,7 @@ static int parse_events(struct reader *r, const uint8_t *p, const uint8_t *end)
 				ev->off = (uint8_t)state;
 				ev->func = 0;
 				n++; /* delivered, but not counted as an event */
+				offs++;
 				continue;
 			}
 			if ((x == ULMA_EXT_INSTANT || x == ULMA_EXT_COUNTER || x == ULMA_EXT_THREAD_NAME) &&
@@ -385,6 +396,7 @@ static int parse_events(struct reader *r, const uint8_t *p, const uint8_t *end)
 					return corrupt(r, "mark uses undefined name %llu", (unsigned long long)id);
 				if ((err = deliver(r, tidx, batch, n)))
 					return err;
+				delivered += n;
 				n = 0;
 				struct ulma_trace_mark m = {ticks, tidx, func, (uint8_t)x, 0};
 				memcpy(&m.value, &bits, sizeof(bits));
@@ -405,6 +417,7 @@ static int parse_events(struct reader *r, const uint8_t *p, const uint8_t *end)
 					continue;
 				if ((err = deliver(r, tidx, batch, n)))
 					return err;
+				delivered += n;
 				n = 0;
 				struct ulma_trace_memory m = {ticks, mem_addr, sd >> 2, tidx, (uint8_t)x, (uint8_t)(sd & 3)};
 				if ((err = r->v->on_memory(r->v->ctx, &m)))
@@ -421,6 +434,7 @@ static int parse_events(struct reader *r, const uint8_t *p, const uint8_t *end)
 					continue;
 				if ((err = deliver(r, tidx, batch, n)))
 					return err;
+				delivered += n;
 				n = 0;
 				struct ulma_trace_object o = {ticks, tidx, func, (uint8_t)x};
 				if ((err = r->v->on_object(r->v->ctx, &o)))
@@ -441,6 +455,7 @@ static int parse_events(struct reader *r, const uint8_t *p, const uint8_t *end)
 					continue;
 				if ((err = deliver(r, tidx, batch, n)))
 					return err;
+				delivered += n;
 				n = 0;
 				m.op = (uint8_t)op;
 				m.nargs = (uint8_t)nargs;
@@ -469,10 +484,10 @@ static int parse_events(struct reader *r, const uint8_t *p, const uint8_t *end)
 			break;
 		}
 		event_ticks = ticks;
-		i++;
 		n++;
 	}
 	t->depth = depth;
+	uint64_t i = delivered + n - offs;
 	if (i && event_ticks > last_ticks) /* times only grow within a chunk */
 		last_ticks = event_ticks;
 	if (i != count)

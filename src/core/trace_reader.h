@@ -135,8 +135,9 @@ struct ulma_trace_visitor {
 	int (*on_sched)(void *ctx, uint32_t thread, const struct ulma_trace_sched *sample);
 	/* what to call a process (a later one replaces an earlier) */
 	int (*on_process)(void *ctx, const struct ulma_trace_process *process);
-	/* on_event's events a batch at a time (one thread's, in order); when
-	 * set, on_event is not called */
+	/* on_event's events a batch at a time (one thread's, in order, from
+	 * one chunk: their times never decrease); when set, on_event is not
+	 * called */
 	int (*on_events)(void *ctx, uint32_t thread, const struct ulma_trace_event *events, size_t n);
 	/* the hook's cost per event (ps), as the program measured it (OVERHEAD) */
 	int (*on_overhead)(void *ctx, uint64_t ps_per_event);

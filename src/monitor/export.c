@@ -373,9 +373,9 @@ int ulma_cmd_export(int argc, char **argv)
 		ulma_die_msg("the %s format writes a directory: -o needs a path", fmt->name);
 		return ULMA_EXIT_USAGE;
 	}
-#if !defined(ULMA_HAVE_ZLIB) && !defined(ULMA_HAVE_LIBDEFLATE)
+#if !defined(ULMA_HAVE_ZLIB) && !defined(ULMA_HAVE_LIBDEFLATE) && !defined(ULMA_HAVE_ISAL)
 	if (strcmp(fmt->name, "perfetto") == 0 && !o.no_compress)
-		fprintf(stderr, "ulma: built without zlib or libdeflate: the perfetto trace is written uncompressed\n");
+		fprintf(stderr, "ulma: built without zlib, libdeflate or ISA-L: the perfetto trace is written uncompressed\n");
 #endif
 	return export_one(fmt, argv[optind - 1], output, &o);
 }

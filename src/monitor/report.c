@@ -157,10 +157,12 @@ static int on_events(void *ctx, uint32_t thread, const struct ulma_trace_event *
 			feed->off_ns += e->count;
 			feed_lane(r, thread, e->ticks + ulma_u64_from_double((double)e->count / r->ns_per_tick), cpu);
 		}
-		if (ulma_profile_feed_event(&r->events, thread, e))
+		/* sampled, the lane and the profile read the schedstat line in turn */
+		if (sampled && ulma_profile_feed_event(&r->events, thread, e))
 			return -ENOMEM;
 	}
-	return 0;
+	/* else the profile after the lane, a batch at a time (its thread in locals) */
+	return !sampled && ulma_profile_feed_events(&r->events, thread, ev, n) ? -ENOMEM : 0;
 }
 
 /* A copy of a source file, for the line tables. */

@@ -286,14 +286,36 @@ static uint32_t rnd(uint32_t n)
 	return (uint32_t)(rng % n);
 }
 
-static int write_random_trace(const char *path, uint64_t *frames)
+/* The clocks of the random traces. */
+enum clock_kind {
+	CLOCK_NS,       /* ticks are ns from 0 */
+	CLOCK_TSC,      /* TSC ticks before and after the first tick, the hook's cost measured */
+	CLOCK_TSC_FREE, /* the same without the cost */
+};
+static const char *const clock_names[] = {"ns", "TSC, with the hook's cost", "TSC, no cost"};
+
+/* A random trace of three threads, in ns; or in ticks of 2.4 GHz (21 ns
+ * apart on average) whose first events come before the trace's first
+ * tick in chunks of a few events, with the hook's cost (12 ns an event)
+ * above the gaps between many events or none: the walker's clock then
+ * clamps times at the start (to 0 before the first tick, or where the
+ * cost taken out exceeds the time) and holds events closer than the cost
+ * at the previous one's time (local_clock's plain steps: the batches
+ * where nothing clamps). */
+static int write_random_trace_clock(const char *path, uint64_t *frames, enum clock_kind clock)
 {
-	struct ulma_trace_meta meta = {.flags = 0, .pid = 1, .start_ticks = 0, .start_ns = 0, .tick_hz = 1000000000};
+	bool tsc = clock != CLOCK_NS;
+	struct ulma_trace_meta meta = {.flags = tsc ? ULMA_META_TSC : 0, .pid = 1, .start_ticks = tsc ? 100000 : 0,
+				       .start_ns = tsc ? 5000 : 0, .tick_hz = tsc ? 2400000000u : 1000000000};
 	struct ulma_trace_writer *w;
 	struct ulma_trace_stream *s[3];
 	int err = ulma_trace_writer_open(path, &meta, &w);
 	if (err)
 		return err;
+	if (clock == CLOCK_TSC && (err = ulma_trace_overhead(w, 12000))) {
+		ulma_trace_writer_abandon(w);
+		return err;
+	}
 	static const char *const names[] = {"f0", "f1", "f2", "f3", "f4", "f5"};
 	ulma_trace_define_file(w, 0, "/r.py", 5);
 	for (uint32_t i = 0; i < 6; i++)
@@ -304,11 +326,17 @@ static int write_random_trace(const char *path, uint64_t *frames)
 			return err;
 		}
 	uint32_t stack[3][64], depth[3] = {0, 0, 0};
-	uint64_t now[3] = {0, 0, 0};
+	uint64_t t0 = tsc ? 99000 : 0, now[3] = {t0, t0, t0}, records[3] = {0, 0, 0};
 	*frames = 0;
 	for (int i = 0; i < 60000; i++) {
 		uint32_t t = rnd(3);
-		now[t] += rnd(50);
+		now[t] += rnd(tsc ? 100 : 50);
+		/* early chunks of a few events: batches of a thread already seen
+		 * whose times lie before the first tick, or below the cost taken out */
+		if (tsc && (++records[t] % 8 == 0 && records[t] < 400) && (err = ulma_trace_stream_flush(s[t]))) {
+			ulma_trace_writer_abandon(w);
+			return err;
+		}
 		if (depth[t] < 64 && (depth[t] == 0 || rnd(2))) {
 			uint32_t id = rnd(6) + 1;
 			ulma_trace_enter(s[t], now[t], 0, id, same_fn(id, depth[t] ? stack[t][depth[t] - 1] : 0));
@@ -321,8 +349,13 @@ static int write_random_trace(const char *path, uint64_t *frames)
 	}
 	uint64_t end = now[0] > now[1] ? now[0] : now[1];
 	end = end > now[2] ? end : now[2];
-	struct ulma_trace_end e = {.end_ticks = end, .end_ns = end};
+	struct ulma_trace_end e = {.end_ticks = end, .end_ns = tsc ? meta.start_ns + (end - meta.start_ticks) * 10 / 24 : end};
 	return ulma_trace_writer_close(w, &e);
+}
+
+static int write_random_trace(const char *path, uint64_t *frames)
+{
+	return write_random_trace_clock(path, frames, CLOCK_NS);
 }
 
 /* Check the stream's contract; returns a description of the first breach. */
@@ -463,7 +496,7 @@ static int walk_path(const char *path, struct ulma_walk_sink *sink, struct recor
  * the same functions and times: on the random trace (thousands of edges
  * per thread's chunk, so many batches; frames left open at its end, which
  * come to on_close). */
-static void test_edges_match_frames(void)
+static void test_edges_match_frames(enum clock_kind clock)
 {
 	char path[4096];
 	const char *dir = getenv("TMPDIR");
@@ -473,7 +506,7 @@ static void test_edges_match_frames(void)
 		return;
 	close(fd);
 	uint64_t frames = 0;
-	if (!CHECK(write_random_trace(path, &frames) == 0, "random trace written"))
+	if (!CHECK(write_random_trace_clock(path, &frames, clock) == 0, "random trace written (%s)", clock_names[clock]))
 		return;
 	struct recorder a, b;
 	struct ulma_walk wa, wb;
@@ -506,7 +539,7 @@ static void test_edges_match_frames(void)
 /* A call tree fed straight from the events (the sink's tree: folded,
  * pstats, callgrind) equals one fed frame by frame, node for node, on the
  * random trace with frames left open at its end. */
-static void test_tree_fed_directly(void)
+static void test_tree_fed_directly(enum clock_kind clock)
 {
 	char path[4096];
 	const char *dir = getenv("TMPDIR");
@@ -515,7 +548,8 @@ static void test_tree_fed_directly(void)
 	uint64_t frames;
 	if (fd >= 0)
 		close(fd);
-	if (!CHECK(fd >= 0 && write_random_trace(path, &frames) == 0, "random trace written"))
+	if (!CHECK(fd >= 0 && write_random_trace_clock(path, &frames, clock) == 0, "random trace written (%s)",
+		   clock_names[clock]))
 		return;
 	struct ulma_calltree direct, framed, threaded;
 	ulma_calltree_init(&direct);
@@ -700,7 +734,8 @@ static void test_escaping(void)
 
 int main(void)
 {
-	test_tree_fed_directly();
+	for (int c = CLOCK_NS; c <= CLOCK_TSC_FREE; c++)
+		test_tree_fed_directly(c);
 	int err = write_small_trace();
 	if (CHECK(err == 0, "small trace written (%d)", err)) {
 		test_unfiltered();
@@ -708,7 +743,8 @@ int main(void)
 		unlink(trace_path);
 	}
 	test_random_invariants();
-	test_edges_match_frames();
+	for (int c = CLOCK_NS; c <= CLOCK_TSC_FREE; c++)
+		test_edges_match_frames(c);
 	test_callgraph();
 	test_parse_ns();
 	test_escaping();

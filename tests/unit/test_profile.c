@@ -2,7 +2,8 @@
  * total and calls on a hand-built nested stream; recursion counted once in
  * total; finish closing open frames; lost counts; the self-time
  * conservation law (a thread always inside a frame has self ticks summing
- * to its wall span) on a long pseudo-random stream; sorting. */
+ * to its wall span) on a long pseudo-random stream; sorting; the cursor's
+ * batches against the event-by-event calls. */
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -278,8 +279,102 @@ static void test_off_cpu(void)
 	ulma_profile_free(&p);
 }
 
+/* The cursor (ulma_profile_cursor_*: a batch's loop with the thread in
+ * locals) gives the figures of ulma_profile_enter and ulma_profile_exit
+ * event by event: on a long random stream of two threads over Python, C
+ * and zone functions, with recursion, times that go back, exits with no
+ * frame open, stacks growing past their room, and time off the CPU
+ * between the batches (the frames' clocks at entry). */
+static uint64_t rng_state = 0x2545f4914f6cdd1du;
+static uint32_t rnd(uint32_t n)
+{
+	rng_state ^= rng_state >> 12;
+	rng_state ^= rng_state << 25;
+	rng_state ^= rng_state >> 27;
+	return (uint32_t)((rng_state * 0x2545f4914f6cdd1du) >> 33) % n;
+}
+
+static void test_cursor_same(void)
+{
+	struct ulma_profile a, b;
+	static const uint8_t kinds[] = {ULMA_DEF_PY, ULMA_DEF_PY, ULMA_DEF_C, ULMA_DEF_ZONE, ULMA_DEF_PY, ULMA_DEF_NATIVE};
+	ulma_profile_init(&a);
+	ulma_profile_init(&b);
+	for (uint32_t f = 0; f < 6; f++) {
+		ulma_profile_add_func(&a, f, kinds[f], "f", 1, "m.py", 4, f);
+		ulma_profile_add_func(&b, f, kinds[f], "f", 1, "m.py", 4, f);
+	}
+	for (uint32_t t = 0; t < 2; t++) {
+		ulma_profile_add_thread(&a, t, t, 1, 1 + t);
+		ulma_profile_add_thread(&b, t, t, 1, 1 + t);
+	}
+	uint64_t now[2] = {100, 100};
+	uint32_t depth[2] = {0, 0};
+	int err = 0;
+	for (int batch = 0; batch < 400 && !err; batch++) {
+		uint32_t t = rnd(2), n = 1 + rnd(300);
+		struct ulma_profile_cursor c;
+		ulma_profile_cursor_load(&b, t, &c);
+		for (uint32_t i = 0; i < n && !err; i++) {
+			now[t] = now[t] + rnd(20) - (rnd(8) == 0 ? 12 : 0); /* now and then back */
+			bool enter = depth[t] == 0 ? rnd(8) != 0 : depth[t] < 200 && rnd(2);
+			if (enter) {
+				uint32_t f = rnd(6);
+				err = ulma_profile_enter(&a, t, f, now[t]) || ulma_profile_cursor_enter(&b, t, &c, f, now[t]);
+				depth[t]++;
+			} else { /* at depth 0 an exit with no frame, ignored */
+				ulma_profile_exit(&a, t, now[t]);
+				ulma_profile_cursor_exit(&b, t, &c, now[t]);
+				depth[t] -= depth[t] > 0;
+			}
+		}
+		ulma_profile_cursor_store(&c);
+		if (rnd(3) == 0) { /* off the CPU before the thread's next event */
+			uint64_t blocked = rnd(50), runnable = rnd(50), gil = rnd(2) ? blocked / 2 : 0;
+			uint32_t voluntary = rnd(2), involuntary = rnd(2);
+			ulma_profile_off(&a, t, blocked, runnable, gil, voluntary, involuntary);
+			ulma_profile_off(&b, t, blocked, runnable, gil, voluntary, involuntary);
+		}
+	}
+	ulma_profile_finish(&a, now[0] > now[1] ? now[0] : now[1]);
+	ulma_profile_finish(&b, now[0] > now[1] ? now[0] : now[1]);
+	uint32_t differ = 0;
+	uint64_t calls = 0, total_off = 0;
+	for (uint32_t f = 0; f < 6; f++) {
+		const struct ulma_func_row *x = &a.funcs[f], *y = &b.funcs[f];
+		calls += x->calls;
+		total_off += x->total_blocked_ns;
+		if (x->calls != y->calls || x->self_ticks != y->self_ticks || x->self_events != y->self_events ||
+		    x->total_ticks != y->total_ticks || x->total_events != y->total_events ||
+		    x->total_native_ticks != y->total_native_ticks || x->self_blocked_ns != y->self_blocked_ns ||
+		    x->self_runnable_ns != y->self_runnable_ns || x->self_gil_ns != y->self_gil_ns ||
+		    x->total_blocked_ns != y->total_blocked_ns || x->total_runnable_ns != y->total_runnable_ns ||
+		    x->total_gil_ns != y->total_gil_ns || x->voluntary != y->voluntary || x->involuntary != y->involuntary ||
+		    x->total_voluntary != y->total_voluntary || x->total_involuntary != y->total_involuntary) {
+			differ++;
+			tap_diag("function %u: calls %llu/%llu self %llu/%llu total %llu/%llu native %llu/%llu blocked %llu/%llu", f,
+				 (unsigned long long)x->calls, (unsigned long long)y->calls, (unsigned long long)x->self_ticks,
+				 (unsigned long long)y->self_ticks, (unsigned long long)x->total_ticks,
+				 (unsigned long long)y->total_ticks, (unsigned long long)x->total_native_ticks,
+				 (unsigned long long)y->total_native_ticks, (unsigned long long)x->total_blocked_ns,
+				 (unsigned long long)y->total_blocked_ns);
+		}
+	}
+	for (uint32_t t = 0; t < 2; t++) {
+		const struct ulma_thread_row *x = &a.threads[t], *y = &b.threads[t];
+		differ += x->events != y->events || x->self_ticks != y->self_ticks || x->native_ticks != y->native_ticks ||
+			  x->last_ticks != y->last_ticks || x->first_ticks != y->first_ticks || x->depth != y->depth ||
+			  x->self_blocked_ns != y->self_blocked_ns;
+	}
+	CHECK(err == 0 && differ == 0 && calls > 10000 && total_off > 0,
+	      "the cursor's figures are enter's and exit's: %llu calls, %u rows differ", (unsigned long long)calls, differ);
+	ulma_profile_free(&a);
+	ulma_profile_free(&b);
+}
+
 int main(void)
 {
+	test_cursor_same();
 	test_nested();
 	test_recursion();
 	test_finish();
