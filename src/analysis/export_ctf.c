@@ -82,11 +82,10 @@ enum {
 };
 
 struct ctf_thread {
-	struct ulma_sbuf buf; /* packets not yet written, the open one last */
+	struct ulma_sbuf buf; /* packets not yet written, the open one last (binary: no NUL kept after them) */
 	size_t packet;        /* the open packet's offset in buf */
 	uint64_t last;        /* the stream's latest timestamp, as its reader's clock has it */
-	uint32_t cpu;         /* the open packet's CPU */
-	bool open;            /* a packet is open */
+	uint64_t open_cpu;    /* the open packet's CPU + 1; 0 when none is open */
 	bool started;         /* the stream file exists */
 	uint8_t *defined;     /* bit per function id: the stream has its definition */
 	uint32_t cap_defined;
@@ -119,6 +118,16 @@ static inline char *le_at(char *p, uint64_t v, unsigned bytes)
 	for (unsigned i = 0; i < bytes; i++)
 		p[i] = (char)(v >> (8 * i) & 0xff);
 	return p + bytes;
+}
+
+/* v's 8 bytes at p, little-endian: one store on a little-endian machine. */
+static inline void store_le64(char *p, uint64_t v)
+{
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	memcpy(p, &v, 8);
+#else
+	le_at(p, v, 8);
+#endif
 }
 
 /* s as valid UTF-8, in a string of its own; NULL only when out of memory.
@@ -166,7 +175,7 @@ static struct ctf_thread *thread_of(struct ctf *c, uint32_t thread)
 static int flush_thread(struct ctf *c, const struct ulma_walk *w, uint32_t thread)
 {
 	struct ctf_thread *t = &c->threads[thread];
-	size_t len = t->open ? t->packet : t->buf.len;
+	size_t len = t->open_cpu ? t->packet : t->buf.len;
 	if (len == 0)
 		return 0;
 	char path[4096];
@@ -182,8 +191,7 @@ static int flush_thread(struct ctf *c, const struct ulma_walk *w, uint32_t threa
 	t->started = true;
 	memmove(t->buf.p, t->buf.p + len, t->buf.len - len);
 	t->buf.len -= len;
-	t->packet -= t->open ? len : 0;
-	t->buf.p[t->buf.len] = 0;
+	t->packet -= t->open_cpu ? len : 0;
 	return err;
 }
 
@@ -192,14 +200,14 @@ static int flush_thread(struct ctf *c, const struct ulma_walk *w, uint32_t threa
 static int close_packet(struct ctf *c, const struct ulma_walk *w, uint32_t thread)
 {
 	struct ctf_thread *t = &c->threads[thread];
-	if (!t->open)
+	if (!t->open_cpu)
 		return 0;
 	char *h = t->buf.p + t->packet;
 	uint64_t bits = (uint64_t)(t->buf.len - t->packet) * 8;
 	le_at(h + 16, t->last, 8);
 	le_at(h + 24, bits, 8); /* content size */
 	le_at(h + 32, bits, 8); /* packet size */
-	t->open = false;
+	t->open_cpu = 0;
 	return t->buf.len >= PACKET_AT ? flush_thread(c, w, thread) : 0;
 }
 
@@ -215,7 +223,7 @@ static char *begin_event(struct ctf *c, const struct ulma_walk *w, uint32_t thre
 		*err = -ENOMEM;
 		return NULL;
 	}
-	if (__builtin_expect(!t->open || cpu != t->cpu, 0)) {
+	if (__builtin_expect((uint64_t)cpu + 1 != t->open_cpu, 0)) { /* none open, or on another CPU */
 		if ((*err = close_packet(c, w, thread)))
 			return NULL;
 		char *h = ulma_sbuf_room(&t->buf, PACKET_HEADER);
@@ -233,8 +241,7 @@ static char *begin_event(struct ctf *c, const struct ulma_walk *w, uint32_t thre
 		t->packet = t->buf.len;
 		t->buf.len += PACKET_HEADER;
 		t->last = at;
-		t->cpu = cpu;
-		t->open = true;
+		t->open_cpu = (uint64_t)cpu + 1;
 	}
 	char *p = ulma_sbuf_room(&t->buf, 13 + payload);
 	if (!p) {
@@ -257,7 +264,6 @@ static int end_event(struct ctf *c, const struct ulma_walk *w, uint32_t thread, 
 {
 	struct ctf_thread *t = &c->threads[thread];
 	t->buf.len = (size_t)(p - t->buf.p);
-	t->buf.p[t->buf.len] = 0;
 	return t->buf.len - t->packet >= PACKET_AT ? close_packet(c, w, thread) : 0;
 }
 
@@ -312,24 +318,24 @@ static int define(struct ctf *c, const struct ulma_walk *w, uint32_t thread, uin
 	return end_event(c, w, thread, le_at(p, f->kind, 1));
 }
 
-/* A frame's entry or exit: 6 bytes (one per frame's open and close: the
- * hot path). */
-static int frame_event(struct ctf *c, const struct ulma_walk *w, uint32_t thread, uint32_t func, uint64_t at,
-		       uint32_t cpu, bool entry)
+/* A frame's entry or exit, the general way: its function's id and
+ * definition first where it has none yet, its packet opened, any id, any
+ * time. */
+__attribute__((noinline)) static int frame_event_slow(struct ctf *c, const struct ulma_walk *w, uint32_t thread, uint32_t func, uint64_t at,
+			    uint32_t cpu, bool entry)
 {
 	uint32_t id = func < c->cap_id_of ? c->id_of[func] : 0;
 	struct ctf_thread *t = thread < c->cap_threads ? &c->threads[thread] : thread_of(c, thread);
 	int err = 0;
 	if (!t)
 		return -ENOMEM;
-	if (__builtin_expect(id == 0, 0)) {
+	if (id == 0) {
 		if ((err = func_id(c, w, func, &id)))
 			return err;
 	} else {
 		id--;
 	}
-	if (__builtin_expect(id / 8 >= t->cap_defined || !(t->defined[id / 8] >> id % 8 & 1), 0) &&
-	    (err = define(c, w, thread, id, at, cpu)))
+	if ((id / 8 >= t->cap_defined || !(t->defined[id / 8] >> id % 8 & 1)) && (err = define(c, w, thread, id, at, cpu)))
 		return err;
 	c->ids[id].entries += entry;
 	bool wide = id >= NARROW_IDS;
@@ -338,6 +344,30 @@ static int frame_event(struct ctf *c, const struct ulma_walk *w, uint32_t thread
 	if (!p)
 		return err;
 	return end_event(c, w, thread, le_at(p, id, wide ? 4 : 2));
+}
+
+/* A frame's entry or exit: 6 bytes, one per frame's open and close (the
+ * hot path).  Written here, without a call, when the thread's stream has
+ * the function's definition and a packet open on this CPU, its id takes
+ * 16 bits, the clock moved less than 2^27 ns and the buffer has room. */
+__attribute__((always_inline)) static inline int frame_event(struct ctf *c, const struct ulma_walk *w, uint32_t thread, uint32_t func, uint64_t at,
+			      uint32_t cpu, bool entry)
+{
+	uint32_t id = func < c->cap_id_of ? c->id_of[func] - 1 : UINT32_MAX; /* UINT32_MAX: none yet */
+	struct ctf_thread *t = thread < c->cap_threads ? &c->threads[thread] : NULL;
+	if (__builtin_expect(t && id < NARROW_IDS && id / 8 < t->cap_defined &&
+				     (t->defined[id / 8] >> id % 8 & 1) && (uint64_t)cpu + 1 == t->open_cpu &&
+				     at - t->last < (UINT64_C(1) << COMPACT_BITS) && t->buf.cap - t->buf.len >= 8,
+			     1)) {
+		uint64_t event = (entry ? EV_ENTRY : EV_EXIT) | (at & ((UINT64_C(1) << COMPACT_BITS) - 1)) << 5 |
+				 (uint64_t)id << 32; /* header, then the id: 6 bytes of 8 stored */
+		store_le64(t->buf.p + t->buf.len, event);
+		t->buf.len += 6;
+		t->last = at;
+		c->ids[id].entries += entry;
+		return __builtin_expect(t->buf.len - t->packet >= PACKET_AT, 0) ? close_packet(c, w, thread) : 0;
+	}
+	return frame_event_slow(c, w, thread, func, at, cpu, entry);
 }
 
 static int on_open(void *ctx, const struct ulma_walk *w, uint32_t thread, const struct ulma_walk_frame *f)
