@@ -104,7 +104,8 @@ struct ctf {
 	const char *dir;
 	struct ctf_thread *threads;
 	uint32_t cap_threads;
-	uint32_t *id_of;  /* walk function -> its id + 1, 0 before its first entry */
+	uint32_t *id_of;  /* walk function -> its id + 1, 0 before its first entry (a trace
+			   * defines a function once: the reader refuses a second definition) */
 	uint32_t cap_id_of;
 	struct ctf_func *ids; /* by id */
 	uint32_t nids, cap_ids;
@@ -149,19 +150,6 @@ static char *clean(const char *s)
 static unsigned kind_value(uint8_t kind)
 {
 	return kind >= ULMA_DEF_PY && kind <= ULMA_DEF_ZONE ? kind : 0;
-}
-
-static int on_func(void *ctx, const struct ulma_walk *w, uint32_t func)
-{
-	struct ctf *c = ctx;
-	(void)w;
-	if (func < c->cap_id_of) /* defined again: a function of its own from here */
-		c->id_of[func] = 0;
-	if (func < c->cap_mark_names) {
-		free(c->mark_names[func]);
-		c->mark_names[func] = NULL;
-	}
-	return 0;
 }
 
 static struct ctf_thread *thread_of(struct ctf *c, uint32_t thread)
@@ -601,8 +589,7 @@ int ulma_export_ctf(FILE *in, const struct ulma_export_opts *o, FILE *out, const
 	struct ctf c = {.dir = dir};
 	struct ulma_walk w;
 	(void)out;
-	struct ulma_walk_sink sink = {.ctx = &c, .on_func = on_func, .on_open = on_open, .on_close = on_close,
-				      .on_mark = on_mark};
+	struct ulma_walk_sink sink = {.ctx = &c, .on_open = on_open, .on_close = on_close, .on_mark = on_mark};
 	int err = ulma_export_walk(in, o, &w, &sink, res);
 	for (uint32_t i = 0; i < c.cap_threads && !err; i++)
 		if (!(err = close_packet(&c, &w, i)))
