@@ -1,23 +1,47 @@
 /* export_ctf.c - the Common Trace Format, version 1.8 (diamon.org/ctf),
- * as LTTng writes it and babeltrace2 / Trace Compass read it.
+ * laid out as LTTng lays out its high-rate events, for babeltrace2 and
+ * Trace Compass.
  *
  * A CTF trace is a directory: `metadata`, a TSDL text describing the
  * binary layout, and one binary stream file per traced thread
  * (`stream_<serial>`).  A stream file is a sequence of packets; each packet
  * starts with a header (magic, stream id) and a context (first and last
- * timestamp, content and packet size in bits, pid, tid), followed by its
- * events.  Every event has a header (event id, 64-bit timestamp), a
- * context carrying the cpu_id it ran on, and a payload:
+ * timestamp, content and packet size in bits, pid, tid, and the cpu_id
+ * its events ran on), followed by its events.  A packet ends where the
+ * thread's CPU changes, so every event's CPU is its packet's, and at
+ * 64 KiB.
  *
- *     ulma:function_entry  { string name; string file; uint32 line; enum kind; }
- *     ulma:function_exit   { string name; uint64 duration_ns; uint64 self_ns; }
+ * Every event has LTTng's compact header, 32 bits: a 5-bit event id and
+ * the low 27 bits of its timestamp, from which the reader rebuilds the
+ * full one (a value below the previous event's low bits means they
+ * wrapped once).  Where the clock moved 2^27 ns (134 ms) or more since the
+ * stream's previous event, the header is the extended one instead: id 31,
+ * then a 32-bit id and the 64-bit timestamp (13 bytes).  Then its fields:
+ *
+ *     ulma:function_entry  { func; }   16-bit function id (ids below 65536)
+ *     ulma:function_exit   { func; }
  *     ulma:instant         { string name; }
  *     ulma:counter         { string name; double value; }
  *     ulma:thread_name     { string name; }
+ *     ulma:function        { uint32 func; string name; string file; uint32 line; enum kind; }
+ *     ulma:function_entry  { uint32 func; }   (ids from 65536 on, class 6)
+ *     ulma:function_exit   { uint32 func; }   (class 7)
  *
- * `kind` is the definition's kind (a uint8 enumeration whose labels are
- * python, c, native and zone; the C kinds 2-5 share the label c).  The
- * marks are events in their thread's stream, at their time.
+ * A function's id counts the functions in order of their first entry
+ * (functions with one name, file and line merged, as in every export).
+ * Its definition, ulma:function, is written in each stream that uses it,
+ * once, just before its first entry or exit there and at its time, so a
+ * stream read alone, or merged with others in time order, defines every
+ * function before its events: readers join on `func`.
+ * The 16-bit `func` is an enumeration whose labels are the names of the
+ * CTF_LABELS most entered functions, so babeltrace2 prints
+ * `func = ( "fib" : container = 3 )` and the others as `( <unknown> :
+ * container = 812 )`: babeltrace2 looks a value up by a pass over every
+ * label, and parses the labels in time quadratic in their count.
+ * An entry or an exit thus takes 6 bytes.  `kind` is the definition's
+ * kind (a uint8 enumeration: python, c for 2-5, native, zone, other).
+ * The marks are events in their thread's stream at their time, on the
+ * CPU of the thread's latest event.
  *
  * Objects over time (--memory on Python 3.13+, export_objects.h) are
  * ulma:counter events too, "objects: TYPE (created - destroyed)" for the
@@ -27,18 +51,24 @@
  * process's first thread that counted one), whose times, merged, go
  * forward as a stream's must.
  *
- * All integers are little-endian and byte-aligned, so no padding occurs.
- * Timestamps are nanoseconds of a clock `monotonic` whose offset is the
- * trace's CLOCK_MONOTONIC start, so times line up with other traces of the
- * machine (LTTng's kernel traces use the same clock).  Strings are UTF-8
- * (invalid bytes become U+FFFD).  Each thread's events collect in a 64 KiB
- * buffer written out as one packet, its file opened only to append, so
- * memory and open files stay bounded.
+ * Integers are little-endian and byte-aligned (but for the header's
+ * bit fields), so no padding occurs.  Timestamps are nanoseconds of a
+ * clock `monotonic` whose offset is the trace's CLOCK_MONOTONIC start, so
+ * times line up with other traces of the machine (LTTng's kernel traces
+ * use the same clock).  Strings are UTF-8 (invalid bytes become U+FFFD).
+ * Each thread's packets collect in a buffer written out once it holds
+ * 64 KiB, its file opened only to append, so memory and open files stay
+ * bounded.  The metadata is written last, when the labels are known.
+ *
+ * Another event class takes an id below 31 (the compact header's; 8 to
+ * 30 are free), a line in event_classes for the metadata, and a writer
+ * that fills its fields between begin_event and end_event, as on_mark's.
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "../core/array.h"
 #include "export.h"
 #include "export_objects.h"
 #include "export_text.h"
@@ -46,40 +76,57 @@
 
 #define PACKET_AT 65536
 #define CTF_MAGIC 0xC1FC1FC1u
-#define HEADER_BYTES 48u /* packet header 8 + packet context 40 */
+#define PACKET_HEADER 52u     /* packet header 8 + packet context 44 */
+#define COMPACT_BITS 27       /* the compact header's timestamp */
+#define NARROW_IDS 65536u     /* function ids a 16-bit field holds */
+#define CTF_LABELS 256u       /* functions the enumeration names (docs/exports.md, "ctf": what more cost) */
 
-enum { EV_ENTRY = 0, EV_EXIT = 1, EV_INSTANT = 2, EV_COUNTER = 3, EV_THREAD_NAME = 4 };
+/* Event classes; EV_EXTENDED is the compact header's escape to the extended one. */
+enum {
+	EV_ENTRY = 0,
+	EV_EXIT = 1,
+	EV_INSTANT = 2,
+	EV_COUNTER = 3,
+	EV_THREAD_NAME = 4,
+	EV_FUNCTION = 5,
+	EV_ENTRY_WIDE = 6,
+	EV_EXIT_WIDE = 7,
+	EV_EXTENDED = 31,
+};
 
 struct ctf_thread {
-	struct ulma_sbuf ev; /* events of the packet being built */
-	uint64_t begin, end; /* its first and last timestamp */
-	uint64_t events;     /* in the packet */
-	bool started;        /* the stream file exists */
+	struct ulma_sbuf buf; /* packets not yet written, the open one last (binary: no NUL kept after them) */
+	size_t packet;        /* the open packet's offset in buf */
+	uint64_t last;        /* the stream's latest timestamp, as its reader's clock has it */
+	uint64_t open_cpu;    /* the open packet's CPU + 1; 0 when none is open */
+	bool started;         /* the stream file exists */
+	uint8_t *defined;     /* bit per function id: the stream has its definition */
+	uint32_t cap_defined;
+};
+
+/* A function as its definition event gave it. */
+struct ctf_func {
+	char *name; /* cleaned */
+	char *file; /* cleaned */
+	uint32_t line;
+	uint8_t kind;     /* kind_value's */
+	uint64_t entries; /* so far */
 };
 
 struct ctf {
 	const char *dir;
 	const char *stream; /* the stream files' name before the thread's serial */
 	struct ctf_thread *threads;
-	uint32_t nthreads;
-	char **names; /* per function: cleaned name, NUL included in length */
-	char **files;
-	char **entries; /* per function: an entry's fields (name, file, line, kind), COPY_CHUNK bytes of slack */
-	size_t *entry_len;
-	char **exits;   /* per function: an exit's first field (the name), with the same slack */
-	size_t *exit_len;
-	uint32_t nnames;
-	uint64_t events;
+	uint32_t cap_threads;
+	uint32_t *id_of;  /* walk function -> its id + 1, 0 before its first entry (a trace
+			   * defines a function once: the reader refuses a second definition) */
+	uint32_t cap_id_of;
+	struct ctf_func *ids; /* by id */
+	uint32_t nids, cap_ids;
+	char **mark_names; /* walk function (a mark's name) -> cleaned, made at first use */
+	uint32_t cap_mark_names;
 	struct ulma_xobjects objects; /* objects per process and type (--memory on 3.13+) */
 };
-
-static void put_le(struct ulma_sbuf *b, uint64_t v, unsigned bytes)
-{
-	char le[8];
-	for (unsigned i = 0; i < bytes; i++)
-		le[i] = (char)(v >> (8 * i) & 0xff);
-	ulma_sbuf_put(b, le, bytes);
-}
 
 /* v's low `bytes` bytes at p, little-endian; returns the end. */
 static inline char *le_at(char *p, uint64_t v, unsigned bytes)
@@ -89,17 +136,14 @@ static inline char *le_at(char *p, uint64_t v, unsigned bytes)
 	return p + bytes;
 }
 
-static void put_cstr(struct ulma_sbuf *b, const char *s)
+/* v's 8 bytes at p, little-endian: one store on a little-endian machine. */
+static inline void store_le64(char *p, uint64_t v)
 {
-	ulma_sbuf_put(b, s, strlen(s) + 1);
-}
-
-/* A little-endian IEEE double. */
-static void put_double(struct ulma_sbuf *b, double v)
-{
-	uint64_t bits;
-	memcpy(&bits, &v, sizeof(bits));
-	put_le(b, bits, 8);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	memcpy(p, &v, 8);
+#else
+	le_at(p, v, 8);
+#endif
 }
 
 /* s as valid UTF-8, in a string of its own; NULL only when out of memory.
@@ -123,177 +167,253 @@ static unsigned kind_value(uint8_t kind)
 	return kind >= ULMA_DEF_PY && kind <= ULMA_DEF_ZONE ? kind : 0;
 }
 
-#define COPY_CHUNK 32 /* event() copies fields in fixed chunks: a few moves each, no call */
-
-static int grow_funcs(struct ctf *c, uint32_t func)
+static struct ctf_thread *thread_of(struct ctf *c, uint32_t thread)
 {
-	uint32_t n = func + 1 > c->nnames * 2 ? func + 1 : c->nnames * 2;
-	char ***arrays[] = {&c->names, &c->files, &c->entries, &c->exits};
-	for (size_t i = 0; i < sizeof(arrays) / sizeof(arrays[0]); i++) {
-		char **a = realloc(*arrays[i], (size_t)n * sizeof(*a));
-		if (!a)
-			return -ENOMEM;
-		memset(a + c->nnames, 0, (size_t)(n - c->nnames) * sizeof(*a));
-		*arrays[i] = a;
-	}
-	size_t **lens[] = {&c->entry_len, &c->exit_len};
-	for (size_t i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
-		size_t *l = realloc(*lens[i], (size_t)n * sizeof(*l));
-		if (!l)
-			return -ENOMEM;
-		*lens[i] = l;
-	}
-	c->nnames = n;
-	return 0;
+	if (ulma_array_grow((void **)&c->threads, &c->cap_threads, thread, sizeof(*c->threads)))
+		return NULL;
+	return &c->threads[thread];
 }
 
-static int on_func(void *ctx, const struct ulma_walk *w, uint32_t func)
-{
-	struct ctf *c = ctx;
-	if (func >= c->nnames && grow_funcs(c, func))
-		return -ENOMEM;
-	free(c->names[func]);
-	free(c->files[func]);
-	free(c->entries[func]);
-	free(c->exits[func]);
-	c->entries[func] = c->exits[func] = NULL;
-	c->names[func] = clean(*w->funcs[func].name ? w->funcs[func].name : "?");
-	c->files[func] = clean(w->funcs[func].file);
-	if (!c->names[func] || !c->files[func])
-		return -ENOMEM;
-	struct ulma_sbuf e = {0}, x = {0};
-	put_cstr(&e, c->names[func]);
-	put_cstr(&e, c->files[func]);
-	put_le(&e, w->funcs[func].line, 4);
-	put_le(&e, kind_value(w->funcs[func].kind), 1);
-	put_cstr(&x, c->names[func]);
-	char *ep = e.nomem ? NULL : realloc(e.p, e.len + COPY_CHUNK);
-	char *xp = x.nomem ? NULL : realloc(x.p, x.len + COPY_CHUNK);
-	if (!ep || !xp) {
-		free(ep ? ep : e.p);
-		free(xp ? xp : x.p);
-		return -ENOMEM;
-	}
-	c->entries[func] = ep;
-	c->entry_len[func] = e.len;
-	c->exits[func] = xp;
-	c->exit_len[func] = x.len;
-	return 0;
-}
-
-static int write_packet(struct ctf *c, const struct ulma_walk *w, uint32_t thread)
+/* Write the thread's packets, none of them open, to its stream file. */
+static int flush_thread(struct ctf *c, const struct ulma_walk *w, uint32_t thread)
 {
 	struct ctf_thread *t = &c->threads[thread];
-	const struct ulma_walk_thread *wt = &w->threads[thread];
-	if (t->ev.nomem)
-		return -ENOMEM;
-	if (t->events == 0)
+	if (t->buf.len == 0)
 		return 0;
-	struct ulma_sbuf h = {0};
-	uint64_t bits = ((uint64_t)HEADER_BYTES + t->ev.len) * 8;
-	put_le(&h, CTF_MAGIC, 4);
-	put_le(&h, 0, 4); /* stream id */
-	put_le(&h, t->begin, 8);
-	put_le(&h, t->end, 8);
-	put_le(&h, bits, 8); /* content size */
-	put_le(&h, bits, 8); /* packet size */
-	put_le(&h, wt->pid, 4);
-	put_le(&h, wt->tid, 4);
 	char path[4096];
-	snprintf(path, sizeof(path), "%s/%s%llu", c->dir, c->stream, (unsigned long long)wt->serial);
-	FILE *f = h.nomem ? NULL : fopen(path, t->started ? "ab" : "wb");
-	int err = h.nomem ? -ENOMEM : f ? 0 : -EIO;
+	snprintf(path, sizeof(path), "%s/%s%llu", c->dir, c->stream, (unsigned long long)w->threads[thread].serial);
+	FILE *f = fopen(path, t->started ? "ab" : "wb");
+	int err = f ? 0 : -EIO;
 	if (f) {
-		if (fwrite(h.p, 1, h.len, f) != h.len || fwrite(t->ev.p, 1, t->ev.len, f) != t->ev.len)
+		if (fwrite(t->buf.p, 1, t->buf.len, f) != t->buf.len)
 			err = -EIO;
 		if (fclose(f) != 0)
 			err = -EIO;
 	}
-	ulma_sbuf_free(&h);
 	t->started = true;
-	t->ev.len = 0;
-	t->events = 0;
+	t->buf.len = 0;
 	return err;
 }
 
-/* The thread's packet buffer, with an event of id at `at` begun in it
- * (header and context); NULL when out of memory. */
-static struct ulma_sbuf *begin_event(struct ctf *c, uint32_t thread, unsigned id, uint64_t at, uint32_t cpu)
+/* End the open packet: its last timestamp and sizes into its context;
+ * the finished packets written out once they hold 64 KiB. */
+static int close_packet(struct ctf *c, const struct ulma_walk *w, uint32_t thread)
 {
-	if (thread >= c->nthreads) {
-		uint32_t n = thread + 1 > c->nthreads * 2 ? thread + 1 : c->nthreads * 2;
-		struct ctf_thread *p = realloc(c->threads, (size_t)n * sizeof(*p));
-		if (!p)
-			return NULL;
-		memset(p + c->nthreads, 0, (size_t)(n - c->nthreads) * sizeof(*p));
-		c->threads = p;
-		c->nthreads = n;
-	}
 	struct ctf_thread *t = &c->threads[thread];
-	if (t->events == 0)
-		t->begin = at;
-	t->end = at;
-	t->events++;
-	c->events++;
-	char *p = ulma_sbuf_room(&t->ev, 16);
-	if (!p)
-		return NULL;
-	p = le_at(le_at(le_at(p, id, 4), at, 8), cpu, 4);
-	t->ev.len += 16;
-	t->ev.p[t->ev.len] = 0;
-	return &t->ev;
+	if (!t->open_cpu)
+		return 0;
+	char *h = t->buf.p + t->packet;
+	uint64_t bits = (uint64_t)(t->buf.len - t->packet) * 8;
+	le_at(h + 16, t->last, 8);
+	le_at(h + 24, bits, 8); /* content size */
+	le_at(h + 32, bits, 8); /* packet size */
+	t->open_cpu = 0;
+	return t->buf.len >= PACKET_AT ? flush_thread(c, w, thread) : 0;
 }
 
-/* A frame's entry or exit, written straight into its thread's packet
- * buffer (one per frame's open and close: the hot path). */
-static int event(struct ctf *c, const struct ulma_walk *w, uint32_t thread, const struct ulma_walk_frame *f,
-		 bool entry)
+/* Room for `payload` bytes of an event of class id at `at`, on `cpu`, in
+ * the thread's stream, its header written (a packet opened first, a new
+ * one where the CPU changed): where the fields go, or NULL with *err set.
+ * The caller fills them and passes their end to end_event. */
+static char *begin_event(struct ctf *c, const struct ulma_walk *w, uint32_t thread, unsigned id, uint64_t at,
+			 uint32_t cpu, size_t payload, int *err)
 {
-	if (f->func >= c->nnames || !c->entries[f->func])
-		return -EPROTO; /* the walker defines every function before its frames */
-	struct ulma_sbuf *b = begin_event(c, thread, entry ? EV_ENTRY : EV_EXIT, entry ? f->start_ns : f->end_ns, f->cpu);
-	if (!b)
-		return -ENOMEM;
-	const char *fields = entry ? c->entries[f->func] : c->exits[f->func];
-	size_t len = entry ? c->entry_len[f->func] : c->exit_len[f->func];
-	char *p = ulma_sbuf_room(b, len + COPY_CHUNK + 16), *start = p;
-	if (!p)
-		return -ENOMEM;
-	for (size_t i = 0; i < len; i += COPY_CHUNK)
-		memcpy(p + i, fields + i, COPY_CHUNK);
-	p += len;
-	if (!entry) {
-		p = le_at(p, f->end_ns - f->start_ns, 8);
-		p = le_at(p, f->self_ns, 8);
+	struct ctf_thread *t = thread < c->cap_threads ? &c->threads[thread] : thread_of(c, thread);
+	if (!t) {
+		*err = -ENOMEM;
+		return NULL;
 	}
-	b->len += (size_t)(p - start);
-	b->p[b->len] = 0;
-	return b->len >= PACKET_AT ? write_packet(c, w, thread) : 0;
+	if (__builtin_expect((uint64_t)cpu + 1 != t->open_cpu, 0)) { /* none open, or on another CPU */
+		if ((*err = close_packet(c, w, thread)))
+			return NULL;
+		char *h = ulma_sbuf_room(&t->buf, PACKET_HEADER);
+		if (!h) {
+			*err = -ENOMEM;
+			return NULL;
+		}
+		const struct ulma_walk_thread *wt = &w->threads[thread];
+		memset(h, 0, PACKET_HEADER);
+		le_at(h, CTF_MAGIC, 4); /* stream id 0 */
+		le_at(h + 8, at, 8);    /* the reader's clock starts here */
+		le_at(h + 40, wt->pid, 4);
+		le_at(h + 44, wt->tid, 4);
+		le_at(h + 48, cpu, 4);
+		t->packet = t->buf.len;
+		t->buf.len += PACKET_HEADER;
+		t->last = at;
+		t->open_cpu = (uint64_t)cpu + 1;
+	}
+	char *p = ulma_sbuf_room(&t->buf, 13 + payload);
+	if (!p) {
+		*err = -ENOMEM;
+		return NULL;
+	}
+	if (__builtin_expect(at - t->last < (UINT64_C(1) << COMPACT_BITS), 1)) {
+		p = le_at(p, id | (at & ((UINT64_C(1) << COMPACT_BITS) - 1)) << 5, 4);
+	} else { /* the clock moved too far (or back) for 27 bits: the full time */
+		*p++ = EV_EXTENDED;
+		p = le_at(le_at(p, id, 4), at, 8);
+	}
+	t->last = at;
+	return p;
+}
+
+/* The event whose fields end at p is complete: the packet ended where it
+ * reached 64 KiB. */
+static int end_event(struct ctf *c, const struct ulma_walk *w, uint32_t thread, char *p)
+{
+	struct ctf_thread *t = &c->threads[thread];
+	t->buf.len = (size_t)(p - t->buf.p);
+	return t->buf.len - t->packet >= PACKET_AT ? close_packet(c, w, thread) : 0;
+}
+
+/* func's id (merged with the first function of its name, file and line),
+ * given at its first entry.  0 or -ENOMEM. */
+static int func_id(struct ctf *c, const struct ulma_walk *w, uint32_t func, uint32_t *out)
+{
+	const struct ulma_walk_func *f = &w->funcs[func];
+	uint32_t key = f->key < w->nfuncs ? f->key : func;
+	if (ulma_array_grow((void **)&c->id_of, &c->cap_id_of, func > key ? func : key, sizeof(*c->id_of)))
+		return -ENOMEM;
+	if (key != func && c->id_of[key]) { /* its twin has one */
+		c->id_of[func] = c->id_of[key];
+		*out = c->id_of[key] - 1;
+		return 0;
+	}
+	uint32_t id = c->nids;
+	if (id == UINT32_MAX - 1 || ulma_array_grow((void **)&c->ids, &c->cap_ids, id, sizeof(*c->ids)))
+		return -ENOMEM;
+	char *name = clean(*f->name ? f->name : "?"), *file = clean(f->file);
+	if (!name || !file) {
+		free(name);
+		free(file);
+		return -ENOMEM;
+	}
+	c->ids[id] = (struct ctf_func){name, file, f->line, (uint8_t)kind_value(f->kind), 0};
+	c->nids++;
+	c->id_of[func] = c->id_of[key] = id + 1;
+	*out = id;
+	return 0;
+}
+
+/* The definition of function id, where the thread's stream first uses
+ * it, at `at`: so each stream, read alone or merged with others in time
+ * order, defines a function before its events. */
+static int define(struct ctf *c, const struct ulma_walk *w, uint32_t thread, uint32_t id, uint64_t at, uint32_t cpu)
+{
+	struct ctf_thread *t = &c->threads[thread];
+	if (ulma_array_grow((void **)&t->defined, &t->cap_defined, id / 8, 1))
+		return -ENOMEM;
+	t->defined[id / 8] |= (uint8_t)(1u << id % 8);
+	const struct ctf_func *f = &c->ids[id];
+	size_t nlen = strlen(f->name) + 1, flen = strlen(f->file) + 1;
+	int err = 0;
+	char *p = begin_event(c, w, thread, EV_FUNCTION, at, cpu, 4 + nlen + flen + 4 + 1, &err);
+	if (!p)
+		return err;
+	p = le_at(p, id, 4);
+	memcpy(p, f->name, nlen);
+	memcpy(p + nlen, f->file, flen);
+	p = le_at(p + nlen + flen, f->line, 4);
+	return end_event(c, w, thread, le_at(p, f->kind, 1));
+}
+
+/* A frame's entry or exit, the general way: its function's id and
+ * definition first where it has none yet, its packet opened, any id, any
+ * time. */
+__attribute__((noinline)) static int frame_event_slow(struct ctf *c, const struct ulma_walk *w, uint32_t thread, uint32_t func, uint64_t at,
+			    uint32_t cpu, bool entry)
+{
+	uint32_t id = func < c->cap_id_of ? c->id_of[func] : 0;
+	struct ctf_thread *t = thread < c->cap_threads ? &c->threads[thread] : thread_of(c, thread);
+	int err = 0;
+	if (!t)
+		return -ENOMEM;
+	if (id == 0) {
+		if ((err = func_id(c, w, func, &id)))
+			return err;
+	} else {
+		id--;
+	}
+	if ((id / 8 >= t->cap_defined || !(t->defined[id / 8] >> id % 8 & 1)) && (err = define(c, w, thread, id, at, cpu)))
+		return err;
+	c->ids[id].entries += entry;
+	bool wide = id >= NARROW_IDS;
+	unsigned class = wide ? (entry ? EV_ENTRY_WIDE : EV_EXIT_WIDE) : entry ? EV_ENTRY : EV_EXIT;
+	char *p = begin_event(c, w, thread, class, at, cpu, 4, &err);
+	if (!p)
+		return err;
+	return end_event(c, w, thread, le_at(p, id, wide ? 4 : 2));
+}
+
+/* A frame's entry or exit: 6 bytes, one per frame's open and close (the
+ * hot path).  Written here, without a call, when the thread's stream has
+ * the function's definition and a packet open on this CPU, its id takes
+ * 16 bits, the clock moved less than 2^27 ns and the buffer has room. */
+__attribute__((always_inline)) static inline int frame_event(struct ctf *c, const struct ulma_walk *w, uint32_t thread, uint32_t func, uint64_t at,
+			      uint32_t cpu, bool entry)
+{
+	uint32_t id = func < c->cap_id_of ? c->id_of[func] - 1 : UINT32_MAX; /* UINT32_MAX: none yet */
+	struct ctf_thread *t = thread < c->cap_threads ? &c->threads[thread] : NULL;
+	if (__builtin_expect(t && id < NARROW_IDS && id / 8 < t->cap_defined &&
+				     (t->defined[id / 8] >> id % 8 & 1) && (uint64_t)cpu + 1 == t->open_cpu &&
+				     at - t->last < (UINT64_C(1) << COMPACT_BITS) && t->buf.cap - t->buf.len >= 8,
+			     1)) {
+		uint64_t event = (entry ? EV_ENTRY : EV_EXIT) | (at & ((UINT64_C(1) << COMPACT_BITS) - 1)) << 5 |
+				 (uint64_t)id << 32; /* header, then the id: 6 bytes of 8 stored */
+		store_le64(t->buf.p + t->buf.len, event);
+		t->buf.len += 6;
+		t->last = at;
+		c->ids[id].entries += entry;
+		return __builtin_expect(t->buf.len - t->packet >= PACKET_AT, 0) ? close_packet(c, w, thread) : 0;
+	}
+	return frame_event_slow(c, w, thread, func, at, cpu, entry);
 }
 
 static int on_open(void *ctx, const struct ulma_walk *w, uint32_t thread, const struct ulma_walk_frame *f)
 {
-	return event(ctx, w, thread, f, true);
+	return frame_event(ctx, w, thread, f->func, f->start_ns, f->cpu, true);
 }
 
 static int on_close(void *ctx, const struct ulma_walk *w, uint32_t thread, const struct ulma_walk_frame *f)
 {
-	return event(ctx, w, thread, f, false);
+	return frame_event(ctx, w, thread, f->func, f->end_ns, f->cpu, false);
 }
 
-/* A mark: an instant, a counter's value (a little-endian IEEE double) or
- * the thread's name, on the CPU of the thread's latest event. */
+/* An event of class id (a mark's) at `at` on the CPU of the thread's
+ * latest event: its name, then for a counter its value, a little-endian
+ * IEEE double. */
+static int put_mark(struct ctf *c, const struct ulma_walk *w, uint32_t thread, unsigned id, uint64_t at,
+		    const char *name, double value)
+{
+	size_t len = strlen(name) + 1;
+	int err = 0;
+	char *p = begin_event(c, w, thread, id, at, w->threads[thread].cpu, len + 8, &err);
+	if (!p)
+		return err;
+	memcpy(p, name, len);
+	p += len;
+	if (id == EV_COUNTER) {
+		uint64_t bits;
+		memcpy(&bits, &value, sizeof(bits));
+		p = le_at(p, bits, 8);
+	}
+	return end_event(c, w, thread, p);
+}
+
+/* A mark: an instant, a counter's value or the thread's name. */
 static int on_mark(void *ctx, const struct ulma_walk *w, uint32_t thread, const struct ulma_walk_mark *m)
 {
 	struct ctf *c = ctx;
 	unsigned id = m->kind == ULMA_EXT_INSTANT ? EV_INSTANT : m->kind == ULMA_EXT_COUNTER ? EV_COUNTER : EV_THREAD_NAME;
-	struct ulma_sbuf *b = begin_event(c, thread, id, m->at_ns, w->threads[thread].cpu);
-	if (!b)
+	if (ulma_array_grow((void **)&c->mark_names, &c->cap_mark_names, m->name, sizeof(*c->mark_names)))
 		return -ENOMEM;
-	put_cstr(b, m->name < c->nnames && c->names[m->name] ? c->names[m->name] : "?");
-	if (id == EV_COUNTER)
-		put_double(b, m->value);
-	return b->len >= PACKET_AT ? write_packet(c, w, thread) : b->nomem ? -ENOMEM : 0;
+	if (!c->mark_names[m->name]) {
+		const char *name = m->name < w->nfuncs && w->funcs[m->name].name ? w->funcs[m->name].name : "?";
+		if (!(c->mark_names[m->name] = clean(name)))
+			return -ENOMEM;
+	}
+	return put_mark(c, w, thread, id, m->at_ns, c->mark_names[m->name], m->value);
 }
 
 static int on_object(void *ctx, const struct ulma_walk *w, uint32_t thread, const struct ulma_trace_object *o,
@@ -320,20 +440,17 @@ static int write_objects(struct ctf *c, const struct ulma_walk *w)
 			thread = i ? thread : t->thread; /* the stream is that thread's, of the process */
 			ulma_xobjects_name(w, t, label, sizeof(label));
 			char *name = clean(label);
-			struct ulma_sbuf *b = name ? begin_event(&o, thread, EV_COUNTER, pts[i].at, w->threads[thread].cpu) : NULL;
-			if (b) {
-				put_cstr(b, name);
-				put_double(b, pts[i].v);
-			}
+			err = name ? put_mark(&o, w, thread, EV_COUNTER, pts[i].at, name, pts[i].v) : -ENOMEM;
 			free(name);
-			err = !b || b->nomem ? -ENOMEM : b->len >= PACKET_AT ? write_packet(&o, w, thread) : 0;
 		}
-		if (!err && n)
-			err = write_packet(&o, w, thread);
+		if (!err && n && !(err = close_packet(&o, w, thread)))
+			err = flush_thread(&o, w, thread);
 		free(pts);
 	}
-	for (uint32_t i = 0; i < o.nthreads; i++)
-		ulma_sbuf_free(&o.threads[i].ev);
+	for (uint32_t i = 0; i < o.cap_threads; i++) {
+		ulma_sbuf_free(&o.threads[i].buf);
+		free(o.threads[i].defined);
+	}
 	free(o.threads);
 	return err;
 }
@@ -341,7 +458,9 @@ static int write_objects(struct ctf *c, const struct ulma_walk *w)
 static const char metadata_types[] =
 	"/* CTF 1.8 */\n"
 	"\n"
+	"typealias integer { size = 5; align = 1; signed = false; } := uint5_t;\n"
 	"typealias integer { size = 8; align = 8; signed = false; } := uint8_t;\n"
+	"typealias integer { size = 16; align = 8; signed = false; } := uint16_t;\n"
 	"typealias integer { size = 32; align = 8; signed = false; } := uint32_t;\n"
 	"typealias integer { size = 64; align = 8; signed = false; } := uint64_t;\n"
 	"typealias floating_point { exp_dig = 11; mant_dig = 53; byte_order = le; align = 8; } := double_t;\n"
@@ -359,8 +478,23 @@ static const char metadata_types[] =
 	"\n";
 
 static const char metadata_stream[] =
+	"typealias integer { size = 27; align = 1; signed = false; map = clock.monotonic.value; }"
+	" := uint27_clock_monotonic_t;\n"
 	"typealias integer { size = 64; align = 8; signed = false; map = clock.monotonic.value; }"
 	" := uint64_clock_monotonic_t;\n"
+	"\n"
+	"struct event_header_compact {\n"
+	"\tenum : uint5_t { compact = 0 ... 30, extended = 31 } id;\n"
+	"\tvariant <id> {\n"
+	"\t\tstruct {\n"
+	"\t\t\tuint27_clock_monotonic_t timestamp;\n"
+	"\t\t} compact;\n"
+	"\t\tstruct {\n"
+	"\t\t\tuint32_t id;\n"
+	"\t\t\tuint64_clock_monotonic_t timestamp;\n"
+	"\t\t} extended;\n"
+	"\t} v;\n"
+	"} align(8);\n"
 	"\n"
 	"stream {\n"
 	"\tid = 0;\n"
@@ -371,68 +505,30 @@ static const char metadata_stream[] =
 	"\t\tuint64_t packet_size;\n"
 	"\t\tuint32_t pid;\n"
 	"\t\tuint32_t tid;\n"
-	"\t};\n"
-	"\tevent.header := struct {\n"
-	"\t\tuint32_t id;\n"
-	"\t\tuint64_clock_monotonic_t timestamp;\n"
-	"\t};\n"
-	"\tevent.context := struct {\n"
 	"\t\tuint32_t cpu_id;\n"
 	"\t};\n"
-	"};\n"
-	"\n"
-	"event {\n"
-	"\tname = \"ulma:function_entry\";\n"
-	"\tid = 0;\n"
-	"\tstream_id = 0;\n"
-	"\tfields := struct {\n"
-	"\t\tstring name;\n"
-	"\t\tstring file;\n"
-	"\t\tuint32_t line;\n"
-	"\t\tulma_kind_t kind;\n"
-	"\t};\n"
-	"};\n"
-	"\n"
-	"event {\n"
-	"\tname = \"ulma:function_exit\";\n"
-	"\tid = 1;\n"
-	"\tstream_id = 0;\n"
-	"\tfields := struct {\n"
-	"\t\tstring name;\n"
-	"\t\tuint64_t duration_ns;\n"
-	"\t\tuint64_t self_ns;\n"
-	"\t};\n"
-	"};\n"
-	"\n"
-	"event {\n"
-	"\tname = \"ulma:instant\";\n"
-	"\tid = 2;\n"
-	"\tstream_id = 0;\n"
-	"\tfields := struct {\n"
-	"\t\tstring name;\n"
-	"\t};\n"
-	"};\n"
-	"\n"
-	"event {\n"
-	"\tname = \"ulma:counter\";\n"
-	"\tid = 3;\n"
-	"\tstream_id = 0;\n"
-	"\tfields := struct {\n"
-	"\t\tstring name;\n"
-	"\t\tdouble_t value;\n"
-	"\t};\n"
-	"};\n"
-	"\n"
-	"event {\n"
-	"\tname = \"ulma:thread_name\";\n"
-	"\tid = 4;\n"
-	"\tstream_id = 0;\n"
-	"\tfields := struct {\n"
-	"\t\tstring name;\n"
-	"\t};\n"
+	"\tevent.header := struct event_header_compact;\n"
 	"};\n";
 
-/* TSDL string literal contents: escape backslash and quote, drop controls. */
+/* The event classes: id, name, fields (one declaration a line). */
+static const struct {
+	unsigned id;
+	const char *name;
+	const char *fields;
+} event_classes[] = {
+	{EV_ENTRY, "ulma:function_entry", "ulma_func_t func;"},
+	{EV_EXIT, "ulma:function_exit", "ulma_func_t func;"},
+	{EV_INSTANT, "ulma:instant", "string name;"},
+	{EV_COUNTER, "ulma:counter", "string name;\ndouble_t value;"},
+	{EV_THREAD_NAME, "ulma:thread_name", "string name;"},
+	{EV_FUNCTION, "ulma:function", "uint32_t func;\nstring name;\nstring file;\nuint32_t line;\nulma_kind_t kind;"},
+	{EV_ENTRY_WIDE, "ulma:function_entry", "uint32_t func;"},
+	{EV_EXIT_WIDE, "ulma:function_exit", "uint32_t func;"},
+};
+
+/* A TSDL string literal's contents: s's UTF-8 (invalid bytes U+FFFD), a
+ * quote and a backslash escaped, control characters as C escapes, which
+ * babeltrace2 reads back and prints as it prints a string field's. */
 static void put_tsdl_string(struct ulma_sbuf *b, const char *s)
 {
 	char *c = clean(s);
@@ -440,13 +536,63 @@ static void put_tsdl_string(struct ulma_sbuf *b, const char *s)
 		b->nomem = true;
 		return;
 	}
-	for (const char *p = c; *p; p++) {
+	static const char named[] = "\a\b\t\n\v\f\r", letters[] = "abtnvfr";
+	for (const unsigned char *p = (const unsigned char *)c; *p; p++) {
+		const char *n = *p ? strchr(named, *p) : NULL;
 		if (*p == '"' || *p == '\\')
-			ulma_sbuf_put(b, "\\", 1);
-		if ((unsigned char)*p >= 0x20 && *p != 0x7f)
-			ulma_sbuf_put(b, p, 1);
+			ulma_sbuf_printf(b, "\\%c", *p);
+		else if (n)
+			ulma_sbuf_printf(b, "\\%c", letters[n - named]);
+		else if (*p < 0x20 || *p == 0x7f)
+			ulma_sbuf_printf(b, "\\%03o", *p); /* octal: a hex escape would take the digits after it */
+		else
+			ulma_sbuf_put(b, (const char *)p, 1);
 	}
 	free(c);
+}
+
+static int by_entries(const void *a, const void *b, void *ctx)
+{
+	const struct ctf_func *ids = ctx;
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	if (ids[x].entries != ids[y].entries)
+		return ids[x].entries > ids[y].entries ? -1 : 1;
+	return x < y ? -1 : x > y;
+}
+
+static int by_id(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* ulma_func_t: the 16-bit function id, an enumeration whose labels are
+ * the names of the CTF_LABELS most entered functions among those it
+ * holds (a plain integer when there are none). */
+static int put_func_type(struct ulma_sbuf *b, const struct ctf *c)
+{
+	uint32_t n = c->nids < NARROW_IDS ? c->nids : NARROW_IDS;
+	uint32_t *order = malloc(((size_t)n + 1) * sizeof(*order));
+	if (!order)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < n; i++)
+		order[i] = i;
+	qsort_r(order, n, sizeof(*order), by_entries, c->ids);
+	uint32_t labels = n < CTF_LABELS ? n : CTF_LABELS;
+	qsort(order, labels, sizeof(*order), by_id);
+	if (labels == 0)
+		ulma_sbuf_puts(b, "typealias integer { size = 16; align = 8; signed = false; } := ulma_func_t;\n\n");
+	else
+		ulma_sbuf_puts(b, "typealias enum : uint16_t {\n");
+	for (uint32_t i = 0; i < labels; i++) {
+		ulma_sbuf_puts(b, "\t\"");
+		put_tsdl_string(b, c->ids[order[i]].name);
+		ulma_sbuf_printf(b, "\" = %u%s\n", order[i], i + 1 < labels ? "," : "");
+	}
+	if (labels)
+		ulma_sbuf_puts(b, "} := ulma_func_t;\n\n");
+	free(order);
+	return 0;
 }
 
 static int write_metadata(const struct ctf *c, const struct ulma_walk *w)
@@ -466,11 +612,25 @@ static int write_metadata(const struct ctf *c, const struct ulma_walk *w)
 			 "\tfreq = 1000000000;\n\tprecision = 1;\n"
 			 "\toffset_s = %llu;\n\toffset = %llu;\n\tabsolute = false;\n};\n\n",
 			 (unsigned long long)(w->start_ns / 1000000000u), (unsigned long long)(w->start_ns % 1000000000u));
+	int err = put_func_type(&b, c);
 	ulma_sbuf_puts(&b, metadata_stream);
+	for (size_t i = 0; i < sizeof(event_classes) / sizeof(event_classes[0]); i++) {
+		ulma_sbuf_printf(&b, "\nevent {\n\tname = \"%s\";\n\tid = %u;\n\tstream_id = 0;\n\tfields := struct {\n",
+				 event_classes[i].name, event_classes[i].id);
+		for (const char *f = event_classes[i].fields; *f;) {
+			size_t len = strcspn(f, "\n");
+			ulma_sbuf_puts(&b, "\t\t");
+			ulma_sbuf_put(&b, f, len);
+			ulma_sbuf_puts(&b, "\n");
+			f += len + (f[len] == '\n');
+		}
+		ulma_sbuf_puts(&b, "\t};\n};\n");
+	}
 	char path[4096];
 	snprintf(path, sizeof(path), "%s/metadata", c->dir);
-	FILE *f = b.nomem ? NULL : fopen(path, "wb");
-	int err = b.nomem ? -ENOMEM : f ? 0 : -EIO;
+	FILE *f = err || b.nomem ? NULL : fopen(path, "wb");
+	if (!err)
+		err = b.nomem ? -ENOMEM : f ? 0 : -EIO;
 	if (f) {
 		if (fwrite(b.p, 1, b.len, f) != b.len)
 			err = -EIO;
@@ -487,29 +647,29 @@ int ulma_export_ctf(FILE *in, const struct ulma_export_opts *o, FILE *out, const
 	struct ctf c = {.dir = dir, .stream = "stream_"};
 	struct ulma_walk w;
 	(void)out;
-	struct ulma_walk_sink sink = {.ctx = &c, .on_func = on_func, .on_open = on_open, .on_close = on_close,
-				      .on_mark = on_mark, .on_object = on_object};
+	struct ulma_walk_sink sink = {.ctx = &c, .on_open = on_open, .on_close = on_close, .on_mark = on_mark,
+				      .on_object = on_object};
 	int err = ulma_export_walk(in, o, &w, &sink, res);
-	for (uint32_t i = 0; i < c.nthreads && !err; i++)
-		err = write_packet(&c, &w, i);
+	for (uint32_t i = 0; i < c.cap_threads && !err; i++)
+		if (!(err = close_packet(&c, &w, i)))
+			err = flush_thread(&c, &w, i);
 	if (!err)
 		err = write_objects(&c, &w);
 	if (!err)
 		err = write_metadata(&c, &w);
-	for (uint32_t i = 0; i < c.nthreads; i++)
-		ulma_sbuf_free(&c.threads[i].ev);
-	for (uint32_t i = 0; i < c.nnames; i++) {
-		free(c.names[i]);
-		free(c.files[i]);
-		free(c.entries[i]);
-		free(c.exits[i]);
+	for (uint32_t i = 0; i < c.cap_threads; i++) {
+		ulma_sbuf_free(&c.threads[i].buf);
+		free(c.threads[i].defined);
 	}
-	free(c.names);
-	free(c.files);
-	free(c.entries);
-	free(c.exits);
-	free(c.entry_len);
-	free(c.exit_len);
+	for (uint32_t i = 0; i < c.nids; i++) {
+		free(c.ids[i].name);
+		free(c.ids[i].file);
+	}
+	for (uint32_t i = 0; i < c.cap_mark_names; i++)
+		free(c.mark_names[i]);
+	free(c.ids);
+	free(c.id_of);
+	free(c.mark_names);
 	free(c.threads);
 	ulma_xobjects_free(&c.objects);
 	ulma_walk_free(&w);

@@ -48,6 +48,7 @@ struct ss_thread {
 	uint32_t cap;
 	uint64_t first_at, last_at;
 	uint64_t events;
+	struct ulma_running_decimal at; /* the last event's time, in decimal */
 };
 
 #define NO_LEAD UINT32_MAX
@@ -150,7 +151,24 @@ static struct ss_thread *thread_of(struct speedscope *s, uint32_t thread)
 	return &s->threads[thread];
 }
 
-static int event(struct speedscope *s, const struct ulma_walk *w, uint32_t thread, char type, uint32_t func,
+#define EVENT_ROOM 80 /* an event's most bytes: 21 + 10 digits of frame + 6 + 24 (the time's copy) + 1 */
+
+/* One event at p (EVENT_ROOM bytes of room), after a comma but for the
+ * thread's first; returns the end. */
+static inline char *put_event(struct ss_thread *t, char *p, bool open, uint32_t frame, uint64_t at)
+{
+	*p = ',';
+	p += t->events != 0;
+	memcpy(p, open ? "{\"type\":\"O\",\"frame\":" : "{\"type\":\"C\",\"frame\":", 20);
+	p = ulma_put_decimal(p + 20, frame);
+	memcpy(p, ",\"at\":", 6);
+	p = ulma_put_running_decimal(&t->at, p + 6, at);
+	*p++ = '}';
+	t->events++;
+	return p;
+}
+
+static int event(struct speedscope *s, const struct ulma_walk *w, uint32_t thread, bool open, uint32_t func,
 		 uint64_t at)
 {
 	struct ss_thread *t = thread_of(s, thread);
@@ -168,43 +186,53 @@ static int event(struct speedscope *s, const struct ulma_walk *w, uint32_t threa
 					"\"profiles\":[\n{\"type\":\"evented\",\"unit\":\"nanoseconds\",\"events\":[");
 	}
 	t->last_at = at;
-	/* written straight into the buffer: one per frame's open and close */
-	char *p = ulma_sbuf_room(&t->buf, 64), *start = p;
+	char *p = ulma_sbuf_room(&t->buf, EVENT_ROOM);
 	if (!p)
 		return -ENOMEM;
-	if (t->events)
-		*p++ = ',';
-	memcpy(p, type == 'O' ? "{\"type\":\"O\",\"frame\":" : "{\"type\":\"C\",\"frame\":", 20);
-	p = ulma_put_decimal(p + 20, frame);
-	memcpy(p, ",\"at\":", 6);
-	p = ulma_put_decimal(p + 6, at);
-	*p++ = '}';
-	t->buf.len += (size_t)(p - start);
+	t->buf.len = (size_t)(put_event(t, p, open, frame, at) - t->buf.p);
 	t->buf.p[t->buf.len] = 0;
-	t->events++;
-	return t->buf.len >= SPILL_AT ? spill(s, t) : t->buf.nomem ? -ENOMEM : 0;
+	return t->buf.len >= SPILL_AT ? spill(s, t) : 0;
 }
 
 static int on_open(void *ctx, const struct ulma_walk *w, uint32_t thread, const struct ulma_walk_frame *f)
 {
-	return event(ctx, w, thread, 'O', f->func, f->start_ns);
+	return event(ctx, w, thread, true, f->func, f->start_ns);
 }
 
 static int on_close(void *ctx, const struct ulma_walk *w, uint32_t thread, const struct ulma_walk_frame *f)
 {
-	return event(ctx, w, thread, 'C', f->func, f->end_ns);
+	return event(ctx, w, thread, false, f->func, f->end_ns);
 }
 
 /* A batch of the thread's opens and closes, when nothing is filtered:
- * what on_open and on_close write, without a call per frame. */
+ * what on_open and on_close write, the thread and the buffer looked up
+ * once, an event written in place where its frame has its index and the
+ * buffer room (the hot path). */
 static int on_edges(void *ctx, const struct ulma_walk *w, uint32_t thread, const struct ulma_walk_edge *e, size_t n)
 {
-	for (size_t i = 0; i < n; i++) {
-		int err = event(ctx, w, thread, e[i].open ? 'O' : 'C', e[i].func, e[i].ns);
-		if (err)
-			return err;
+	struct speedscope *s = ctx;
+	struct ss_thread *t = thread_of(s, thread);
+	int err = 0;
+	if (!t)
+		return -ENOMEM;
+	for (size_t i = 0; i < n && !err; i++) {
+		uint32_t key = w->funcs[e[i].func].key;
+		if (__builtin_expect(t->events == 0 || key >= s->nframe_of || !s->frame_of[key] ||
+					     t->buf.cap - t->buf.len <= EVENT_ROOM,
+				     0)) {
+			err = event(s, w, thread, e[i].open, e[i].func, e[i].ns); /* the first, a new frame, a new block */
+			continue;
+		}
+		char *p = put_event(t, t->buf.p + t->buf.len, e[i].open, s->frame_of[key] - 1, e[i].ns);
+		t->buf.len = (size_t)(p - t->buf.p);
+		if (__builtin_expect(t->buf.len >= SPILL_AT, 0))
+			err = spill(s, t);
 	}
-	return 0;
+	if (n && !err) {
+		t->last_at = e[n - 1].ns;
+		t->buf.p[t->buf.len] = 0;
+	}
+	return err;
 }
 
 static int copy_blocks(struct speedscope *s, const struct ss_thread *t, FILE *out)

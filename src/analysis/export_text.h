@@ -85,6 +85,36 @@ static inline char *ulma_put_decimal(char *p, uint64_t v)
 	return end;
 }
 
+/* A value that never decreases (a thread's clock), kept in decimal: a
+ * step adds the difference into the digits from the right, a digit or
+ * three of work for the small steps between a thread's events, where
+ * ulma_put_decimal does every digit.  Zero-initialised: no value yet. */
+struct ulma_running_decimal {
+	uint64_t value;
+	unsigned len;     /* digits; 0 before the first value */
+	char digits[24];  /* at most 20 used */
+};
+
+/* v's digits at p, which has 24 bytes of room (copied whole); v may be
+ * below the previous value (then written from scratch).  Returns the end. */
+static inline char *ulma_put_running_decimal(struct ulma_running_decimal *r, char *p, uint64_t v)
+{
+	unsigned carry = 1; /* not 0: written from scratch */
+	if (__builtin_expect(r->len != 0 && v >= r->value && v - r->value < 1000000, 1)) {
+		carry = (unsigned)(v - r->value);
+		for (char *d = r->digits + r->len; carry && d > r->digits;) {
+			unsigned x = (unsigned)(*--d - '0') + carry;
+			*d = (char)('0' + x % 10);
+			carry = x / 10;
+		}
+	}
+	if (__builtin_expect(carry != 0, 0)) /* the first value, a step back or a long one, or one more digit */
+		r->len = (unsigned)(ulma_put_decimal(r->digits, v) - r->digits);
+	r->value = v;
+	memcpy(p, r->digits, sizeof(r->digits));
+	return p + r->len;
+}
+
 /* v in decimal, without printf (the exporters' hot path). */
 void ulma_sbuf_u64(struct ulma_sbuf *b, uint64_t v);
 

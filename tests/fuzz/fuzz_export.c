@@ -6,7 +6,8 @@
  * them all, marks and native functions included (the seeds hold a version
  * 4 trace with them).  Besides the sanitizers, the harness aborts when an exporter
  * returns anything but 0, -EPROTO or -EFBIG (folded's refusal), or either
- * without its reason.  A file
+ * without its reason, and where the ctf export succeeds, decodes its
+ * streams and compares every event with a second walk (ctf_check.h).  A file
  * format writes to /dev/null; the directory formats, ctf and otf2 (where
  * this build has the OTF2 library), into a scratch directory of the
  * harness's own, emptied after each input (OTF2's subdirectory too).
@@ -23,6 +24,7 @@
 #include <unistd.h>
 
 #include "analysis/export.h"
+#include "ctf_check.h"
 #include "fix_checksums.h"
 #include "ulma/trace_format.h"
 
@@ -130,6 +132,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if ((err != 0 && err != -EPROTO && !refused) || (err == -EPROTO && !res.st.error[0])) {
 			fprintf(stderr, "fuzz_export: %s returned %d (%s)\n", fmt->name, err, res.st.error);
 			abort();
+		}
+		FILE *again = err == 0 && strcmp(fmt->name, "ctf") == 0 ? fmemopen(copy, size, "rb") : NULL;
+		if (again) { /* the streams decoded, against a second walk */
+			ctf_check(again, &o, dir);
+			fclose(again);
 		}
 	}
 	if (dir)

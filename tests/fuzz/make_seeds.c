@@ -15,6 +15,8 @@
  *               ordinary, extreme and NaN values, thread names) in two
  *               threads, the hook's cost measured, marks inside frames and
  *               after the last one
+ *   ctf.ulma    what the CTF export's layout turns on: gaps around 2^27 ns,
+ *               CPU changes, functions shared by threads, defined late, twinned
  */
 #include <errno.h>
 #include <math.h>
@@ -250,6 +252,51 @@ static int write_native(const char *path)
 	return ulma_trace_writer_close(w, &end);
 }
 
+/* What the CTF export's layout turns on (export_ctf.c): gaps just below,
+ * at and past 2^27 ns (the compact header's timestamp bits), the CPU
+ * changing between events and at a mark, two threads sharing functions
+ * (each stream defines them), a function defined after other frames, a
+ * merged twin (same name, file and line). */
+static int write_ctf(const char *path)
+{
+	struct ulma_trace_meta meta = {0, 9, 0, 1000, 1000000000u, "ctf.py", 0};
+	struct ulma_trace_writer *w;
+	struct ulma_trace_stream *a, *b;
+	const uint64_t wrap = UINT64_C(1) << 27;
+	int err = ulma_trace_writer_open(path, &meta, &w);
+	if (err)
+		return err;
+	ulma_trace_define_file(w, 0, "ctf.py", 6);
+	ulma_trace_define_func(w, 1, ULMA_DEF_PY, 0, 1, "main", 4);
+	ulma_trace_define_func(w, 2, ULMA_DEF_PY, 0, 5, "step", 4);
+	ulma_trace_define_func(w, 3, ULMA_DEF_PY, 0, 5, "step", 4); /* step's twin */
+	ulma_trace_define_func(w, 4, ULMA_DEF_MARK, 0, 0, "tick", 4);
+	if ((err = ulma_trace_stream_open(w, 0, 9, 9, &a)) || (err = ulma_trace_stream_open(w, 1, 9, 10, &b))) {
+		ulma_trace_writer_abandon(w);
+		return err;
+	}
+	uint64_t t = 100;
+	ulma_trace_enter(a, t, 0, 1, false);
+	const uint64_t gaps[] = {wrap - 1, wrap, wrap + 1, 3, 2 * wrap, wrap / 2, wrap / 2 + 1, 0};
+	for (int k = 0; k < 8; k++) {
+		ulma_trace_enter(a, t += gaps[k], (uint32_t)k % 3, k % 2 ? 3 : 2, false);
+		ulma_trace_mark(a, t + 1, ULMA_EXT_INSTANT, 4, 0);
+		ulma_trace_exit(a, t += 2, (uint32_t)(k + 1) % 3);
+	}
+	ulma_trace_enter(b, 150, 1, 2, false);
+	ulma_trace_exit(b, 150 + wrap, 2);
+	ulma_trace_writer_flush(w);
+	ulma_trace_define_func(w, 5, ULMA_DEF_PY, 0, 9, "other", 5); /* defined after frames */
+	ulma_trace_enter(a, t += 10, 1, 5, false);
+	ulma_trace_mark(a, t + 1, ULMA_EXT_COUNTER, 4, 2.5);
+	ulma_trace_exit(a, t += 20, 1);
+	ulma_trace_enter(b, t, 0, 2, false);
+	ulma_trace_exit(b, t + 1, 0);
+	ulma_trace_exit(a, t += 5, 0);
+	struct ulma_trace_end end = {t + 10, t + 1010, 24, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+	return ulma_trace_writer_close(w, &end);
+}
+
 /* Version 5: lines of a recursive function and a generator, a source copy. */
 static int write_lines(const char *path)
 {
@@ -403,7 +450,8 @@ int main(int argc, char **argv)
 		     {"native.ulma", write_native, 1},
 		     {"lines.ulma", write_lines, 1},
 		     {"memory.ulma", write_memory, 1},
-		     {"mpi-rank.ulma", write_mpi, 1}};
+		     {"mpi-rank.ulma", write_mpi, 1},
+		     {"ctf.ulma", write_ctf, 1}};
 	char path[4096];
 	if (argc != 2) {
 		fprintf(stderr, "usage: %s DIR\n", argv[0]);

@@ -170,10 +170,14 @@ def test_ctf(run_ulma, native):
     assert events["instant"] == ['name = "checkpoint"'] * 3
     assert events["counter"] == ['name = "queue", value = %g' % v for v in QUEUE]
     assert events["thread_name"] == ['name = "main-loop"']
+    kind_of = {}  # function id -> its kind, from its definitions (one in each stream that uses it)
+    for f in events["function"]:
+        d = re.search(r'^func = (\d+), .*, kind = \( "(\w+)" : container = (\d+) \)$', f)
+        assert kind_of.setdefault(d.group(1), d.group(2, 3)) == d.group(2, 3)
     kinds = {}
     for f in events["function_entry"]:
-        kind = re.search(r'kind = \( "(\w+)" : container = (\d+) \)', f)
-        kinds[kind.groups()] = kinds.get(kind.groups(), 0) + 1
+        fid = re.search(r"container = (\d+) \)$", f).group(1)
+        kinds[kind_of[fid]] = kinds.get(kind_of[fid], 0) + 1
     assert kinds == {("zone", "7"): 11, ("native", "6"): 1 + 10 + 1001}
     assert len(events["function_exit"]) == len(events["function_entry"])
 

@@ -52,7 +52,9 @@ def chunk(kind, payload):
 
 def trace(start_ticks, start_ns, end_ticks, end_ns, events, pid=7, command="made.py", func_names=("main",)):
     """A complete trace of one thread (tid = pid) whose ticks are ns.
-    events: [(ticks, "enter", func_index) or (ticks, "exit")], in time
+    events: [(ticks, "enter", func_index), (ticks, "exit") or (ticks,
+    "cpu", n): the events after it ran on CPU n (not an event itself; its
+    ticks must be those of the event before it, or of the first)], in time
     order; functions are numbered from 1 in func_names' order, in made.py."""
     meta = varint(0) + varint(pid) + varint(start_ticks) + varint(start_ns) + varint(10**9) + string(command)
     defs = varint(1) + varint(0) + string("made.py")
@@ -71,9 +73,14 @@ def trace(start_ticks, start_ns, end_ticks, end_ns, events, pid=7, command="made
         body, last = bytearray(varint(run[0][0])), run[0][0]
         for ev in run:
             delta, last = ev[0] - last, ev[0]
-            body += varint(delta << 2 | 1) + varint(ev[2]) if ev[1] == "enter" else varint(delta << 2)
-        out += chunk(EVENTS, varint(0) + varint(len(run)) + varint(0) + bytes(body))
-    end = [end_ticks, end_ns, len(events), 0, 0, 0]
+            if ev[1] == "cpu":
+                assert delta == 0, "a cpu change carries no time"
+                body += varint(EXT) + varint(EXT_CPU) + varint(ev[2])
+            else:
+                body += varint(delta << 2 | 1) + varint(ev[2]) if ev[1] == "enter" else varint(delta << 2)
+        counted = sum(1 for ev in run if ev[1] != "cpu")
+        out += chunk(EVENTS, varint(0) + varint(counted) + varint(0) + bytes(body))
+    end = [end_ticks, end_ns, sum(1 for ev in events if ev[1] != "cpu"), 0, 0, 0]
     return out + chunk(END, b"".join(varint(v) for v in end))
 
 
@@ -94,7 +101,7 @@ def threads_trace(nthreads, pid=7, command="made.py"):
 
 
 EXT = 3
-EXT_OFF, EXT_LINE, EXT_LINE_RESUME = 2, 6, 7
+EXT_CPU, EXT_OFF, EXT_LINE, EXT_LINE_RESUME = 0, 2, 6, 7
 OFF_STATES = {"blocked": 0, "runnable": 1, "gil": 2}
 SOURCE_CHANGED, SOURCE_CUT = 1, 2
 SPLIT_NONE, SPLIT_SWITCHES = 0, 2

@@ -365,18 +365,16 @@ static int read_file(const char *path, struct out *o)
 	return 0;
 }
 
-/* An event as export_ctf.c lays it out: id, timestamp, cpu_id, then fields. */
-static size_t ctf_event(char *p, uint32_t id, uint64_t ts, uint32_t cpu, const char *name)
+/* An event's compact header as export_ctf.c lays it out (5-bit id, the
+ * timestamp's low 27 bits) at p, then n bytes of fields; returns the
+ * event's length. */
+static size_t ctf_event(char *p, uint32_t id, uint64_t ts, const void *fields, size_t n)
 {
-	size_t n = 0;
+	uint32_t word = id | (uint32_t)(ts & ((1u << 27) - 1)) << 5;
 	for (int i = 0; i < 4; i++)
-		p[n++] = (char)(id >> (8 * i));
-	for (int i = 0; i < 8; i++)
-		p[n++] = (char)(ts >> (8 * i));
-	for (int i = 0; i < 4; i++)
-		p[n++] = (char)(cpu >> (8 * i));
-	memcpy(p + n, name, strlen(name) + 1);
-	return n + strlen(name) + 1;
+		p[i] = (char)(word >> (8 * i));
+	memcpy(p + 4, fields, n);
+	return 4 + n;
 }
 
 static void test_ctf(void)
@@ -402,20 +400,35 @@ static void test_ctf(void)
 	read_file(path, &s0);
 	CHECK(has_s(&meta, "name = \"ulma:instant\";") && has_s(&meta, "name = \"ulma:counter\";") &&
 		      has_s(&meta, "name = \"ulma:thread_name\";") && has_s(&meta, "\t\tdouble_t value;") &&
-		      has_s(&meta, "native = 6, zone = 7") && has_s(&meta, "\t\tulma_kind_t kind;"),
-	      "the metadata declares the mark events, the double and the kind");
+		      has_s(&meta, "native = 6, zone = 7") && has_s(&meta, "\t\tulma_kind_t kind;") &&
+		      has_s(&meta, "name = \"ulma:function\";") && has_s(&meta, "\t\tuint32_t cpu_id;\n\t};"),
+	      "the metadata declares the mark events, the double, the kind, the definitions and the packet's cpu");
+	CHECK(has_s(&meta, "typealias enum : uint16_t {\n\t\"main\" = 0,\n\t\"load.json\" = 1,\n"
+			   "\t\"kernel.constprop.0\" = 2,\n\t\"0x1234\" = 3,\n\t\"builtins.len\" = 4\n} := ulma_func_t;"),
+	      "the function ids in order of first entry, labelled with the names");
+	static const char header[] = "\xc1\x1f\xfc\xc1\0\0\0\0" /* magic, stream 0 */
+				     "\x64\0\0\0\0\0\0\0";         /* begins at main's entry, 100 */
+	CHECK(s0.len > 52 && memcmp(s0.p, header, 16) == 0 && memcmp(s0.p + 40, "\x0a\0\0\0\x0a\0\0\0\0\0\0\0", 12) == 0,
+	      "the packet's header and context: magic, stream id, first time, pid 10, tid 10, cpu 0");
 	char ev[128];
-	size_t n = ctf_event(ev, 0, 118, 0, "kernel.constprop.0");
-	memcpy(ev + n, "k.c\0\014\0\0\0\006", 9);
-	CHECK(has(&s0, ev, n + 9), "the native function's entry: file, line 12, kind 6");
-	n = ctf_event(ev, 2, 122, 0, "checkpoint");
+	static const char kernel[] = "\002\0\0\0kernel.constprop.0\0k.c\0\014\0\0\0\006"; /* id 2 ... line 12, kind 6 */
+	size_t n = ctf_event(ev, 5, 118, kernel, sizeof(kernel) - 1);
+	n += ctf_event(ev + n, 0, 118, "\002\0", 2); /* then the entry: id 2 in 16 bits */
+	CHECK(has(&s0, ev, n), "the native function's definition (file, line 12, kind 6), then its entry");
+	n = ctf_event(ev, 2, 122, "checkpoint", 11);
 	CHECK(has(&s0, ev, n), "the instant, at its corrected time");
-	n = ctf_event(ev, 3, 131, 0, "queue");
+	n = ctf_event(ev, 3, 131, "queue", 6);
 	double v = 2.5;
 	memcpy(ev + n, &v, 8); /* the machine is little-endian, as CTF's byte_order = le says */
 	CHECK(has(&s0, ev, n + 8), "the counter's value as a double");
-	n = ctf_event(ev, 4, 104, 0, "worker-1");
+	n = ctf_event(ev, 4, 104, "worker-1", 9);
 	CHECK(has(&s0, ev, n), "the thread's name");
+	struct out s1;
+	snprintf(path, sizeof(path), "%s/stream_1", dir);
+	read_file(path, &s1);
+	static const char other[] = "\003\0\0\0" "0x1234\0~\0\0\0\0\0\006";
+	CHECK(has(&s1, other, sizeof(other) - 1), "the other thread's stream defines 0x1234 (id 3) too");
+	free(s1.p);
 	free(meta.p);
 	free(s0.p);
 	for (const char *f = "metadata\0stream_0\0stream_1\0"; *f; f += strlen(f) + 1) {
