@@ -171,8 +171,8 @@ def check_object_tracks(values, net):
         assert v[-1] == net[name[len("objects: "):-len(" (created - destroyed)")]], name
 
 
-CTF_COUNTER = re.compile(r'^\[(\d+):(\d+):(\d+)\.(\d+)\] .* ulma:counter: \{ pid = (\d+), tid = (\d+) \}, '
-                         r'\{ cpu_id = \d+ \}, \{ name = "(.*)", value = ([-0-9.e+]+) \}$')
+CTF_COUNTER = re.compile(r'^\[(\d+):(\d+):(\d+)\.(\d+)\] .* ulma:counter: \{ pid = (\d+), tid = (\d+), cpu_id = \d+ \}, '
+                         r'\{ name = "(.*)", value = ([-0-9.e+]+) \}$')
 
 
 @pytest.mark.skipif(not HAS_REFTRACER, reason="objects are counted from 3.13 on (PyRefTracer)")
