@@ -280,6 +280,13 @@ def _wait_ready(proc, deadline):
     return buf
 
 
+def _default_sigint():
+    """SIGINT back to its default in the child: a suite started in the
+    background (`cmd &`) ignores it, and a Python started with it ignored
+    never raises KeyboardInterrupt."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _interrupt(argv):
     """Start argv in its own session, wait for "ready", SIGINT the group."""
     proc = subprocess.Popen(
@@ -289,6 +296,7 @@ def _interrupt(argv):
         stderr=subprocess.PIPE,
         env=base_env(),
         start_new_session=True,
+        preexec_fn=_default_sigint,
     )
     try:
         first = _wait_ready(proc, time.monotonic() + TIMEOUT)
@@ -328,6 +336,7 @@ def test_sigterm_to_monitor_is_forwarded(prog, ulma_bin, trace_path, report_json
         stderr=subprocess.PIPE,
         env=base_env(),
         start_new_session=True,
+        preexec_fn=_default_sigint,
     )
     try:
         first = _wait_ready(proc, time.monotonic() + TIMEOUT)
@@ -366,6 +375,7 @@ def test_sigterm_during_start_up(prog, ulma_bin, tmp_path):
             stderr=subprocess.PIPE,
             env=base_env(),
             start_new_session=True,
+            preexec_fn=_default_sigint,
         )
         try:
             time.sleep(delay)
