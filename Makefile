@@ -5,7 +5,8 @@ PYTHON   ?= python3
 # every CPython 3.9-3.13 the machine has (pyenv layout), else $(PYTHON)
 PYTHONS  ?= $(or $(sort $(wildcard /root/.pyenv/versions/3.9*/bin/python3 /root/.pyenv/versions/3.1[0-3]*/bin/python3)),$(shell command -v $(PYTHON)))
 JOBS     ?= 2
-FUZZ_SECONDS ?= 40 # each of 5 targets: the whole of `make test` stays near 40 min on the 2-core CI machine
+# seconds per fuzz target (five): the whole of `make test` stays near 40 min on the 2-core CI machine
+FUZZ_SECONDS ?= 40
 BUILD    := build
 
 .PHONY: demo install deps test unit asan tsan fuzz pytest bench bench-peers clean
