@@ -161,6 +161,17 @@ static void ulma_ring_drain_check_trace(struct ulma_ring_drained *d, const char 
 	ulma_profile_free(&r.profile);
 }
 
+/* A session's configuration for a seed: its slots, rings and definitions
+ * sizes, the clock in ns. */
+static void ulma_ring_seed_config(struct ulma_session_config *cfg)
+{
+	ulma_session_config_default(cfg);
+	cfg->slot_count = ULMA_RING_SEED_SLOTS;
+	cfg->ring_records = ULMA_RING_SEED_RECORDS;
+	cfg->defs_size = ULMA_RING_SEED_DEFS;
+	cfg->use_tsc = false;
+}
+
 /* Drain seed into d (free with ulma_ring_drained_free); its trace, if the
  * seed asks for one, at trace_path.  Summaries go to `out`.  Returns true
  * if every check passed, else false with d->why. */
@@ -169,11 +180,7 @@ static bool ulma_ring_seed_drain(const struct ulma_ring_seed *seed, const char *
 {
 	memset(d, 0, sizeof(*d));
 	struct ulma_session_config cfg;
-	ulma_session_config_default(&cfg);
-	cfg.slot_count = ULMA_RING_SEED_SLOTS;
-	cfg.ring_records = ULMA_RING_SEED_RECORDS;
-	cfg.defs_size = ULMA_RING_SEED_DEFS;
-	cfg.use_tsc = false;
+	ulma_ring_seed_config(&cfg);
 	cfg.memory = (seed->options & ULMA_RING_SEED_MEMORY) != 0;
 	int err = ulma_session_create(&cfg, &d->session);
 	if (err) {

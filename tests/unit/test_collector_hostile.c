@@ -181,11 +181,7 @@ static void test_undefined_ids(void)
 	rec(&b, 0, ULMA_REC_ENTER, 777, 0);
 	rec(&b, 0, ULMA_REC_ENTER, f, 0);
 	struct ulma_session_config cfg;
-	ulma_session_config_default(&cfg);
-	cfg.slot_count = ULMA_RING_SEED_SLOTS;
-	cfg.ring_records = ULMA_RING_SEED_RECORDS;
-	cfg.defs_size = ULMA_RING_SEED_DEFS;
-	cfg.use_tsc = false;
+	ulma_ring_seed_config(&cfg);
 	struct ulma_session s;
 	struct ulma_collector col;
 	CHECK(ulma_session_create(&cfg, &s) == 0 && ulma_collector_init(&col, &s, NULL) == 0, "a session");
