@@ -1,13 +1,17 @@
 """What the monitor costs, and how fast everything reads (issue "Exact under load").
 
-Usage: python bench/monitor.py [--rounds N] [--skip-busy] [--skip-read]
+Usage: python bench/monitor.py [--rounds N] [--skip-busy] [--skip-read] [--baseline PYTHON]
 
 1. Drain: for fib, merge sort and the 4-thread workload (bench/workloads/),
    `ulma run` N times, quiet and with another process spinning on one core
    (busy), each run's monitor CPU time (the JSON's monitor_cpu_ns, measured
    by the monitor itself with getrusage) against the program's CPU time
    (the monitor's child, from wait4 less the monitor's own), events lost,
-   and events drained per second of monitor CPU.  Medians.
+   and events drained per second of monitor CPU.  Medians.  With
+   --baseline PYTHON (another build's interpreter, say a venv with an
+   older ulma installed), its `ulma run` takes its turn in each round,
+   interleaved with this one, and both rows are printed: the load of a
+   shared machine then falls on both alike.
 2. Synthetic: build/bench/bench_drain (bench/drain.c): C producer threads
    writing as fast as the monitor lets them into a real session, drained by
    the real collector and writer; events per second of monitor CPU.
@@ -59,36 +63,46 @@ class Spinner:
         self.proc.wait()
 
 
-def drain(ulma, env, out, rounds, busy):
+def drain_once(ulma, env, script, trace, busy):
+    """(events, program CPU s, monitor CPU s, lost) of one `ulma run`."""
+    ctx = Spinner() if busy else None
+    if ctx:
+        ctx.__enter__()
+    try:
+        code, cpu, err = run_cpu([ulma, "run", "--no-live", "--summary", "json", "-o", trace, script], env)
+    finally:
+        if ctx:
+            ctx.__exit__(None, None, None)
+    if code != 0:
+        sys.exit("bench: %s run %s failed (%d): %s" % (ulma, script, code, err.decode(errors="replace")))
+    s = json.loads(err)
+    mon = s["monitor_cpu_ns"] / 1e9
+    return s["events"], cpu - mon, mon, s["lost"]
+
+
+def drain(builds, out, rounds, busy):
+    """builds: (label, ulma program, environment) of each build, run in
+    turn within each round."""
     print("\n1. the monitor's cost while tracing (%s), medians of %d runs" % (
         "one core kept busy by another process" if busy else "quiet", rounds))
-    print("%-10s %12s %12s %9s %12s %8s %14s" % ("workload", "events", "program s", "monitor s", "monitor/prog",
-                                                 "lost", "M events/s"))
+    print("%-10s %-9s %12s %12s %9s %12s %8s %14s" % ("workload", "build", "events", "program s", "monitor s",
+                                                      "monitor/prog", "lost", "M events/s"))
     for name in ("fib", "mergesort", "threads"):
         script = os.path.join(WORKLOADS, name + ".py")
         trace = os.path.join(out, name + ".trace")
-        rows = []
+        rows = {label: [] for label, _, _ in builds}
         for _ in range(rounds):
-            ctx = Spinner() if busy else None
-            if ctx:
-                ctx.__enter__()
-            try:
-                code, cpu, err = run_cpu([ulma, "run", "--no-live", "--summary", "json", "-o", trace, script], env)
-            finally:
-                if ctx:
-                    ctx.__exit__(None, None, None)
-            if code != 0:
-                sys.exit("bench: ulma run %s failed (%d): %s" % (name, code, err.decode(errors="replace")))
-            s = json.loads(err)
-            mon = s["monitor_cpu_ns"] / 1e9
-            rows.append((s["events"], cpu - mon, mon, s["lost"]))
-        events = statistics.median(r[0] for r in rows)
-        prog = statistics.median(r[1] for r in rows)
-        mon = statistics.median(r[2] for r in rows)
-        ratio = statistics.median(r[2] / r[1] for r in rows)
-        lost = max(r[3] for r in rows)
-        print("%-10s %12d %12.3f %9.3f %11.1f%% %8d %14.1f" % (name, events, prog, mon, 100 * ratio, lost,
-                                                              events / mon / 1e6))
+            for label, ulma, env in builds:
+                rows[label].append(drain_once(ulma, env, script, trace, busy))
+        for label, _, _ in builds:
+            r = rows[label]
+            events = statistics.median(x[0] for x in r)
+            prog = statistics.median(x[1] for x in r)
+            mon = statistics.median(x[2] for x in r)
+            ratio = statistics.median(x[2] / x[1] for x in r)
+            lost = max(x[3] for x in r)
+            print("%-10s %-9s %12d %12.3f %9.3f %11.1f%% %8d %14.1f" % (name, label, events, prog, mon, 100 * ratio,
+                                                                        lost, events / mon / 1e6))
         sys.stdout.flush()
 
 
@@ -142,14 +156,24 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--skip-busy", action="store_true")
     ap.add_argument("--skip-read", action="store_true")
+    ap.add_argument("--baseline", metavar="PYTHON",
+                    help="another build's interpreter (its installed ulma runs beside this one in the drain rounds)")
     args = ap.parse_args()
     ulma = ulma_binary()
     env = dict(os.environ, ULMA_PYTHON=sys.executable)
     print("Python %s, ulma %s" % (sys.version.split()[0], ulma))
+    builds = [("this", ulma, env)]
+    if args.baseline:
+        found = subprocess.run([args.baseline, "-c", "from ulma._locate import ulma_binary; print(ulma_binary())"],
+                               capture_output=True, text=True)
+        if found.returncode != 0 or not found.stdout.strip():
+            sys.exit("bench: no ulma installed beside %s" % args.baseline)
+        builds.append(("baseline", found.stdout.strip(), dict(os.environ, ULMA_PYTHON=args.baseline)))
+        print("baseline: %s" % builds[1][1])
     with tempfile.TemporaryDirectory(prefix="ulma-bench-") as out:
-        drain(ulma, env, out, args.rounds, busy=False)
+        drain(builds, out, args.rounds, busy=False)
         if not args.skip_busy:
-            drain(ulma, env, out, args.rounds, busy=True)
+            drain(builds, out, args.rounds, busy=True)
         synthetic(args.rounds)
         if not args.skip_read:
             read(ulma, env, out, args.rounds)

@@ -347,7 +347,7 @@ static inline int ulma_profile_cursor_enter(struct ulma_profile *p, uint32_t thr
 	return 0;
 }
 
-static inline void ulma_profile_cursor_exit(struct ulma_profile *p, uint32_t thread, struct ulma_profile_cursor *c,
+static inline __attribute__((always_inline)) void ulma_profile_cursor_exit(struct ulma_profile *p, uint32_t thread, struct ulma_profile_cursor *c,
 					    uint64_t ticks)
 {
 	if (ULMA_UNLIKELY(c->depth == 0))
