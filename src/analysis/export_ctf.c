@@ -380,6 +380,59 @@ static int on_close(void *ctx, const struct ulma_walk *w, uint32_t thread, const
 	return frame_event(ctx, w, thread, f->func, f->end_ns, f->cpu, false);
 }
 
+/* A batch of the thread's opens and closes, when nothing is filtered:
+ * frame_event's fast path in a loop, the stream's buffer, length, clock
+ * and packet in locals (each store into the buffer could alias them),
+ * written back around frame_event for an edge the loop cannot take (a
+ * function not yet defined in the stream or with a wide id, a time jump,
+ * another CPU, the packet or the buffer full), which writes it. */
+static int on_edges(void *ctx, const struct ulma_walk *w, uint32_t thread, const struct ulma_walk_edge *e, size_t n)
+{
+	struct ctf *c = ctx;
+	size_t i = 0;
+	int err = 0;
+	while (i < n && !err) {
+		struct ctf_thread *t = thread < c->cap_threads ? &c->threads[thread] : NULL;
+		if (t && t->open_cpu) { /* a packet open: its header written, so cap > len >= PACKET_HEADER */
+			const uint32_t *const id_of = c->id_of, nid_of = c->cap_id_of, ndefined = t->cap_defined;
+			const uint8_t *const defined = t->defined;
+			struct ctf_func *const ids = c->ids;
+			char *const buf = t->buf.p;
+			const uint64_t cpu1 = t->open_cpu;
+			/* the events from len on must leave 8 bytes' room (one 8-byte store)
+			 * and end before the packet's 64 KiB (where frame_event closes it) */
+			const size_t room_end = t->buf.cap - 7, packet_end = t->packet + PACKET_AT - 6;
+			const size_t stop = room_end < packet_end ? room_end : packet_end;
+			size_t len = t->buf.len;
+			uint64_t last = t->last;
+			for (; i < n; i++) {
+				const uint32_t func = e[i].func;
+				const uint32_t id = func < nid_of ? id_of[func] - 1 : UINT32_MAX; /* UINT32_MAX: none yet */
+				const uint64_t at = e[i].ns;
+				if (__builtin_expect(!(id < NARROW_IDS && id / 8 < ndefined && (defined[id / 8] >> id % 8 & 1) &&
+						       (uint64_t)e[i].cpu + 1 == cpu1 &&
+						       at - last < (UINT64_C(1) << COMPACT_BITS) && len < stop),
+						     0))
+					break;
+				const unsigned entry = e[i].open;
+				store_le64(buf + len, (entry ? EV_ENTRY : EV_EXIT) |
+							      (at & ((UINT64_C(1) << COMPACT_BITS) - 1)) << 5 |
+							      (uint64_t)id << 32); /* as frame_event's */
+				len += 6;
+				last = at;
+				ids[id].entries += entry;
+			}
+			t->buf.len = len;
+			t->last = last;
+			if (i == n)
+				break;
+		}
+		err = frame_event(c, w, thread, e[i].func, e[i].ns, e[i].cpu, e[i].open);
+		i++;
+	}
+	return err;
+}
+
 /* An event of class id (a mark's) at `at` on the CPU of the thread's
  * latest event: its name, then for a counter its value, a little-endian
  * IEEE double. */
@@ -648,7 +701,7 @@ int ulma_export_ctf(FILE *in, const struct ulma_export_opts *o, FILE *out, const
 	struct ulma_walk w;
 	(void)out;
 	struct ulma_walk_sink sink = {.ctx = &c, .on_open = on_open, .on_close = on_close, .on_mark = on_mark,
-				      .on_object = on_object};
+				      .on_object = on_object, .on_edges = on_edges};
 	int err = ulma_export_walk(in, o, &w, &sink, res);
 	for (uint32_t i = 0; i < c.cap_threads && !err; i++)
 		if (!(err = close_packet(&c, &w, i)))
