@@ -102,6 +102,9 @@ struct ctf_thread {
 	bool started;         /* the stream file exists */
 	uint8_t *defined;     /* bit per function id: the stream has its definition */
 	uint32_t cap_defined;
+	uint8_t *ready;       /* bit per walk function: its id is below NARROW_IDS and defined in the
+			       * stream (set by on_edges, whose loop tests it) */
+	uint32_t cap_ready;
 };
 
 /* A function as its definition event gave it. */
@@ -380,57 +383,69 @@ static int on_close(void *ctx, const struct ulma_walk *w, uint32_t thread, const
 	return frame_event(ctx, w, thread, f->func, f->end_ns, f->cpu, false);
 }
 
+/* The compact events of e[0..n) in the thread's open packet, as
+ * frame_event's fast path writes them, while each can be (a function
+ * ready in the stream, the packet's CPU, the clock less than 2^27 ns on,
+ * the packet and the buffer not full): how many.  A leaf, so that the
+ * stream's buffer, length and clock stay in registers (each store into
+ * the buffer could alias them). */
+__attribute__((noinline)) static size_t put_compact(struct ctf *c, struct ctf_thread *t, const struct ulma_walk_edge *e,
+							size_t n)
+{
+	const uint32_t *const id_of = c->id_of;
+	struct ctf_func *const ids = c->ids;
+	const uint8_t *const ready = t->ready;
+	const uint32_t nready = t->cap_ready, cpu = (uint32_t)(t->open_cpu - 1);
+	char *const buf = t->buf.p;
+	/* an event from len on leaves 8 bytes' room (one 8-byte store) and
+	 * ends before the packet's 64 KiB (where frame_event closes it) */
+	const size_t room_end = t->buf.cap - 7, packet_end = t->packet + PACKET_AT - 6;
+	const size_t stop = room_end < packet_end ? room_end : packet_end;
+	size_t len = t->buf.len, i = 0;
+	uint64_t last = t->last;
+	for (; i < n; i++) {
+		const uint32_t func = e[i].func;
+		const uint64_t at = e[i].ns;
+		if (__builtin_expect(!(func / 8 < nready && (ready[func / 8] >> func % 8 & 1) && e[i].cpu == cpu &&
+				       at - last < (UINT64_C(1) << COMPACT_BITS) && len < stop),
+				     0))
+			break;
+		const uint32_t id = id_of[func] - 1;
+		const unsigned entry = e[i].open;
+		store_le64(buf + len, (entry ? EV_ENTRY : EV_EXIT) | (at & ((UINT64_C(1) << COMPACT_BITS) - 1)) << 5 |
+					      (uint64_t)id << 32); /* as frame_event's */
+		len += 6;
+		last = at;
+		ids[id].entries += entry;
+	}
+	t->buf.len = len;
+	t->last = last;
+	return i;
+}
+
 /* A batch of the thread's opens and closes, when nothing is filtered:
- * frame_event's fast path in a loop, the stream's buffer, length, clock
- * and packet in locals (each store into the buffer could alias them),
- * written back around frame_event for an edge the loop cannot take (a
- * function not yet defined in the stream or with a wide id, a time jump,
- * another CPU, the packet or the buffer full), which writes it. */
+ * put_compact's loop, and frame_event for an edge it cannot take, whose
+ * function is then ready in the stream where its id is narrow (frame_event
+ * wrote it, so the stream has its definition). */
 static int on_edges(void *ctx, const struct ulma_walk *w, uint32_t thread, const struct ulma_walk_edge *e, size_t n)
 {
 	struct ctf *c = ctx;
-	size_t i = 0;
-	int err = 0;
-	while (i < n && !err) {
+	for (size_t i = 0; i < n; i++) {
 		struct ctf_thread *t = thread < c->cap_threads ? &c->threads[thread] : NULL;
-		if (t && t->open_cpu) { /* a packet open: its header written, so cap > len >= PACKET_HEADER */
-			const uint32_t *const id_of = c->id_of, nid_of = c->cap_id_of, ndefined = t->cap_defined;
-			const uint8_t *const defined = t->defined;
-			struct ctf_func *const ids = c->ids;
-			char *const buf = t->buf.p;
-			const uint64_t cpu1 = t->open_cpu;
-			/* the events from len on must leave 8 bytes' room (one 8-byte store)
-			 * and end before the packet's 64 KiB (where frame_event closes it) */
-			const size_t room_end = t->buf.cap - 7, packet_end = t->packet + PACKET_AT - 6;
-			const size_t stop = room_end < packet_end ? room_end : packet_end;
-			size_t len = t->buf.len;
-			uint64_t last = t->last;
-			for (; i < n; i++) {
-				const uint32_t func = e[i].func;
-				const uint32_t id = func < nid_of ? id_of[func] - 1 : UINT32_MAX; /* UINT32_MAX: none yet */
-				const uint64_t at = e[i].ns;
-				if (__builtin_expect(!(id < NARROW_IDS && id / 8 < ndefined && (defined[id / 8] >> id % 8 & 1) &&
-						       (uint64_t)e[i].cpu + 1 == cpu1 &&
-						       at - last < (UINT64_C(1) << COMPACT_BITS) && len < stop),
-						     0))
-					break;
-				const unsigned entry = e[i].open;
-				store_le64(buf + len, (entry ? EV_ENTRY : EV_EXIT) |
-							      (at & ((UINT64_C(1) << COMPACT_BITS) - 1)) << 5 |
-							      (uint64_t)id << 32); /* as frame_event's */
-				len += 6;
-				last = at;
-				ids[id].entries += entry;
-			}
-			t->buf.len = len;
-			t->last = last;
-			if (i == n)
-				break;
+		if (t && t->open_cpu && (i += put_compact(c, t, e + i, n - i)) == n) /* a packet open: cap > len */
+			break;
+		const uint32_t func = e[i].func;
+		int err = frame_event(c, w, thread, func, e[i].ns, e[i].cpu, e[i].open);
+		if (err)
+			return err;
+		t = &c->threads[thread];
+		if (c->id_of[func] - 1 < NARROW_IDS && !(func / 8 < t->cap_ready && (t->ready[func / 8] >> func % 8 & 1))) {
+			if (ulma_array_grow((void **)&t->ready, &t->cap_ready, func / 8, 1))
+				return -ENOMEM;
+			t->ready[func / 8] |= (uint8_t)(1u << func % 8);
 		}
-		err = frame_event(c, w, thread, e[i].func, e[i].ns, e[i].cpu, e[i].open);
-		i++;
 	}
-	return err;
+	return 0;
 }
 
 /* An event of class id (a mark's) at `at` on the CPU of the thread's
@@ -476,6 +491,16 @@ static int on_object(void *ctx, const struct ulma_walk *w, uint32_t thread, cons
 	return ulma_xobjects_add(&c->objects, w, thread, o, at_ns);
 }
 
+static void free_streams(struct ctf *c)
+{
+	for (uint32_t i = 0; i < c->cap_threads; i++) {
+		ulma_sbuf_free(&c->threads[i].buf);
+		free(c->threads[i].defined);
+		free(c->threads[i].ready);
+	}
+	free(c->threads);
+}
+
 /* The types with the most objects of each process, as ulma:counter events
  * in the process's objects_<serial> stream (see the top). */
 static int write_objects(struct ctf *c, const struct ulma_walk *w)
@@ -500,11 +525,7 @@ static int write_objects(struct ctf *c, const struct ulma_walk *w)
 			err = flush_thread(&o, w, thread);
 		free(pts);
 	}
-	for (uint32_t i = 0; i < o.cap_threads; i++) {
-		ulma_sbuf_free(&o.threads[i].buf);
-		free(o.threads[i].defined);
-	}
-	free(o.threads);
+	free_streams(&o);
 	return err;
 }
 
@@ -710,10 +731,7 @@ int ulma_export_ctf(FILE *in, const struct ulma_export_opts *o, FILE *out, const
 		err = write_objects(&c, &w);
 	if (!err)
 		err = write_metadata(&c, &w);
-	for (uint32_t i = 0; i < c.cap_threads; i++) {
-		ulma_sbuf_free(&c.threads[i].buf);
-		free(c.threads[i].defined);
-	}
+	free_streams(&c);
 	for (uint32_t i = 0; i < c.nids; i++) {
 		free(c.ids[i].name);
 		free(c.ids[i].file);
@@ -723,7 +741,6 @@ int ulma_export_ctf(FILE *in, const struct ulma_export_opts *o, FILE *out, const
 	free(c.ids);
 	free(c.id_of);
 	free(c.mark_names);
-	free(c.threads);
 	ulma_xobjects_free(&c.objects);
 	ulma_walk_free(&w);
 	return err;
