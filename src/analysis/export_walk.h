@@ -128,11 +128,12 @@ struct ulma_walk_frame {
 };
 
 /* A frame's open or close, for a sink taking them in batches (on_edges):
- * 16 bytes, the flag in the time's top bit (the walker's times stay
- * below 9.2e18 ns, ticks_to_ns's cap, so 63 bits hold them). */
+ * 16 bytes, the flag and the time in one word (the walker's times stay
+ * below 9.2e18 ns, ticks_to_ns's cap, so 63 bits hold them; the flag in
+ * the low bit, each is one shift or mask away). */
 struct ulma_walk_edge {
-	uint64_t ns : 63;  /* an open's start, a close's end */
 	uint64_t open : 1; /* 1: an open, 0: a close */
+	uint64_t ns : 63;  /* an open's start, a close's end */
 	uint32_t func;
 	uint32_t cpu;      /* the CPU of its entry or exit, as the frame's (ulma_walk_frame) */
 };
