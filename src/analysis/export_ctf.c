@@ -401,26 +401,28 @@ __attribute__((noinline)) static size_t put_compact(struct ctf *c, struct ctf_th
 	 * ends before the packet's 64 KiB (where frame_event closes it) */
 	const size_t room_end = t->buf.cap - 7, packet_end = t->packet + PACKET_AT - 6;
 	const size_t stop = room_end < packet_end ? room_end : packet_end;
-	size_t len = t->buf.len, i = 0;
+	size_t len = t->buf.len;
 	uint64_t last = t->last;
-	for (; i < n; i++) {
-		const uint32_t func = e[i].func;
-		const uint64_t at = e[i].ns;
-		if (__builtin_expect(!(func / 8 < nready && (ready[func / 8] >> func % 8 & 1) && e[i].cpu == cpu &&
+	const struct ulma_walk_edge *p = e, *const end = e + n;
+	for (; p < end; p++) {
+		const uint32_t func = p->func;
+		const uint64_t at = p->ns;
+		if (__builtin_expect(!(func / 8 < nready && (ready[func / 8] >> func % 8 & 1) && p->cpu == cpu &&
 				       at - last < (UINT64_C(1) << COMPACT_BITS) && len < stop),
 				     0))
 			break;
 		const uint32_t id = id_of[func] - 1;
-		const unsigned entry = e[i].open;
-		store_le64(buf + len, (entry ? EV_ENTRY : EV_EXIT) | (at & ((UINT64_C(1) << COMPACT_BITS) - 1)) << 5 |
-					      (uint64_t)id << 32); /* as frame_event's */
+		const unsigned entry = p->open;
+		/* as frame_event's: the class, the time's low 27 bits above its 5
+		 * (their 32 bits: the cast drops the rest), then the id */
+		store_le64(buf + len, (entry ? EV_ENTRY : EV_EXIT) | (uint64_t)(uint32_t)(at << 5) | (uint64_t)id << 32);
 		len += 6;
 		last = at;
 		ids[id].entries += entry;
 	}
 	t->buf.len = len;
 	t->last = last;
-	return i;
+	return (size_t)(p - e);
 }
 
 /* A batch of the thread's opens and closes, when nothing is filtered:
