@@ -58,7 +58,8 @@
  * use the same clock).  Strings are UTF-8 (invalid bytes become U+FFFD).
  * Each thread's packets collect in a buffer written out once it holds
  * 64 KiB, its file opened only to append, so memory and open files stay
- * bounded.  The metadata is written last, when the labels are known.
+ * bounded.  An unfiltered walk hands the frames' edges over in batches
+ * (on_edges), their compact events written in one loop (put_compact).  The metadata is written last, when the labels are known.
  *
  * Another event class takes an id below 31 (the compact header's; 8 to
  * 30 are free), a line in event_classes for the metadata, and a writer
@@ -102,6 +103,9 @@ struct ctf_thread {
 	bool started;         /* the stream file exists */
 	uint8_t *defined;     /* bit per function id: the stream has its definition */
 	uint32_t cap_defined;
+	uint8_t *ready;       /* bit per walk function: its id is below NARROW_IDS and defined in the
+			       * stream (set by on_edges, whose loop tests it) */
+	uint32_t cap_ready;
 };
 
 /* A function as its definition event gave it. */
@@ -380,6 +384,73 @@ static int on_close(void *ctx, const struct ulma_walk *w, uint32_t thread, const
 	return frame_event(ctx, w, thread, f->func, f->end_ns, f->cpu, false);
 }
 
+/* The compact events of e[0..n) in the thread's open packet, as
+ * frame_event's fast path writes them, while each can be (a function
+ * ready in the stream, the packet's CPU, the clock less than 2^27 ns on,
+ * the packet and the buffer not full): how many.  A leaf, so that the
+ * stream's buffer, length and clock stay in registers (each store into
+ * the buffer could alias them). */
+__attribute__((noinline)) static size_t put_compact(struct ctf *c, struct ctf_thread *t, const struct ulma_walk_edge *e,
+							size_t n)
+{
+	const uint32_t *const id_of = c->id_of;
+	struct ctf_func *const ids = c->ids;
+	const uint8_t *const ready = t->ready;
+	const uint32_t nready = t->cap_ready, cpu = (uint32_t)(t->open_cpu - 1);
+	char *const buf = t->buf.p;
+	/* an event from len on leaves 8 bytes' room (one 8-byte store) and
+	 * ends before the packet's 64 KiB (where frame_event closes it) */
+	const size_t room_end = t->buf.cap - 7, packet_end = t->packet + PACKET_AT - 6;
+	const size_t stop = room_end < packet_end ? room_end : packet_end;
+	size_t len = t->buf.len;
+	uint64_t last = t->last;
+	const struct ulma_walk_edge *p = e, *const end = e + n;
+	for (; p < end; p++) {
+		const uint32_t func = p->func;
+		const uint64_t at = p->ns;
+		if (__builtin_expect(!(func / 8 < nready && (ready[func / 8] >> func % 8 & 1) && p->cpu == cpu &&
+				       at - last < (UINT64_C(1) << COMPACT_BITS) && len < stop),
+				     0))
+			break;
+		const uint32_t id = id_of[func] - 1;
+		const unsigned entry = p->open;
+		/* as frame_event's: the class, the time's low 27 bits above its 5
+		 * (their 32 bits: the cast drops the rest), then the id */
+		store_le64(buf + len, (entry ? EV_ENTRY : EV_EXIT) | (uint64_t)(uint32_t)(at << 5) | (uint64_t)id << 32);
+		len += 6;
+		last = at;
+		ids[id].entries += entry;
+	}
+	t->buf.len = len;
+	t->last = last;
+	return (size_t)(p - e);
+}
+
+/* A batch of the thread's opens and closes, when nothing is filtered:
+ * put_compact's loop, and frame_event for an edge it cannot take, whose
+ * function is then ready in the stream where its id is narrow (frame_event
+ * wrote it, so the stream has its definition). */
+static int on_edges(void *ctx, const struct ulma_walk *w, uint32_t thread, const struct ulma_walk_edge *e, size_t n)
+{
+	struct ctf *c = ctx;
+	for (size_t i = 0; i < n; i++) {
+		struct ctf_thread *t = thread < c->cap_threads ? &c->threads[thread] : NULL;
+		if (t && t->open_cpu && (i += put_compact(c, t, e + i, n - i)) == n) /* a packet open: cap > len */
+			break;
+		const uint32_t func = e[i].func;
+		int err = frame_event(c, w, thread, func, e[i].ns, e[i].cpu, e[i].open);
+		if (err)
+			return err;
+		t = &c->threads[thread];
+		if (c->id_of[func] - 1 < NARROW_IDS && !(func / 8 < t->cap_ready && (t->ready[func / 8] >> func % 8 & 1))) {
+			if (ulma_array_grow((void **)&t->ready, &t->cap_ready, func / 8, 1))
+				return -ENOMEM;
+			t->ready[func / 8] |= (uint8_t)(1u << func % 8);
+		}
+	}
+	return 0;
+}
+
 /* An event of class id (a mark's) at `at` on the CPU of the thread's
  * latest event: its name, then for a counter its value, a little-endian
  * IEEE double. */
@@ -423,6 +494,16 @@ static int on_object(void *ctx, const struct ulma_walk *w, uint32_t thread, cons
 	return ulma_xobjects_add(&c->objects, w, thread, o, at_ns);
 }
 
+static void free_streams(struct ctf *c)
+{
+	for (uint32_t i = 0; i < c->cap_threads; i++) {
+		ulma_sbuf_free(&c->threads[i].buf);
+		free(c->threads[i].defined);
+		free(c->threads[i].ready);
+	}
+	free(c->threads);
+}
+
 /* The types with the most objects of each process, as ulma:counter events
  * in the process's objects_<serial> stream (see the top). */
 static int write_objects(struct ctf *c, const struct ulma_walk *w)
@@ -447,11 +528,7 @@ static int write_objects(struct ctf *c, const struct ulma_walk *w)
 			err = flush_thread(&o, w, thread);
 		free(pts);
 	}
-	for (uint32_t i = 0; i < o.cap_threads; i++) {
-		ulma_sbuf_free(&o.threads[i].buf);
-		free(o.threads[i].defined);
-	}
-	free(o.threads);
+	free_streams(&o);
 	return err;
 }
 
@@ -648,7 +725,7 @@ int ulma_export_ctf(FILE *in, const struct ulma_export_opts *o, FILE *out, const
 	struct ulma_walk w;
 	(void)out;
 	struct ulma_walk_sink sink = {.ctx = &c, .on_open = on_open, .on_close = on_close, .on_mark = on_mark,
-				      .on_object = on_object};
+				      .on_object = on_object, .on_edges = on_edges};
 	int err = ulma_export_walk(in, o, &w, &sink, res);
 	for (uint32_t i = 0; i < c.cap_threads && !err; i++)
 		if (!(err = close_packet(&c, &w, i)))
@@ -657,10 +734,7 @@ int ulma_export_ctf(FILE *in, const struct ulma_export_opts *o, FILE *out, const
 		err = write_objects(&c, &w);
 	if (!err)
 		err = write_metadata(&c, &w);
-	for (uint32_t i = 0; i < c.cap_threads; i++) {
-		ulma_sbuf_free(&c.threads[i].buf);
-		free(c.threads[i].defined);
-	}
+	free_streams(&c);
 	for (uint32_t i = 0; i < c.nids; i++) {
 		free(c.ids[i].name);
 		free(c.ids[i].file);
@@ -670,7 +744,6 @@ int ulma_export_ctf(FILE *in, const struct ulma_export_opts *o, FILE *out, const
 	free(c.ids);
 	free(c.id_of);
 	free(c.mark_names);
-	free(c.threads);
 	ulma_xobjects_free(&c.objects);
 	ulma_walk_free(&w);
 	return err;

@@ -437,7 +437,7 @@ static int on_events_edges(struct ulma_walk *w, uint32_t thread, const struct ul
 			sl->start = ns;
 			sl->child = 0;
 			kept++;
-			edges[nedges++] = (struct ulma_walk_edge){ns, e->func, 1};
+			edges[nedges++] = (struct ulma_walk_edge){1, ns, e->func, e->cpu};
 		} else if (__builtin_expect(kind == ULMA_EV_EXIT, 1)) {
 			events++;
 			uint64_t ns = local_clock_ns(&clk, t, e->ticks);
@@ -446,7 +446,7 @@ static int on_events_edges(struct ulma_walk *w, uint32_t thread, const struct ul
 			const struct walk_slot *sl = &stack[--depth];
 			if (depth)
 				stack[depth - 1].child += ns - sl->start;
-			edges[nedges++] = (struct ulma_walk_edge){ns, sl->func, 0};
+			edges[nedges++] = (struct ulma_walk_edge){0, ns, sl->func, e->cpu};
 		} else {
 			events++;
 			if (kind == ULMA_EV_LINE)

@@ -127,12 +127,17 @@ struct ulma_walk_frame {
 	uint64_t self_ns;  /* close only: end - start minus kept children */
 };
 
-/* A frame's open or close, for a sink taking them in batches (on_edges). */
+/* A frame's open or close, for a sink taking them in batches (on_edges):
+ * 16 bytes, the flag and the time in one word (the walker's times stay
+ * below 9.2e18 ns, ticks_to_ns's cap, so 63 bits hold them; the flag in
+ * the low bit, each is one shift or mask away). */
 struct ulma_walk_edge {
-	uint64_t ns;   /* an open's start, a close's end */
+	uint64_t open : 1; /* 1: an open, 0: a close */
+	uint64_t ns : 63;  /* an open's start, a close's end */
 	uint32_t func;
-	uint32_t open; /* 1: an open, 0: a close */
+	uint32_t cpu;      /* the CPU of its entry or exit, as the frame's (ulma_walk_frame) */
 };
+_Static_assert(sizeof(struct ulma_walk_edge) == 16, "an edge in 16 bytes");
 
 /* A mark in a thread's stream. */
 struct ulma_walk_mark {
@@ -218,8 +223,8 @@ struct ulma_walk_sink {
 	 * its corrected time as an OFF record's, and not held back either */
 	int (*on_memory)(void *ctx, const struct ulma_walk *w, uint32_t thread, const struct ulma_trace_memory *m,
 			 uint64_t at_ns);
-	/* optional, for a sink that needs of a frame only its function and
-	 * times: when nothing is filtered (and no tree is fed), a thread's
+	/* optional, for a sink that needs of a frame only its function,
+	 * times and CPU: when nothing is filtered (and no tree is fed), a thread's
 	 * opens and closes in batches, in order, instead of on_open and
 	 * on_close, which still take the frames the walk closes at its end
 	 * and every frame of a filtered walk.  The walk's thread state is

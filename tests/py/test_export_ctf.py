@@ -357,3 +357,43 @@ def test_more_functions_than_ids_and_labels(run_ulma, tmp_path):
     assert len(labelled) == LABELS
     assert {names[i] for i, c in calls.items() if c > 1 and i < NARROW_IDS} <= labelled
     assert any(e["id"] >= NARROW_IDS for e in got) and all((e["id"] == int(e["name"][3:])) for e in got)
+
+
+def test_batched_and_per_frame_writes_agree(run_ulma, tmp_path):
+    """An unfiltered export takes the walker's frames in batches
+    (on_edges), a filtered one frame by frame (on_open, on_close): with a
+    filter that keeps everything (--include '*'), one thread's trace gives
+    the same bytes both ways, across all the batch loop leaves to the
+    general writer: CPU changes inside a batch, gaps of 2^27 ns and more,
+    functions used for the first time, ids past 16 bits, packets reaching
+    64 KiB, and frames still open at the end (closed there)."""
+    n = NARROW_IDS + 300
+    events, t, cpu, depth, entries = [(0, "cpu", 0)], 0, 0, 0, 0
+    for i in range(150000):
+        if i % 777 == 0 and not 30000 < i < 120000:  # between them, packets of 64 KiB
+            cpu = (cpu + 3) % 7
+            events.append((t, "cpu", cpu))
+        t += WRAP + 3 if i % 5003 == 0 else i % 5
+        if depth == 0 or (depth < 12 and (i * 7919) % 5 < 3):
+            events.append((t, "enter", 1 + entries % n))
+            entries += 1
+            depth += 1
+        else:
+            events.append((t, "exit"))
+            depth -= 1
+    assert depth > 0 and entries > n
+    path = tmp_path / "paths.trace"
+    path.write_bytes(trace_builder.trace(0, 0, t + 10, t + 10, events, func_names=["fn_%d" % i for i in range(n)]))
+    outs = []
+    for name, extra in (("batched", []), ("frames", ["--include", "*"])):
+        outs.append(tmp_path / (name + ".ctf"))
+        proc = run_ulma(["export", str(path), "--format", "ctf", "-o", str(outs[-1])] + extra)
+        assert proc.returncode == 0, proc.stderr
+    files = sorted(os.listdir(outs[0]))
+    assert files == sorted(os.listdir(outs[1])) and "stream_0" in files
+    assert os.path.getsize(outs[0] / "stream_0") > 8 * 65536  # many packets
+    for f in files:
+        assert (outs[0] / f).read_bytes() == (outs[1] / f).read_bytes(), f
+    got = babeltrace(outs[0], start_ns=0)
+    assert len(got) == sum(1 for ev in events if ev[1] != "cpu") + depth
+    check_nesting(got)

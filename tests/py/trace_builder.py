@@ -57,11 +57,11 @@ def trace(start_ticks, start_ns, end_ticks, end_ns, events, pid=7, command="made
     ticks must be those of the event before it, or of the first)], in time
     order; functions are numbered from 1 in func_names' order, in made.py."""
     meta = varint(0) + varint(pid) + varint(start_ticks) + varint(start_ns) + varint(10**9) + string(command)
-    defs = varint(1) + varint(0) + string("made.py")
+    defs = bytearray(varint(1) + varint(0) + string("made.py"))  # grown in place: tens of thousands of functions
     for i, name in enumerate(func_names, 1):
         defs += varint(2) + varint(i) + varint(PY) + varint(0) + varint(i) + string(name)
     out = b"ULMATRC\x01" + struct.pack("<II", 2, 0)
-    out += chunk(META, meta) + chunk(DEFS, defs)
+    out += chunk(META, meta) + chunk(DEFS, bytes(defs))
     out += chunk(THREAD, varint(0) + varint(pid) + varint(pid))
     # a delta must fit in 62 bits beside its tag: past that, a new chunk, which opens with an absolute time
     runs = []

@@ -32,6 +32,7 @@ struct rec {
 	char kind; /* 'O' or 'C' */
 	uint32_t thread, func, parent, depth, cpu;
 	uint64_t start, end, self;
+	bool edge; /* an on_edges edge, not an on_open / on_close frame */
 };
 
 struct recorder {
@@ -49,7 +50,7 @@ static int rec_add(struct recorder *rc, char kind, uint32_t thread, const struct
 			return -ENOMEM;
 	}
 	rc->r[rc->n++] =
-		(struct rec){kind, thread, f->func, f->parent, f->depth, f->cpu, f->start_ns, f->end_ns, f->self_ns};
+		(struct rec){kind, thread, f->func, f->parent, f->depth, f->cpu, f->start_ns, f->end_ns, f->self_ns, false};
 	return 0;
 }
 
@@ -301,7 +302,7 @@ static const char *const clock_names[] = {"ns", "TSC, with the hook's cost", "TS
  * clamps times at the start (to 0 before the first tick, or where the
  * cost taken out exceeds the time) and holds events closer than the cost
  * at the previous one's time (local_clock's plain steps: the batches
- * where nothing clamps). */
+ * where nothing clamps).  Each thread moves between CPUs now and then. */
 static int write_random_trace_clock(const char *path, uint64_t *frames, enum clock_kind clock)
 {
 	bool tsc = clock != CLOCK_NS;
@@ -325,12 +326,15 @@ static int write_random_trace_clock(const char *path, uint64_t *frames, enum clo
 			ulma_trace_writer_abandon(w);
 			return err;
 		}
-	uint32_t stack[3][64], depth[3] = {0, 0, 0};
+	uint32_t stack[3][64], depth[3] = {0, 0, 0}, cpu[3] = {0, 0, 0};
+	static const uint32_t cpus[4] = {0, 1, 2, UINT32_MAX - 3}; /* the last as a damaged trace may have it */
 	uint64_t t0 = tsc ? 99000 : 0, now[3] = {t0, t0, t0}, records[3] = {0, 0, 0};
 	*frames = 0;
 	for (int i = 0; i < 60000; i++) {
 		uint32_t t = rnd(3);
 		now[t] += rnd(tsc ? 100 : 50);
+		if (rnd(300) == 0) /* the thread migrates */
+			cpu[t] = cpus[rnd(4)];
 		/* early chunks of a few events: batches of a thread already seen
 		 * whose times lie before the first tick, or below the cost taken out */
 		if (tsc && (++records[t] % 8 == 0 && records[t] < 400) && (err = ulma_trace_stream_flush(s[t]))) {
@@ -339,11 +343,11 @@ static int write_random_trace_clock(const char *path, uint64_t *frames, enum clo
 		}
 		if (depth[t] < 64 && (depth[t] == 0 || rnd(2))) {
 			uint32_t id = rnd(6) + 1;
-			ulma_trace_enter(s[t], now[t], 0, id, same_fn(id, depth[t] ? stack[t][depth[t] - 1] : 0));
+			ulma_trace_enter(s[t], now[t], cpu[t], id, same_fn(id, depth[t] ? stack[t][depth[t] - 1] : 0));
 			stack[t][depth[t]++] = id;
 			(*frames)++;
 		} else if (depth[t]) {
-			ulma_trace_exit(s[t], now[t], 0);
+			ulma_trace_exit(s[t], now[t], cpu[t]);
 			depth[t]--;
 		}
 	}
@@ -469,10 +473,12 @@ static int on_edges(void *ctx, const struct ulma_walk *w, uint32_t thread, const
 {
 	(void)w;
 	for (size_t i = 0; i < n; i++) {
-		struct ulma_walk_frame f = {.func = e[i].func, .cpu = UINT32_MAX, .start_ns = e[i].ns, .end_ns = e[i].ns};
+		struct ulma_walk_frame f = {.func = e[i].func, .cpu = e[i].cpu, .start_ns = e[i].ns, .end_ns = e[i].ns};
 		int err = rec_add(ctx, e[i].open ? 'O' : 'C', thread, &f);
 		if (err)
 			return err;
+		struct recorder *rc = ctx;
+		rc->r[rc->n - 1].edge = true;
 	}
 	return 0;
 }
@@ -514,18 +520,22 @@ static void test_edges_match_frames(enum clock_kind clock)
 	struct ulma_walk_sink edge_sink = {.on_open = on_open, .on_close = on_close, .on_edges = on_edges};
 	int ea = walk_path(path, &frame_sink, &a, &wa), eb = walk_path(path, &edge_sink, &b, &wb);
 	size_t same = 0, closed_at_end = 0;
+	unsigned cpus = 0; /* bit per CPU seen: 0, 1, 2 and UINT32_MAX - 3 */
 	if (CHECK(ea == 0 && eb == 0 && a.n == b.n && a.n == 2 * frames, "both walks: %zu and %zu edges, %llu frames",
 		  a.n, b.n, (unsigned long long)frames)) {
 		for (; same < a.n; same++) {
 			const struct rec *x = &a.r[same], *y = &b.r[same];
 			uint64_t at = x->kind == 'O' ? x->start : x->end;
-			if (x->kind != y->kind || x->thread != y->thread || x->func != y->func ||
+			if (x->kind != y->kind || x->thread != y->thread || x->func != y->func || x->cpu != y->cpu ||
 			    at != (y->kind == 'O' ? y->start : y->end))
 				break;
-			closed_at_end += y->kind == 'C' && y->cpu != UINT32_MAX; /* a frame on_close took */
+			closed_at_end += y->kind == 'C' && !y->edge; /* a frame on_close took */
+			cpus |= 1u << (y->cpu == UINT32_MAX - 3 ? 3 : y->cpu & 3);
 		}
 	}
-	CHECK(same == a.n && a.n > 0, "the edges equal the frames' opens and closes (first difference at %zu)", same);
+	CHECK(same == a.n && a.n > 0, "the edges equal the frames' opens and closes, CPUs included (first difference at %zu)",
+	      same);
+	CHECK(cpus == 15, "edges on every CPU the trace has, 2^32 - 4 included (%#x)", cpus);
 	CHECK(closed_at_end > 0, "frames open at the end still closed, through on_close (%zu)", closed_at_end);
 	CHECK(wa.frames == wb.frames && wa.events == wb.events && wa.duration_ns == wb.duration_ns,
 	      "the same walk totals");
