@@ -52,6 +52,11 @@ fuzz:
 	bash tests/fuzz/run.sh $(BUILD)/fuzz/fuzz_merge $(FUZZ_SECONDS)
 	FUZZ_MAX_LEN=16384 bash tests/fuzz/run.sh $(BUILD)/fuzz/fuzz_rings $(FUZZ_SECONDS) tests/fuzz/ring-seeds
 
+# tests marked `once` (nothing in them depends on the interpreter; see
+# tests/py/conftest.py) run on this Python version only: the newest present
+ONCE_ON ?= $(shell for py in $(PYTHONS); do $$py -c 'import sys; print("%d.%d" % sys.version_info[:2])'; \
+             done | sort -V | tail -n 1)
+
 # one virtual environment per Python version, each with ulma installed from this tree
 pytest:
 	@set -e; for py in $(PYTHONS); do \
@@ -61,7 +66,7 @@ pytest:
 	  [ -x $$env/bin/python ] || $$py -m venv $$env; \
 	  $$env/bin/python -m pip install --quiet --upgrade pip >/dev/null; \
 	  $$env/bin/python -m pip install --quiet pytest cython setuptools line_profiler gprof2dot mpi4py viztracer numpy . ; \
-	  $$env/bin/python -m pytest -q tests/py; \
+	  ULMA_TEST_ONCE_ON=$(ONCE_ON) $$env/bin/python -m pytest -q tests/py; \
 	done
 
 bench: install

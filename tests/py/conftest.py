@@ -120,3 +120,31 @@ def traced_json(run_ulma, report_json, tmp_path_factory):
 def prog():
     """prog(name) -> absolute path of tests/py/programs/NAME."""
     return program_path
+
+
+# `make test` runs this suite once per Python (3.9-3.13).  A test of what no
+# interpreter changes (the C reader and exporters on hand-made traces, an
+# export file read by babeltrace2, otf2-print, Chromium or the Perfetto trace
+# processor, argument errors) is marked @pytest.mark.once("why") and runs on
+# one of them: the Makefile names it in ULMA_TEST_ONCE_ON ("3.13", the newest
+# present) and the others skip it with the reason.  Without the variable
+# (pytest run by hand) every test runs.  Whatever depends on the interpreter
+# (hooks, call counts, monitoring, calibration, memory hooks, lines,
+# transparency) stays unmarked and runs on every Python.
+ONCE_ON = os.environ.get("ULMA_TEST_ONCE_ON", "")
+
+
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "once(reason): independent of the Python version; make test runs it on one Python only")
+
+
+def pytest_collection_modifyitems(config, items):
+    here = "%d.%d" % sys.version_info[:2]
+    if not ONCE_ON or ONCE_ON == here:
+        return
+    for item in items:
+        marker = item.get_closest_marker("once")
+        if marker is not None:
+            why = marker.args[0] if marker.args else "independent of the Python version"
+            item.add_marker(pytest.mark.skip(reason="once per make test, on Python %s: %s" % (ONCE_ON, why)))

@@ -52,12 +52,14 @@ def fields(buf):
 
 
 def packets(data, counts):
-    """The Trace's packets, those inside compressed_packets inflated in place."""
+    """The Trace's packets as firsts() of each, those inside
+    compressed_packets inflated in place."""
     for num, wt, pkt in fields(data):
         assert num == 1 and wt == 2, "a Trace holds only packets (field 1)"
-        packed = first(pkt, 50)
+        top = firsts(pkt)
+        packed = top.get(50)
         if packed is None:
-            yield pkt
+            yield top
             continue
         assert [f for f, _, _ in fields(pkt)] == [50], "compressed_packets alone in its packet"
         counts["compressed"] += 1
@@ -69,6 +71,16 @@ def first(buf, num, default=None):
         if f == num:
             return v
     return default
+
+
+def firsts(buf):
+    """{field number: its first value} of a message: first() for every
+    field at once, for messages read field after field (packets, events)."""
+    found = {}
+    for f, _, v in fields(buf):
+        if f not in found:
+            found[f] = v
+    return found
 
 
 class Trace:
@@ -91,26 +103,26 @@ class Trace:
         counts = {"compressed": 0}
         for pkt in packets(data, counts):
             self.packets += 1
-            seq_id = first(pkt, 10, 0)
+            seq_id = pkt.get(10, 0)
             seq = seqs.setdefault(seq_id, {"names": {}, "cats": {}, "clock": None, "track": None, "clock_id": 0,
                                            "cleared": False})
-            if first(pkt, 13, 0) & 1:
+            if pkt.get(13, 0) & 1:
                 seq.update(names={}, cats={}, cleared=True)
-            defaults = first(pkt, 59)
+            defaults = pkt.get(59)
             if defaults is not None:
                 seq["clock_id"] = first(defaults, 58, 0)
                 ted = first(defaults, 11)
                 seq["track"] = first(ted, 11) if ted is not None else None
-            interned = first(pkt, 12)
+            interned = pkt.get(12)
             if interned is not None:
                 for f, _, v in fields(interned):
                     if f in (1, 2):
                         (seq["cats"] if f == 1 else seq["names"])[first(v, 1)] = first(v, 2).decode()
-            bundle = first(pkt, 1)  # ftrace_events: FtraceEventBundle {cpu = 1, event = 2}
+            bundle = pkt.get(1)  # ftrace_events: FtraceEventBundle {cpu = 1, event = 2}
             if bundle is not None:
                 self._ftrace(bundle)
                 continue
-            snap = first(pkt, 6)
+            snap = pkt.get(6)
             if snap is not None:
                 clocks = {first(c, 1): first(c, 2) for f, _, c in fields(snap) if f == 1}
                 if 64 not in clocks:  # no incremental clock: a global tie between clocks
@@ -119,21 +131,22 @@ class Trace:
                 seq["clock"] = clocks[64] - clocks[3]  # ns since MONOTONIC's value, kept as MONOTONIC
                 seq["mono"] = clocks[3]
                 continue
-            desc = first(pkt, 60)
+            desc = pkt.get(60)
             if desc is not None:
                 self._descriptor(desc)
-            ev = first(pkt, 11)
+            ev = pkt.get(11)
             if ev is None:
                 continue
+            event = firsts(ev)
             assert seq["cleared"], "an event before its sequence cleared its state"
             assert seq["clock_id"] == 64
-            seq["clock"] += first(pkt, 8)
+            seq["clock"] += pkt.get(8)
             ts = seq["clock"] + seq["mono"]
-            track = first(ev, 11, seq["track"])
-            kind = first(ev, 9)
-            name_iid = first(ev, 10)
+            track = event.get(11, seq["track"])
+            kind = event.get(9)
+            name_iid = event.get(10)
             name = seq["names"][name_iid] if name_iid is not None else None
-            cat_iid = first(ev, 3)
+            cat_iid = event.get(3)
             cat = seq["cats"][cat_iid] if cat_iid is not None else None
             stack = stacks.setdefault(track, [])
             if kind == 1:
@@ -143,13 +156,13 @@ class Trace:
                 assert ts >= start
                 self.slices.append((track, name, cat, start, ts, len(stack)))
             elif kind == 3:
-                name = name if name is not None else first(ev, 23, b"").decode()
+                name = name if name is not None else event.get(23, b"").decode()
                 self.instants.append((track, name, ts))
                 for f, _, v in fields(ev):
                     if f in (47, 48):
                         self.flows.append((track, name, ts, struct.unpack("<Q", v)[0], f == 47))
             elif kind == 4:
-                self.counters.append((track, struct.unpack("<d", first(ev, 44))[0], ts))
+                self.counters.append((track, struct.unpack("<d", event.get(44))[0], ts))
         self.open_at_end = sum(len(s) for s in stacks.values())
         self.compressed = counts["compressed"]  # packets that held compressed_packets
 

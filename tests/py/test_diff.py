@@ -228,6 +228,7 @@ class Frames(HTMLParser):
             self.cells[-1] += data
 
 
+@pytest.mark.once("the diff's HTML page in Chromium")
 def test_html_flame_graph_in_chromium(runs, run_ulma, tmp_path):
     out = tmp_path / "diff.html"
     proc = run_ulma(["diff", runs["a"], runs["b"], "--html", str(out)])

@@ -132,6 +132,11 @@ def test_run_bad_summary_option(prog, run_ulma, tmp_path):
     assert not marker.exists()
 
 
+# ulma report and the reader on trace files: C, the same on every Python
+TRACE_FILES = pytest.mark.once("the C reader on trace files, and usage errors")
+
+
+@TRACE_FILES
 def test_unknown_command(run_ulma):
     proc = run_ulma(["frobnicate"])
     assert proc.returncode == 2
@@ -141,6 +146,7 @@ def test_unknown_command(run_ulma):
 # --- ulma report on things that are not traces ------------------------------
 
 
+@TRACE_FILES
 def test_report_missing_file(run_ulma, tmp_path):
     line = _one_line_error(run_ulma(["report", str(tmp_path / "absent.trace")]), 1)
     assert "absent.trace" in line
@@ -166,6 +172,7 @@ def _bad_trace(kind, tmp_path):
     return str(path)
 
 
+@TRACE_FILES
 @pytest.mark.parametrize(
     "kind", ["empty", "random", "text", "magic-then-garbage", "wrong-version", "header-only", "directory"]
 )
@@ -186,6 +193,7 @@ READERS = {
 }
 
 
+@TRACE_FILES
 @pytest.mark.parametrize("reader", sorted(READERS))
 def test_directory_as_trace_says_so(reader, run_ulma, tmp_path):
     (tmp_path / "traces").mkdir()
@@ -196,6 +204,7 @@ def test_directory_as_trace_says_so(reader, run_ulma, tmp_path):
     assert not os.path.exists(out)
 
 
+@TRACE_FILES
 @pytest.mark.parametrize("reader", sorted(READERS))
 def test_fifo_as_trace_is_refused_without_waiting_for_a_writer(reader, run_ulma, tmp_path):
     """A FIFO nobody writes to: open() would wait forever.  (A hang fails
@@ -223,6 +232,7 @@ def big_trace(prog, run_ulma, report_json, tmp_path_factory):
     return path, data
 
 
+@TRACE_FILES
 def test_truncated_trace_reports_what_it_holds(big_trace, run_ulma, tmp_path):
     import json
 
@@ -246,6 +256,7 @@ def test_truncated_trace_reports_what_it_holds(big_trace, run_ulma, tmp_path):
     assert b"incomplete" in text.stdout and b"incomplete" in text.stderr
 
 
+@TRACE_FILES
 @pytest.mark.parametrize("cut", [16, 17, 100, 1000])
 def test_trace_cut_early_is_an_error_or_empty_report(cut, big_trace, run_ulma, tmp_path):
     """A cut before or inside the first chunk leaves no session record."""
@@ -263,6 +274,7 @@ def test_trace_cut_early_is_an_error_or_empty_report(cut, big_trace, run_ulma, t
         assert b"incomplete" in proc.stderr
 
 
+@TRACE_FILES
 def test_corrupted_byte_is_detected(big_trace, run_ulma, tmp_path):
     """One flipped byte in the middle fails the chunk checksum: an error, not a wrong report."""
     path, _ = big_trace
@@ -280,6 +292,7 @@ def test_corrupted_byte_is_detected(big_trace, run_ulma, tmp_path):
 # --- ulma report options -------------------------------------------------------
 
 
+@TRACE_FILES
 def test_report_unknown_format(big_trace, run_ulma):
     path, _ = big_trace
     proc = run_ulma(["report", path, "--format", "yaml"])
@@ -288,6 +301,7 @@ def test_report_unknown_format(big_trace, run_ulma):
     assert proc.stdout == b""
 
 
+@TRACE_FILES
 @pytest.mark.parametrize(
     "args",
     [["report"], ["report", "a.trace", "b.trace"], ["report", "--limit", "0", "a.trace"], ["report", "--bogus", "x"]],

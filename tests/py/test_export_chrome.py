@@ -123,6 +123,7 @@ def test_thread_filter(varied, run_export, tmp_path):
     assert 2 * len(evs) == thread["events"]  # lossless: each frame is one enter and one exit
 
 
+@pytest.mark.once("the export's time window (C) on a call-heavy trace")
 def test_time_window(export_trace, run_export, tmp_path):
     """fib_calls.py computes for tens of ms: a 2 ms window in the middle of
     main holds clipped fib frames only within it, with main and its callers

@@ -22,9 +22,11 @@ import pytest
 import trace_builder
 from export_helpers import ODD_NAMES, export_trace, no_temp_files, run_export  # noqa: F401
 
-pytestmark = pytest.mark.skipif(
-    shutil.which("babeltrace2") is None, reason="babeltrace2 not installed (scripts/ensure-deps.sh installs it)"
-)
+pytestmark = [
+    pytest.mark.skipif(shutil.which("babeltrace2") is None,
+                       reason="babeltrace2 not installed (scripts/ensure-deps.sh installs it)"),
+    pytest.mark.once("the CTF writer (C) read by babeltrace2"),
+]
 
 LABELS = 256  # export_ctf.c's CTF_LABELS: the enumeration names the most entered functions
 NARROW_IDS = 65536  # ids from here on go in the 32-bit classes

@@ -20,6 +20,9 @@ def _one_line_error(proc, code):
     return lines[0]
 
 
+pytestmark = pytest.mark.once("ulma export's errors on trace files: C, the same on every Python")
+
+
 @pytest.fixture(scope="module")
 def fib(export_trace):
     return export_trace("fib_calls.py")

@@ -16,6 +16,8 @@ from export_helpers import run_export  # noqa: F401
 from perfetto_ui import PerfettoUI, chromium, web_dist
 from perfetto_wire import Trace, lane_mismatches
 
+pytestmark = pytest.mark.once("the exports' process flows (C), read by the wire decoder and the trace processor")
+
 # the flow's both ends, joined to the processes of their threads
 FLOW_PIDS = ("select p1.pid ppid, p2.pid pid from flow f "
              "join slice s1 on f.slice_out = s1.id join thread_track t1 on s1.track_id = t1.id "

@@ -20,6 +20,7 @@ import pytest
 from export_helpers import ODD_NAMES, export_trace, run_export  # noqa: F401
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+pytestmark = pytest.mark.once("the HTML page in Chromium")
 
 
 class Dom(HTMLParser):

@@ -17,6 +17,8 @@ import pytest
 from test_export_html import dump_dom, page_data
 from trace_builder import SOURCE_CHANGED, SPLIT_NONE, lines_trace
 
+pytestmark = pytest.mark.once("hand-made traces, the HTML page in Chromium")
+
 PROG = """\
 def work(n):
     total = 0

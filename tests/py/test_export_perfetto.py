@@ -166,6 +166,7 @@ def test_thread_filter(marks, run_export, tmp_path):
     assert collections.Counter(s[1] for s in wire.slices)["fib"] == FIB10_CALLS
 
 
+@pytest.mark.once("the export's size and compression (C) on a call-heavy trace")
 def test_size_per_event(export_trace, run_export, tmp_path):
     """Call-heavy: at most 8 bytes per event compressed (the default),
     about 11 with --no-compress, and both hold the same slices
@@ -188,6 +189,7 @@ def test_marks_are_compressed(marks):
     assert marks["wire"].compressed >= 1  # what the Perfetto UI test below reads
 
 
+@pytest.mark.once("the file read by the Perfetto UI's trace processor in Chromium")
 def test_perfetto_ui_reads_it(marks, tmp_path):
     """The Perfetto UI's trace processor loads the file with no error and
     finds the same slices, threads, process, instants and counters."""
@@ -231,6 +233,7 @@ def test_perfetto_ui_reads_it(marks, tmp_path):
         assert os.path.getsize(ui.screenshot("perfetto_marks.png")) > 10000
 
 
+@pytest.mark.once("the file read by the Perfetto UI's trace processor in Chromium")
 def test_chrome_json_in_perfetto_ui(marks, run_export, tmp_path):
     """The Chrome JSON export, opened by the same Perfetto UI: `<module>`
     as it is (not \\u003cmodule\\u003e), the process named without a

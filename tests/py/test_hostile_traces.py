@@ -38,8 +38,7 @@ import pytest
 
 from conftest import base_env
 
-if sys.version_info[:2] != (3, 12):
-    pytest.skip("C-only checks, run on Python 3.12 only", allow_module_level=True)
+pytestmark = pytest.mark.once("traces written by a C program, read by ulma's C reader and exporters")
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TEXT_MAX = 64 * 1024

@@ -36,6 +36,9 @@ except ImportError:
     have_mpi4py = False
 
 pytestmark = pytest.mark.skipif(not (mpirun and mpicc), reason="Open MPI (mpirun, mpicc) is not installed")
+# the C programs under `ulma run` and `ulma merge`: no Python involved (mpi4py
+# and the C extension below run on every Python)
+C_ONLY = pytest.mark.once("C MPI programs under ulma run, and ulma merge")
 
 
 def mpirun_argv(*apps):
@@ -95,6 +98,7 @@ def ping_pong_messages(d, tags=(7, 8)):
     return [m for m in d["messages"] if m["comm"] == 0 and m["tag"] in tags]
 
 
+@C_ONLY
 def test_each_rank_writes_its_own_trace(pingpong_skewed, built, ulma_bin):
     assert sorted(os.listdir(pingpong_skewed)) == ["rank-0000.trace", "rank-0001.trace"]
     rep = run([ulma_bin, "report", os.path.join(pingpong_skewed, "rank-0001.trace"), "--format", "json"], built)
@@ -103,6 +107,7 @@ def test_each_rank_writes_its_own_trace(pingpong_skewed, built, ulma_bin):
     assert "ranks" not in d and "messages" not in d  # those are a merged trace's
 
 
+@C_ONLY
 def test_pingpong_counts_tags_sizes_and_order(pingpong_skewed, built, ulma_bin):
     _, d, said = merged_json(ulma_bin, pingpong_skewed, str(built))
     msgs = ping_pong_messages(d)
@@ -118,6 +123,7 @@ def test_pingpong_counts_tags_sizes_and_order(pingpong_skewed, built, ulma_bin):
     assert "20 messages matched" in said or "messages matched" in said
 
 
+@C_ONLY
 def test_skewed_clock_is_measured_and_taken_out(pingpong_skewed, built, ulma_bin):
     _, d, _ = merged_json(ulma_bin, pingpong_skewed, str(built))
     ranks = {r["rank"]: r for r in d["ranks"]}
@@ -130,6 +136,7 @@ def test_skewed_clock_is_measured_and_taken_out(pingpong_skewed, built, ulma_bin
     assert all(m["recv_ns"] - m["send_ns"] < 1_000_000_000 for m in d["messages"])
 
 
+@C_ONLY
 def test_ranks_time_in_mpi_and_where(pingpong_skewed, built, ulma_bin):
     _, d, _ = merged_json(ulma_bin, pingpong_skewed, str(built))
     for r in d["ranks"]:
@@ -140,6 +147,7 @@ def test_ranks_time_in_mpi_and_where(pingpong_skewed, built, ulma_bin):
                                                   "MPI_Barrier", "MPI_Allreduce"}
 
 
+@C_ONLY
 def test_ring_isend_irecv_waitall(built, ulma_bin):
     out = str(built / "ring-traces")
     # without --summary: no rank prints a summary, rank 0 says how to merge
@@ -160,6 +168,7 @@ def test_ring_isend_irecv_waitall(built, ulma_bin):
     assert len(d["ranks"]) == 4
 
 
+@C_ONLY
 def test_chrome_export_draws_each_message(pingpong_skewed, built, ulma_bin):
     merged, d, _ = merged_json(ulma_bin, pingpong_skewed, str(built))
     out = os.path.join(str(built), "pp.json")
@@ -176,6 +185,7 @@ def test_chrome_export_draws_each_message(pingpong_skewed, built, ulma_bin):
         assert ends[i]["pid"] != s["pid"]
 
 
+@C_ONLY
 def test_perfetto_export_draws_each_message(pingpong_skewed, built, ulma_bin):
     """The Perfetto export: each matched message a flow from an instant on
     the sender's thread to one on the receiver's, later, in another process."""
@@ -214,6 +224,7 @@ def test_mpi4py_pingpong(tmp_path, ulma_bin):
     assert {"ping", "pong"} & callers, callers  # the Python functions that waited
 
 
+@C_ONLY
 def test_crashed_rank_still_merges(built, ulma_bin):
     out = str(built / "crash-traces")
     p = run(mpirun_argv([2, {}] + traced(ulma_bin, out, "./pingpong", "crash")), built)
@@ -228,6 +239,7 @@ def test_crashed_rank_still_merges(built, ulma_bin):
     assert {r["rank"]: r["unmatched"] for r in d["ranks"]}[0] >= 1
 
 
+@C_ONLY
 def test_missing_rank_is_refused(pingpong_skewed, tmp_path, ulma_bin):
     d = tmp_path / "partial"
     d.mkdir()
@@ -238,6 +250,7 @@ def test_missing_rank_is_refused(pingpong_skewed, tmp_path, ulma_bin):
     assert not os.path.exists(tmp_path / "x.trace")
 
 
+@C_ONLY
 def test_two_runs_are_refused(pingpong_skewed, built, tmp_path, ulma_bin):
     other = str(built / "pp2")
     p = run(mpirun_argv([2, {}] + traced(ulma_bin, other, "./pingpong")), built)
@@ -252,6 +265,7 @@ def test_two_runs_are_refused(pingpong_skewed, built, tmp_path, ulma_bin):
     assert not os.path.exists(tmp_path / "x.trace")
 
 
+@C_ONLY
 def test_a_merge_never_replaces_its_input(pingpong_skewed, tmp_path, ulma_bin):
     target = os.path.join(pingpong_skewed, "rank-0001.trace")
     before = open(target, "rb").read()
@@ -260,8 +274,7 @@ def test_a_merge_never_replaces_its_input(pingpong_skewed, tmp_path, ulma_bin):
     assert open(target, "rb").read() == before
 
 
-@pytest.mark.skipif(sys.version_info[:2] != (3, 12),
-                    reason="a C program and ulma's C side: once per suite, on 3.12, is enough (7 s)")
+@C_ONLY
 def test_64_ranks(built, ulma_bin):
     """The issue's scale check: 64 ranks (on this 2-core machine) recorded and merged."""
     out = str(built / "ring64")
@@ -286,8 +299,8 @@ def merge_peak_rss_kib(ulma_bin, outdir, cwd):
     return int(said.strip().splitlines()[-1])
 
 
-@pytest.mark.skipif(sys.version_info[:2] != (3, 12) or not os.access("/usr/bin/time", os.X_OK),
-                    reason="a C program and ulma's C side: once per suite, on 3.12, is enough; needs /usr/bin/time")
+@C_ONLY
+@pytest.mark.skipif(not os.access("/usr/bin/time", os.X_OK), reason="needs /usr/bin/time")
 def test_merge_memory_does_not_grow_with_the_messages(built, ulma_bin):
     """The issue's scale check on memory: the ring on 4 ranks at 1x and 10x
     the laps (16 and 160 thousand messages).  The merge reads the ranks'
@@ -329,6 +342,7 @@ def test_c_extension_calling_mpi(tmp_path, ulma_bin):
     assert ("mpiext.exchange", "MPI_Send") in waits or ("mpiext.exchange", "MPI_Recv") in waits, waits
 
 
+@C_ONLY
 @pytest.mark.skipif(shutil.which("otf2-print") is None, reason="otf2-print not installed (otf2-tools)")
 def test_otf2_export_has_each_message(pingpong_skewed, built, ulma_bin):
     """The merged ping-pong as OTF2 (docs/exports.md): otf2-print reads it
@@ -373,6 +387,7 @@ def first_events_chunk(data):
     raise AssertionError("no events chunk")
 
 
+@C_ONLY
 def test_cut_rank_trace_is_merged_up_to_its_cut(pingpong_skewed, tmp_path, ulma_bin):
     """A rank's trace cut short (its monitor killed): the merge says so and
     keeps what the cut left; the other rank's messages lose their partner."""

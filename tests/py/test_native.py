@@ -328,6 +328,7 @@ def test_shell_between_ulma_and_the_program(cc, run_ulma, tmp_path):
 
 
 @needs_tmux
+@pytest.mark.once("a C program in the live view: no Python involved")
 def test_live_view_of_a_native_program(cc, ulma_bin, tmp_path, pane):
     """`ulma run ./prog` on a terminal: the live table shows the native
     functions as they run, by name, and the summary follows."""

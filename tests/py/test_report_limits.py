@@ -11,6 +11,7 @@ from trace_builder import trace
 
 TOP = 2**64 - 1
 HANG = 30  # seconds: a report of four events takes milliseconds
+pytestmark = pytest.mark.once("hand-made traces, ulma's C reader only")
 
 
 @pytest.fixture

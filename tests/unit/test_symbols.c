@@ -20,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/clock.h"
 #include "fix_lines.h"
 #include "monitor/symbols.h"
 #include "tap.h"
@@ -287,21 +288,29 @@ static void test_garbage(const char *dir)
 }
 
 /* Misses read the maps at most once per region per 10 ms; a library loaded
- * after a miss elsewhere is still found. */
+ * after a miss elsewhere is still found.  The 10 ms start before the first
+ * read: where the three misses took longer (the ASan build on a loaded
+ * 2-core machine failed here twice), the second check cannot be judged and
+ * is skipped, not failed. */
 static void test_refresh_limit(void)
 {
 	uint32_t me = (uint32_t)getpid();
 	struct ulma_symbols *s = ulma_symbols_new();
 	struct ulma_symbol out;
+	uint64_t start = ulma_clock_monotonic_ns();
 	ulma_symbols_resolve(s, me, 0x1000, &out); /* below mmap_min_addr: never mapped */
 	CHECK_EQ_U64(ulma_symbols_maps_reads(s), 1, "a miss reads the maps");
 	ulma_symbols_resolve(s, me, 0x2000, &out);
 	ulma_symbols_resolve(s, me, 0x1000, &out);
-	CHECK_EQ_U64(ulma_symbols_maps_reads(s), 1, "more misses in that gap within 10 ms do not");
+	if (ulma_clock_monotonic_ns() - start < ULMA_SYMBOLS_REFRESH_NS)
+		CHECK_EQ_U64(ulma_symbols_maps_reads(s), 1, "more misses in that gap within 10 ms do not");
+	else
+		tap_skip("the three misses took over 10 ms: a slow or loaded machine");
+	uint64_t reads = ulma_symbols_maps_reads(s);
 	struct timespec pause = {0, ULMA_SYMBOLS_REFRESH_NS + 1000000};
 	nanosleep(&pause, NULL);
 	ulma_symbols_resolve(s, me, 0x1000, &out);
-	CHECK_EQ_U64(ulma_symbols_maps_reads(s), 2, "after 10 ms it does again");
+	CHECK_EQ_U64(ulma_symbols_maps_reads(s), reads + 1, "after 10 ms it does again");
 	CHECK(open_lib(&full, FIX("libfix_full.so")), "load a library after the miss");
 	CHECK(resolves(s, me, &full, sym(&full, "fix_add"), "fix_add", "fix_lib.c", FIX_ADD_LINE),
 	      "and it is found at once");
