@@ -293,7 +293,7 @@ static int write_ctf(const char *path)
 	ulma_trace_enter(b, t, 0, 2, false);
 	ulma_trace_exit(b, t + 1, 0);
 	ulma_trace_exit(a, t += 5, 0);
-	struct ulma_trace_end end = {t + 10, t + 1010, 24, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+	struct ulma_trace_end end = {.end_ticks = t + 10, .end_ns = t + 1010, .events = 24};
 	return ulma_trace_writer_close(w, &end);
 }
 
