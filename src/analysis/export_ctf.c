@@ -59,7 +59,8 @@
  * Each thread's packets collect in a buffer written out once it holds
  * 64 KiB, its file opened only to append, so memory and open files stay
  * bounded.  An unfiltered walk hands the frames' edges over in batches
- * (on_edges), their compact events written in one loop (put_compact).  The metadata is written last, when the labels are known.
+ * (on_edges), their compact events written in one loop (put_compact).
+ * The metadata is written last, when the labels are known.
  *
  * Another event class takes an id below 31 (the compact header's; 8 to
  * 30 are free), a line in event_classes for the metadata, and a writer
