@@ -19,18 +19,41 @@ from trace_builder import trace
 EXIT_REGRESSION, EXIT_USAGE, EXIT_UNREADABLE = 1, 2, 3
 
 
+def _steady_per_call(report):
+    """steady()'s time on a CPU (else in all) per call: the control, the same work in A and B."""
+    key = "total_on_cpu_ns" if report["time_split"] else "total_ns"
+    for f in report["functions"]:
+        if f["file"].endswith("diff_runs.py") and f["name"].rsplit(".", 1)[-1] == "steady":
+            return f[key] / max(f["calls"], 1)
+    pytest.fail("steady() is missing from the report")
+
+
 @pytest.fixture(scope="module")
-def runs(run_ulma, prog, tmp_path_factory):
-    """Traces of run A and run B of diff_runs.py."""
-    d = tmp_path_factory.mktemp("diff")
-    out = {}
-    for name, factor in (("a", "1"), ("b", "2")):
-        path = str(d / ("%s.trace" % name))
-        proc = run_ulma(["run", "--lossless", "-o", path, prog("diff_runs.py"), factor])
-        assert proc.returncode == 0, proc.stderr.decode(errors="replace")
-        out[name] = path
-    out["dir"] = d
-    return out
+def runs(run_ulma, report_json, prog, tmp_path_factory):
+    """Traces of run A and run B of diff_runs.py.
+
+    The known answers compare times across two runs, which a shared machine can
+    run at different speeds (a CI run once had A's every function 1.7x slower on
+    a CPU than B's, the hook's start-up measured 17.7 against 36.7 ns).  steady()
+    does the same work in both, so a pair whose steady() differs by more than a
+    quarter is run again (up to four pairs; the closest is kept)."""
+    best = None
+    for attempt in range(4):
+        d = tmp_path_factory.mktemp("diff")
+        out = {}
+        for name, factor in (("a", "1"), ("b", "2")):
+            path = str(d / ("%s.trace" % name))
+            proc = run_ulma(["run", "--lossless", "-o", path, prog("diff_runs.py"), factor])
+            assert proc.returncode == 0, proc.stderr.decode(errors="replace")
+            out[name] = path
+        out["dir"] = d
+        a, b = (_steady_per_call(report_json(out[name])[0]) for name in ("a", "b"))
+        spread = max(a, b) / max(min(a, b), 1)
+        if best is None or spread < best[0]:
+            best = (spread, out)
+        if spread < 1.25:
+            break
+    return best[1]
 
 
 def diff_json(run_ulma, a, b, *extra):
