@@ -142,7 +142,7 @@ void ulma_profile_memory_pop(struct ulma_profile *p, struct ulma_thread_row *t, 
 		mt->acc[d - 1].bytes += a.bytes;
 	}
 	struct ulma_mem_func *r = func_row(p->memory, f->func);
-	if (r && t->active[f->func] == 1) { /* its outermost frame */
+	if (r && f->outer) { /* its outermost frame */
 		r->total_alloc_count += a.count;
 		r->total_alloc_bytes += a.bytes;
 	}

@@ -140,19 +140,27 @@ static inline void ulma_trace_cursor_put(struct ulma_trace_stream *s, const stru
 /* Slow path of the appends: start a chunk, state a cpu change, make room. */
 void ulma_trace_begin_slow(struct ulma_trace_stream *s, uint64_t *ticks, uint32_t cpu);
 
-/* Append the event word for `tag` at `ticks` (clamped so time never runs
- * back within a chunk).  One predictable branch on the fast path. */
-static inline void ulma_trace_cursor_word(struct ulma_trace_stream *s, struct ulma_trace_cursor *c, uint64_t ticks,
-					  uint32_t cpu, unsigned tag)
+/* Append the event word for `tag` at `ticks`, `d` ticks after the
+ * stream's previous event, for a loop that keeps the stream's clock in a
+ * variable of its own (the monitor's apply_calls: one clock for the
+ * profile, the trace and the records): c->last is neither read nor
+ * updated here, the caller sets it when the loop ends.  One predictable
+ * branch on the fast path. */
+static inline __attribute__((always_inline)) void
+ulma_trace_cursor_word_delta(struct ulma_trace_stream *s, struct ulma_trace_cursor *c, uint64_t ticks, uint64_t d,
+			     uint32_t cpu, unsigned tag)
 {
-	uint64_t t = ticks < c->last ? c->last : ticks;
+	uint64_t w = d << 2 | tag;
 	if (__builtin_expect((c->p >= c->limit) | (cpu != c->cpu), 0)) {
 	slow:
+		c->last = ticks - d;
 		ulma_trace_cursor_put(s, c);
+		uint64_t t = ticks; /* >= the stream's last: unchanged (a local: its address is taken) */
 		ulma_trace_begin_slow(s, &t, cpu);
 		ulma_trace_cursor_get(s, c);
+		d = ticks - c->last;
+		w = d << 2 | tag;
 	}
-	uint64_t d = t - c->last, w = d << 2 | tag;
 	if (w < 0x80) {
 		c->p[0] = (uint8_t)w;
 		c->p++;
@@ -165,8 +173,28 @@ static inline void ulma_trace_cursor_word(struct ulma_trace_stream *s, struct ul
 	} else { /* too wide beside its tag: the slow path starts a chunk with an absolute time */
 		goto slow;
 	}
-	c->last = t;
 	c->count++;
+}
+
+/* Append the event word for `tag` at `ticks` (clamped so time never runs
+ * back within a chunk). */
+static inline void ulma_trace_cursor_word(struct ulma_trace_stream *s, struct ulma_trace_cursor *c, uint64_t ticks,
+					  uint32_t cpu, unsigned tag)
+{
+	uint64_t t = ticks < c->last ? c->last : ticks;
+	ulma_trace_cursor_word_delta(s, c, t, t - c->last, cpu, tag);
+	c->last = t;
+}
+
+/* The id after an entry's word: none for direct recursion. */
+static inline void ulma_trace_cursor_enter_id(struct ulma_trace_cursor *c, uint32_t id, bool same_as_parent)
+{
+	if (same_as_parent)
+		return;
+	if (id < 0x80)
+		*c->p++ = (uint8_t)id;
+	else
+		c->p += ulma_varint_put(c->p, id);
 }
 
 /* Append an entry of function `id`; same_as_parent: the innermost open
@@ -175,12 +203,7 @@ static inline void ulma_trace_cursor_enter(struct ulma_trace_stream *s, struct u
 					   uint32_t cpu, uint32_t id, bool same_as_parent)
 {
 	ulma_trace_cursor_word(s, c, ticks, cpu, same_as_parent ? ULMA_TAG_ENTER_SAME : ULMA_TAG_ENTER);
-	if (same_as_parent)
-		return;
-	if (id < 0x80)
-		*c->p++ = (uint8_t)id;
-	else
-		c->p += ulma_varint_put(c->p, id);
+	ulma_trace_cursor_enter_id(c, id, same_as_parent);
 }
 
 /* Append an allocation (ULMA_EXT_ALLOC: block addr of `size` bytes in
