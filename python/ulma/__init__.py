@@ -165,7 +165,8 @@ class profile:
     finishes the trace and prints the summary on stderr.  `start()` and
     `stop()` do the same without a with-statement.  docs/inline.md.
 
-    output: the trace file; summary: "text", "json" or "none"; lossless:
+    output: the trace file (by default ulma.trace, an earlier one there
+    kept as ulma.trace.old; a file named here is replaced); summary: "text", "json" or "none"; lossless:
     when a ring is full, wait for room (the default) rather than drop
     events; c_calls: record builtins too; follow:
     let started processes join; correction: subtract the hook's own cost
@@ -179,11 +180,11 @@ class profile:
     docs/lines.md).
     """
 
-    def __init__(self, output="ulma.trace", summary="text", lossless=True, c_calls=True, follow=True,
+    def __init__(self, output=None, summary="text", lossless=True, c_calls=True, follow=True,
                  correction=True, limit=25, memory=False, lines=None):
         if summary not in ("text", "json", "none"):
             raise ValueError("ulma.profile: summary must be 'text', 'json' or 'none', not %r" % (summary,))
-        self.output = str(output)
+        self.output = None if output is None else str(output)
         self.summary = summary
         self.lossless = lossless
         self.c_calls = c_calls
@@ -211,8 +212,8 @@ class profile:
         binary = ulma_binary()
         if not binary:
             raise RuntimeError("ulma: cannot find the ulma program of this installation")
-        argv = [binary, "__host", str(os.getpid()), "-o", self.output, "--summary", self.summary,
-                "--limit", str(self.limit)]
+        argv = [binary, "__host", str(os.getpid())] + ([] if self.output is None else ["-o", self.output])
+        argv += ["--summary", self.summary, "--limit", str(self.limit)]
         argv += [] if self.lossless else ["--may-drop"]
         argv += [] if self.c_calls else ["--no-c-calls"]
         argv += [] if self.correction else ["--no-correction"]

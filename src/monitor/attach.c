@@ -74,7 +74,8 @@ static const char record_usage[] =
 	"usage: ulma record PID -d SECONDS [-o FILE] [options]\n"
 	"  trace a running attachable process for SECONDS, then detach (see docs/live.md)\n"
 	"  -d, --duration S       how long to record (Ctrl-C stops early)\n"
-	"  -o, --output FILE      trace file to write (default ulma.trace)\n"
+	"  -o, --output FILE      trace file to write (default ulma.trace: an earlier one there is kept\n"
+	"                         as ulma.trace.old)\n"
 ULMA_RECORD_USAGE_SPLIT
 	"  --no-c-calls           record Python functions only\n"
 ULMA_RECORD_USAGE_LINES
@@ -183,7 +184,7 @@ struct attachment {
 	struct ulma_clock_pair start, end;
 };
 
-static int begin(const struct attach_options *o, struct attachment *a)
+static int begin(struct attach_options *o, struct attachment *a)
 {
 	char why[512];
 	struct ulma_session_config cfg;
@@ -222,11 +223,8 @@ static int begin(const struct attach_options *o, struct attachment *a)
 			.tick_hz = a->hz,
 			.command = cmd,
 		};
-		err = ulma_trace_writer_open(o->rec.output, &meta, &a->writer);
-		if (err) {
-			ulma_die_msg("cannot write the trace to '%s': %s", o->rec.output, strerror(-err));
+		if (ulma_record_open_trace(&o->rec, &meta, &a->writer) < 0)
 			return -1;
-		}
 	}
 	if (ulma_collector_init(&a->col, &a->session, a->writer)) {
 		ulma_die_msg("out of memory");
@@ -301,7 +299,7 @@ static bool host_released(void)
 	return true;
 }
 
-static int attach_main(const struct attach_options *o)
+static int attach_main(struct attach_options *o)
 {
 	struct attachment a;
 	struct ulma_live *live = NULL;

@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 
 #include "commands.h"
+#include "../core/safe_file.h"
 #include "ulma/shm.h"
 #include "ulma/trace_format.h"
 #include "../analysis/profile_memory.h"
@@ -16,7 +17,7 @@
 
 void ulma_record_options_init(struct ulma_record_options *o)
 {
-	*o = (struct ulma_record_options){.output = "ulma.trace", .summary = "text", .limit = 25, .split = -1};
+	*o = (struct ulma_record_options){.output = ULMA_RECORD_DEFAULT_OUTPUT, .summary = "text", .limit = 25, .split = -1};
 }
 
 /* --lines PATTERN.  1, or -1 after saying what is wrong. */
@@ -71,6 +72,37 @@ static int memory_mode(struct ulma_record_options *o, const char *arg)
 	}
 	o->memory_sample_bytes = (uint64_t)n << shift;
 	return 1;
+}
+
+#define EARLIER_TRACE ULMA_RECORD_DEFAULT_OUTPUT ".old"
+
+int ulma_record_open_trace(struct ulma_record_options *o, const struct ulma_trace_meta *meta,
+			   struct ulma_trace_writer **out)
+{
+	struct stat st;
+	if (!o->output_set && strcmp(o->output, ULMA_RECORD_DEFAULT_OUTPUT) == 0 && lstat(o->output, &st) == 0 &&
+	    S_ISREG(st.st_mode)) {
+		if (rename(o->output, EARLIER_TRACE) != 0) {
+			ulma_die_msg("cannot keep the earlier %s as %s (%s): it is left as it was; name the trace "
+				     "with -o", o->output, EARLIER_TRACE, strerror(errno));
+			return -1;
+		}
+		o->kept_earlier = true;
+		fprintf(stderr, "ulma: the earlier %s is now %s\n", o->output, EARLIER_TRACE);
+	}
+	int err = ulma_trace_writer_open(o->output, meta, out);
+	if (err) {
+		ulma_die_msg("cannot write the trace to '%s': %s", o->output, strerror(-err));
+		return -1;
+	}
+	return 0;
+}
+
+void ulma_record_discard_trace(const struct ulma_record_options *o)
+{
+	ulma_safe_discard(o->output);
+	if (o->kept_earlier && rename(EARLIER_TRACE, o->output) == 0)
+		fprintf(stderr, "ulma: %s is back as %s\n", EARLIER_TRACE, o->output);
 }
 
 int ulma_record_option(struct ulma_record_options *o, int c, const char *arg)

@@ -25,8 +25,9 @@
 #define ULMA_RECORD_LINES_MAX 64 /* --lines patterns */
 
 struct ulma_record_options {
-	const char *output;  /* -o, --output: the trace file (default ulma.trace) */
+	const char *output;  /* -o, --output: the trace file (default ULMA_RECORD_DEFAULT_OUTPUT) */
 	bool output_set;     /* -o was given (under mpirun it names a directory) */
+	bool kept_earlier;   /* an earlier default trace was renamed ulma.trace.old */
 	const char *summary; /* --summary: text (default), json or none */
 	bool summary_set;    /* --summary was given (under mpirun the default is none, docs/mpi.md) */
 	long limit;          /* --limit: rows of the text summary (default 25) */
@@ -66,6 +67,23 @@ struct ulma_record_options {
 	"                         or `all` of the program's own files; repeatable (docs/lines.md)\n"
 
 void ulma_record_options_init(struct ulma_record_options *o);
+
+/* The trace file a recording command writes when no -o names one. */
+#define ULMA_RECORD_DEFAULT_OUTPUT "ulma.trace"
+
+/* Open the trace at o->output for writing (ulma_trace_writer_open).  The
+ * default output replaces no earlier trace: a regular file already at
+ * ulma.trace is first renamed ulma.trace.old (an older .old goes), as perf
+ * keeps perf.data.old, and a line on stderr says so (o->kept_earlier); a
+ * path given with -o
+ * was asked for, and is replaced.  Returns 0, or -1 after saying why
+ * (nothing was written, and the earlier trace is where it was). */
+int ulma_record_open_trace(struct ulma_record_options *o, const struct ulma_trace_meta *meta,
+			   struct ulma_trace_writer **out);
+
+/* Remove the trace of a run that never started (ulma_safe_discard), and
+ * put back the earlier ulma.trace that ulma_record_open_trace renamed. */
+void ulma_record_discard_trace(const struct ulma_record_options *o);
 
 /* Apply getopt's `c` (with its argument) if it is a shared option.  Returns
  * 1 if it was, 0 if it is not one, or -1 after saying what is wrong. */

@@ -78,7 +78,8 @@ static const char run_usage[] =
 	"usage: ulma run [options] script.py [args...]\n"
 	"       ulma run [options] -m module [args...]\n"
 	"       ulma run [options] ./program [args...]   (native code: docs/native.md)\n"
-	"  -o, --output FILE      trace file to write (default ulma.trace); under mpirun, the directory\n"
+	"  -o, --output FILE      trace file to write (default ulma.trace: an earlier one there is kept\n"
+	"                         as ulma.trace.old); under mpirun, the directory\n"
 	"                         of one trace per rank, DIR/rank-NNNN.trace (default ulma-traces, docs/mpi.md),\n"
 	"                         and no summary unless --summary asks for one\n"
 ULMA_RECORD_USAGE_SPLIT
@@ -572,10 +573,9 @@ int ulma_cmd_run(int argc, char **argv)
 		.tick_hz = hz,
 		.command = cmd,
 	};
-	err = ulma_trace_writer_open(o.rec.output, &meta, &writer);
+	err = ulma_record_open_trace(&o.rec, &meta, &writer);
 	free(cmd);
 	if (err) {
-		ulma_die_msg("cannot write the trace to '%s': %s", o.rec.output, strerror(-err));
 		ulma_session_unmap(&session);
 		return ULMA_EXIT_USAGE;
 	}
@@ -611,7 +611,7 @@ int ulma_cmd_run(int argc, char **argv)
 		ulma_live_close(live);
 		ulma_trace_writer_abandon(writer);
 		ulma_switches_close(switches);
-		ulma_safe_discard(o.rec.output);
+		ulma_record_discard_trace(&o.rec);
 		return 1;
 	}
 
@@ -655,7 +655,7 @@ int ulma_cmd_run(int argc, char **argv)
 		/* ulma's bootstrap never ran: there is nothing to keep */
 		int code = say_never_started(&o, python, status, o.rec.output);
 		ulma_trace_writer_abandon(writer);
-		ulma_safe_discard(o.rec.output);
+		ulma_record_discard_trace(&o.rec);
 		ulma_collector_free(&col);
 		ulma_switches_close(switches);
 		ulma_session_unmap(&session);

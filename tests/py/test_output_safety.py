@@ -94,6 +94,82 @@ def test_trace_into_a_fifo_of_ones_own(prog, run_ulma, report_json, tmp_path):
     _trace_ok(report_json, copy)
 
 
+# --- the default output keeps the earlier trace -------------------------
+
+
+def _marker_run(prog, run_ulma, tmp_path, *extra):
+    return run_ulma(["run", "--summary", "none"] + list(extra) + [prog("make_marker.py"), "m"],
+                    cwd=str(tmp_path))
+
+
+def test_default_trace_keeps_the_earlier_one_as_old(prog, run_ulma, report_json, tmp_path):
+    """With no -o, an earlier ulma.trace becomes ulma.trace.old (as perf
+    keeps perf.data.old), and only one generation is kept."""
+    first = _marker_run(prog, run_ulma, tmp_path)
+    assert first.returncode == 0, first.stderr
+    assert b".old" not in first.stderr
+    first_bytes = (tmp_path / "ulma.trace").read_bytes()
+    second = _marker_run(prog, run_ulma, tmp_path)
+    assert second.returncode == 0, second.stderr
+    assert b"the earlier ulma.trace is now ulma.trace.old" in second.stderr, second.stderr
+    assert (tmp_path / "ulma.trace.old").read_bytes() == first_bytes
+    second_bytes = (tmp_path / "ulma.trace").read_bytes()
+    assert second_bytes != first_bytes
+    _trace_ok(report_json, tmp_path / "ulma.trace")
+    third = _marker_run(prog, run_ulma, tmp_path)
+    assert third.returncode == 0, third.stderr
+    assert (tmp_path / "ulma.trace.old").read_bytes() == second_bytes
+    assert sorted(os.listdir(str(tmp_path))) == ["m", "ulma.trace", "ulma.trace.old"]
+
+
+def test_a_trace_named_with_o_is_replaced(prog, run_ulma, tmp_path):
+    """-o names what to write: the file there is replaced, no .old is made,
+    even when it is spelled ulma.trace."""
+    for name in ("ulma.trace", "t.trace"):
+        (tmp_path / name).write_bytes(PRECIOUS)
+        proc = _marker_run(prog, run_ulma, tmp_path, "-o", name)
+        assert proc.returncode == 0, proc.stderr
+        assert (tmp_path / name).read_bytes() != PRECIOUS
+    assert sorted(os.listdir(str(tmp_path))) == ["m", "t.trace", "ulma.trace"]
+
+
+def test_the_earlier_trace_stays_when_it_cannot_be_kept(prog, run_ulma, tmp_path):
+    """ulma.trace.old is a directory: the rename fails, the run is refused
+    before the program starts, and ulma.trace is left as it was."""
+    (tmp_path / "ulma.trace").write_bytes(PRECIOUS)
+    (tmp_path / "ulma.trace.old").mkdir()
+    proc = _marker_run(prog, run_ulma, tmp_path)
+    assert proc.returncode != 0
+    assert b"cannot keep the earlier ulma.trace as ulma.trace.old" in proc.stderr, proc.stderr
+    assert (tmp_path / "ulma.trace").read_bytes() == PRECIOUS
+    assert not (tmp_path / "m").exists(), "the program ran"
+
+
+def test_the_earlier_trace_is_put_back_when_the_run_never_starts(prog, run_ulma, tmp_path):
+    """The new trace is given up, and the earlier one is ulma.trace again."""
+    (tmp_path / "ulma.trace").write_bytes(PRECIOUS)
+    proc = _marker_run(prog, run_ulma, tmp_path, "--python", "/nonexistent/python3")
+    assert proc.returncode == 1, proc.stderr
+    assert b"ulma.trace.old is back as ulma.trace" in proc.stderr, proc.stderr
+    assert (tmp_path / "ulma.trace").read_bytes() == PRECIOUS
+    assert sorted(os.listdir(str(tmp_path))) == ["ulma.trace"]
+
+
+def test_profile_default_keeps_the_earlier_trace(run_python, report_json, tmp_path):
+    """ulma.profile() with no output: the same rule as `ulma run`."""
+    code = ("import ulma\n"
+            "def work(): return sum(range(100))\n"
+            "for _ in range(2):\n"
+            "    with ulma.profile(summary='none'):\n"
+            "        work()\n")
+    proc = run_python(["-c", code], cwd=str(tmp_path))
+    assert proc.returncode == 0, proc.stderr
+    assert b"the earlier ulma.trace is now ulma.trace.old" in proc.stderr, proc.stderr
+    for name in ("ulma.trace", "ulma.trace.old"):
+        data, _ = report_json(str(tmp_path / name))  # a block's trace: no exit status
+        assert any(f["name"].endswith("work") and f["calls"] == 1 for f in data["functions"]), name
+
+
 @pytest.mark.parametrize("python", ["missing", "without-ulma"])
 def test_a_device_written_into_survives_a_run_that_never_starts(python, prog, run_ulma, tmp_path):
     """`-o /dev/null` with an interpreter that cannot run the program: the
