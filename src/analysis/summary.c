@@ -165,13 +165,18 @@ static uint32_t count_processes(const struct ulma_profile *p)
 	return n;
 }
 
-/* A thread's on-CPU ns: between its schedstat samples, or over its events less its time off a CPU. */
+/* A thread's on-CPU ns: over its events less its time off a CPU, or,
+ * where the split is schedstat's, between its first and last samples when
+ * they are two.  (With switch records the thread is sampled too, for the
+ * GIL, but a short one may have a single sample: its CPU time read 0.) */
 static uint64_t thread_cpu(const struct ulma_summary *s, const struct ulma_thread_row *t)
 {
-	if (t->sampled)
+	if (t->sampled && s->profile->split == ULMA_PROFILE_SPLIT_SCHEDSTAT && t->sample_cpu1 > t->sample_cpu0)
 		return t->sample_cpu1 - t->sample_cpu0;
 	uint64_t wall = t->seen ? ulma_summary_ns(s, t->last_ticks - t->first_ticks) : 0;
-	return on_cpu(wall, t->now.blocked_ns, t->now.runnable_ns);
+	/* off the CPU within that span: what was charged to its frames (its
+	 * clocks `now` also hold the time off before its first event) */
+	return on_cpu(wall, t->self_blocked_ns, t->self_runnable_ns);
 }
 
 /* The on-CPU part of a thread's self time. */
@@ -468,10 +473,16 @@ void ulma_summary_json_string(FILE *out, const char *s)
 	fputc('"', out);
 }
 
+/* Over the traced span, from the first event of any thread to the last:
+ * the session's wall time also holds the interpreter's start-up and exit,
+ * which made a short program's parallelism 0.00. */
 double ulma_summary_parallelism(const struct ulma_summary *s)
 {
+	uint64_t first, last;
+	ulma_profile_span(s->profile, &first, &last);
+	uint64_t span = last > first ? ulma_summary_ns(s, last - first) : 0;
 	uint64_t cpu = ulma_summary_program_cpu_ns(s);
-	return s->duration_ns ? (double)cpu / (double)s->duration_ns : 0.0;
+	return span ? (double)cpu / (double)span : 0.0;
 }
 
 /* The JSON report's c_kind of a C function (docs/json.md). */

@@ -64,6 +64,27 @@ def test_report_reproduces_the_live_split(prog, run_ulma, report_json, trace_pat
     assert report["parallelism"] == live["parallelism"]
 
 
+def test_a_short_program_has_its_cpu_time_and_parallelism(run_ulma, tmp_path):
+    """A program of a few ms on one thread: its CPU time is the time its
+    frames spent on a CPU (it read 0 when the thread had a single schedstat
+    sample), and parallelism is that over the traced span, its first event
+    to its last (the session's wall time, interpreter start-up included,
+    made it 0.00)."""
+    script = tmp_path / "short.py"
+    script.write_text("def f():\n    return sum(i * i for i in range(20000))\nf()\n")
+    proc = run_ulma(["run", "--summary", "json", "-o", str(tmp_path / "t.trace"), str(script)])
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stderr)
+    if not data["time_split"]:
+        pytest.skip("no on-CPU split here (docs/time-split.md)")
+    (t,) = data["thread_list"]
+    # its span less its time off a CPU: its frames' on-CPU time, and any time with no frame open
+    assert t["on_cpu_ns"] > 0, t
+    assert abs(t["cpu_ns"] - (t["on_cpu_ns"] + t["wall_ns"] - t["self_ns"])) <= 2, t
+    assert abs(data["parallelism"] - t["cpu_ns"] / t["wall_ns"]) <= 0.0006, (data["parallelism"], t)
+    assert t["wall_ns"] < data["duration_ns"]
+
+
 def _parallelism(run_ulma, tmp_path, mode):
     trace = str(tmp_path / (mode + ".trace"))
     # --no-c-calls: two CPU-bound workers on two cores leave the monitor no
