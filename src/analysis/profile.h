@@ -35,6 +35,7 @@
 #ifndef ULMA_PROFILE_H
 #define ULMA_PROFILE_H
 
+#include <assert.h>
 #include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -125,7 +126,8 @@ struct ulma_thread_row {
 	uint32_t depth;
 	uint32_t cap;
 	uint32_t top; /* function of the top frame (stack[depth - 1].func), ULMA_PROFILE_NO_FRAME if none */
-	uint32_t *active; /* per function: 1 while a frame of it is open (the outermost one's exit clears it), for recursion-safe totals */
+	uint32_t *active; /* per function: 1 while a frame of it is open (its outermost frame's exit
+			   * clears it), for recursion-safe totals */
 	uint32_t nactive;
 	int seen;             /* any event yet */
 	uint64_t last_ticks;  /* last event, or the close time of open frames */
@@ -229,7 +231,7 @@ static inline int ulma_profile_enter(struct ulma_profile *p, uint32_t thread, ui
 	f->start = t->last_ticks;
 	f->events0 = ++t->events;
 	f->native0 = t->native_ticks;
-	f->at = t->now;
+	ulma_thread_clocks_copy(&f->at, &t->now);
 	t->top = func;
 	t->top_native = native;
 	t->active[func] = 1;
