@@ -2,6 +2,8 @@
 
 The trace is created anew at its path: a symlink or hard link planted there
 is replaced, and the file it pointed at keeps its bytes (src/core/safe_file.h).
+The default trace (no -o) replaces no earlier one: an earlier ulma.trace
+becomes ulma.trace.old, and comes back when the run never starts.
 A device or FIFO of one's own is written into, not replaced, nor removed
 when the run gives up.  An output
 that is the script being run, or the trace being read, is refused before
