@@ -207,6 +207,9 @@ const char *ulma_summary_split_method(const struct ulma_summary *s)
 
 #define CUT_MARK "..."
 
+/* the monitor's CPU is given as a share of the program's from this much of it */
+#define MONITOR_SHARE_FROM_NS 100000000u
+
 /* s with each character the terminal must not get raw shown as '?': a
  * control (newlines, escape sequences, U+2028, ...) or invalid UTF-8
  * (ulma_terminal_char).  Function names and command lines are the traced
@@ -406,7 +409,9 @@ int ulma_summary_text(FILE *out, const struct ulma_summary *s, uint32_t limit)
 	if (s->monitor_cpu_ns) {
 		uint64_t program = ulma_summary_program_cpu_ns(s);
 		fprintf(out, "monitor: %.3f s of CPU", (double)s->monitor_cpu_ns / 1e9);
-		if (program)
+		/* a share of a program of a few ms is the monitor's start-up, not its
+		 * cost per event (a 6-event script read 6762%) */
+		if (program >= MONITOR_SHARE_FROM_NS)
 			fprintf(out, ", %.0f%% of the program's %.3f s", 100.0 * (double)s->monitor_cpu_ns / (double)program,
 				(double)program / 1e9);
 		fputc('\n', out);

@@ -85,6 +85,27 @@ def test_a_short_program_has_its_cpu_time_and_parallelism(run_ulma, tmp_path):
     assert t["wall_ns"] < data["duration_ns"]
 
 
+def test_the_monitors_share_is_given_for_a_program_of_substance(run_ulma, tmp_path):
+    """The summary gives the monitor's CPU as a share of the program's only
+    from 0.1 s of it: for a few ms, the monitor's start-up is all the share
+    says (a 6-event script read 6762%)."""
+    short, longer = tmp_path / "short.py", tmp_path / "longer.py"
+    short.write_text("print('hi')\n")
+    longer.write_text("import time\n"
+                      "def spin():\n"
+                      "    end = time.process_time() + 0.3\n"
+                      "    while time.process_time() < end:\n"
+                      "        pass\n"
+                      "spin()\n")
+    lines = {}
+    for script in (short, longer):
+        proc = run_ulma(["run", "--no-live", "-o", str(tmp_path / "t.trace"), str(script)])
+        assert proc.returncode == 0, proc.stderr
+        (lines[script],) = [ln for ln in proc.stderr.decode().splitlines() if ln.startswith("monitor: ")]
+    assert "of the program's" not in lines[short], lines[short]
+    assert "% of the program's" in lines[longer], lines[longer]
+
+
 def _parallelism(run_ulma, tmp_path, mode):
     trace = str(tmp_path / (mode + ".trace"))
     # --no-c-calls: two CPU-bound workers on two cores leave the monitor no
