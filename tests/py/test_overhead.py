@@ -56,8 +56,10 @@ def test_correction_removes_most_of_the_overhead(prog, run_ulma, run_python):
     3.9 and 3.12; docs/overhead.md says why not all), and not much more
     than all of it."""
     untraced = min(int(run_python([prog("many_calls.py")]).stdout.split()[1]) for _ in range(3))
-    # the per-event cost is measured at start-up in a few hundred microseconds, so a
-    # disturbed start-up can misjudge it (CI once saw 17%): the best of three runs counts
+    # the per-event cost is measured at start-up in a few milliseconds, so a
+    # disturbed start-up can misjudge it either way (CI once saw 17% removed; once a
+    # start-up inside a slow spell took out so much that work() kept 45% of its
+    # untraced time): the first of three runs that passes both checks counts
     for _ in range(3):
         data, _ = _summary_json(run_ulma, prog("many_calls.py"))
         if not data["time_split"]:
@@ -67,7 +69,8 @@ def test_correction_removes_most_of_the_overhead(prog, run_ulma, run_python):
         raw_cpu = w["total_on_cpu_ns"] + removed
         added = raw_cpu - untraced
         assert added > 0, (w, untraced)
-        if removed >= 0.3 * added:
+        if removed >= 0.3 * added and w["total_on_cpu_ns"] >= 0.5 * untraced:
             break
-    assert removed >= 0.3 * added, (removed, added, w, untraced)
-    assert w["total_on_cpu_ns"] >= 0.5 * untraced, (w, untraced)
+    cost = data["overhead_ns_per_event"]
+    assert removed >= 0.3 * added, (removed, added, cost, w, untraced)
+    assert w["total_on_cpu_ns"] >= 0.5 * untraced, (cost, w, untraced)
