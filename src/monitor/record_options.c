@@ -93,6 +93,8 @@ int ulma_record_open_trace(struct ulma_record_options *o, const struct ulma_trac
 	int err = ulma_trace_writer_open(o->output, meta, out);
 	if (err) {
 		ulma_die_msg("cannot write the trace to '%s': %s", o->output, strerror(-err));
+		if (o->kept_earlier && rename(EARLIER_TRACE, o->output) == 0) /* over what the writer may have made */
+			o->kept_earlier = false;
 		return -1;
 	}
 	return 0;
