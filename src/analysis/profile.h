@@ -126,8 +126,8 @@ struct ulma_thread_row {
 	uint32_t depth;
 	uint32_t cap;
 	uint32_t top; /* function of the top frame (stack[depth - 1].func), ULMA_PROFILE_NO_FRAME if none */
-	uint32_t *active; /* per function: 1 while a frame of it is open (its outermost frame's exit
-			   * clears it), for recursion-safe totals */
+	uint8_t *active; /* per function: 1 while a frame of it is open (its outermost frame's exit
+			  * clears it), for recursion-safe totals */
 	uint32_t nactive;
 	int seen;             /* any event yet */
 	uint64_t last_ticks;  /* last event, or the close time of open frames */
@@ -300,7 +300,7 @@ struct ulma_profile_cursor {
 	struct ulma_func_row *funcs;
 	struct ulma_thread_row *t;
 	struct ulma_frame *stack;
-	uint32_t *active;
+	uint8_t *active;
 	uint64_t last_ticks, events, native_ticks, self_ticks, top_native;
 	uint32_t depth, cap, nactive, top;
 	bool fast; /* seen, no lines, no memory: the fast paths apply */

@@ -334,7 +334,7 @@ apply_calls(struct ulma_profile *p, uint32_t thread, struct ulma_trace_stream *s
 	uint64_t last = *lastp;
 	if (!pc.fast || pc.last_ticks != last || ((mode & APPLY_STREAM) && cur->last != last))
 		return r; /* the thread's first event, lines or memory, or the clocks apart */
-	struct ulma_trace_cursor tc = *cur; /* apply_loop's escapes: a byte stored through tc.p would reload it */
+	struct ulma_trace_cursor tc = *cur; /* in registers: GCC kept apply_loop's cursor in memory */
 	for (; r < end; r++) {
 		if (((uintptr_t)r & 63) == 0 && r + PREFETCH_RECORDS < end) /* a line the writer has finished */
 			__builtin_prefetch(r + PREFETCH_RECORDS);
