@@ -533,6 +533,24 @@ static Dwarf_Die *cu_at(Dwfl_Module *mod, uint64_t addr, Dwarf_Addr *bias)
 	return NULL;
 }
 
+/* The die's DW_AT_decl_file, by way of its unit's file table: as
+ * dwarf_decl_file, but file 0 too, which DWARF 5 makes the unit's primary
+ * file and clang names where the source is not below the directory it is
+ * compiled in (elfutils 0.188's dwarf_decl_file takes 0 for "none"). */
+static const char *decl_file(Dwarf_Die *cu, Dwarf_Die *die)
+{
+	Dwarf_Attribute attr;
+	Dwarf_Word index;
+	Dwarf_Files *files;
+	size_t nfiles;
+	Dwarf_Half version;
+	if (dwarf_formudata(dwarf_attr_integrate(die, DW_AT_decl_file, &attr), &index) != 0 ||
+	    (index == 0 && (dwarf_cu_info(cu->cu, &version, NULL, NULL, NULL, NULL, NULL, NULL) != 0 || version < 5)) ||
+	    dwarf_getsrcfiles(cu, &files, &nfiles) != 0 || index >= nfiles)
+		return NULL; /* (before DWARF 5, file 0 is "none") */
+	return dwarf_filesrc(files, index, NULL, NULL);
+}
+
 /* Where the function holding pc is defined: the innermost subprogram
  * around it (not a function inlined at the same address), its
  * DW_AT_decl_file and DW_AT_decl_line (through DW_AT_abstract_origin and
@@ -545,7 +563,7 @@ static bool decl_line(Dwarf_Die *cu, Dwarf_Addr pc, const char **file, int *line
 	for (int i = 0; i < n && !found; i++) {
 		if (dwarf_tag(&scopes[i]) != DW_TAG_subprogram)
 			continue;
-		*file = dwarf_decl_file(&scopes[i]);
+		*file = decl_file(cu, &scopes[i]);
 		found = *file && dwarf_decl_line(&scopes[i], line) == 0 && *line > 0;
 		break;
 	}

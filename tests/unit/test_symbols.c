@@ -86,7 +86,7 @@ static int resolves(struct ulma_symbols *s, uint32_t pid, const struct lib *l, u
 	return ok;
 }
 
-static struct lib full, dbg, dbgdir, dynsym, cxx;
+static struct lib full, dbg, dbgdir, dynsym, cxx, file0;
 
 /* Every library of fix_lib.c answers the same, bar what stripping loses. */
 static void check_libs(struct ulma_symbols *s, uint32_t pid, const char *how)
@@ -107,6 +107,12 @@ static void check_libs(struct ulma_symbols *s, uint32_t pid, const char *how)
 	      "%s: .dynsym only: the name, no line", how);
 	CHECK(resolves(s, pid, &dynsym, hidden_of(&dynsym), NULL, NULL, 0), "%s: .dynsym only: a static function is lib+0xoffset",
 	      how);
+	if (file0.h) {
+		CHECK(resolves(s, pid, &file0, sym(&file0, "fix_add"), "fix_add", "fix_lib.c", FIX_ADD_LINE),
+		      "%s: DWARF 5's file 0: fix_add where its name is", how);
+		CHECK(resolves(s, pid, &file0, hidden_of(&file0), "hidden_twice", "fix_lib.c", FIX_HIDDEN_LINE),
+		      "%s: DWARF 5's file 0: a static function", how);
+	}
 	if (!cxx.h)
 		return tap_skip("no C++ fixture");
 	CHECK(resolves(s, pid, &cxx, sym(&cxx, "_ZN8ulma_fix5twiceEi"), "ulma_fix::twice(int)", "fix_cxx.cpp",
@@ -329,6 +335,9 @@ int main(void)
 #ifdef ULMA_FIXTURE_CXX
 	CHECK(open_lib(&cxx, FIX("libfix_cxx.so")), "load the C++ fixture");
 #endif
+#ifdef ULMA_FIXTURE_FILE0
+	CHECK(open_lib(&file0, FIX("libfix_file0.so")), "load the fixture whose DWARF says file 0");
+#endif
 	test_live();
 	test_dead();
 	char dir[] = "/tmp/ulma-symbols-XXXXXX";
@@ -342,5 +351,7 @@ int main(void)
 	dlclose(dynsym.h);
 	if (cxx.h)
 		dlclose(cxx.h);
+	if (file0.h)
+		dlclose(file0.h);
 	return tap_done();
 }
