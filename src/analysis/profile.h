@@ -96,7 +96,7 @@ struct ulma_thread_clocks {
 };
 
 /* *to = *from, in 16-byte moves: as a plain assignment GCC 12 made it a
- * `rep movsl` in the monitor's apply_calls (13 instructions under
+ * `rep movsl` in the monitor's collector_calls.c (13 instructions under
  * callgrind, and a microcoded start-up on the CPU). */
 static inline void ulma_thread_clocks_copy(struct ulma_thread_clocks *to, const struct ulma_thread_clocks *from)
 {
@@ -402,7 +402,7 @@ static inline int ulma_profile_cursor_enter(struct ulma_profile *p, uint32_t thr
 }
 
 /* Always inlined: GCC 12 otherwise calls it once per exit from the
- * monitor's apply_calls loop (bench_drain's monitor thread under callgrind:
+ * monitor's collector_calls.c loop (bench_drain's monitor thread under callgrind:
  * about 10% more instructions); the reader's rates did
  * not move (report and pstats of fib.trace, five interleaved rounds). */
 static inline __attribute__((always_inline)) void

@@ -142,7 +142,7 @@ void ulma_trace_begin_slow(struct ulma_trace_stream *s, uint64_t *ticks, uint32_
 
 /* Append the event word for `tag` at `ticks`, `d` ticks after the
  * stream's previous event, for a loop that keeps the stream's clock in a
- * variable of its own (the monitor's apply_calls: one clock for the
+ * variable of its own (the monitor's collector_calls.c: one clock for the
  * profile, the trace and the records): c->last is neither read nor
  * updated here, the caller sets it when the loop ends.  One predictable
  * branch on the fast path. */

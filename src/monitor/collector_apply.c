@@ -13,12 +13,12 @@
 
 #include "../analysis/profile_lines.h"
 #include "../analysis/profile_memory.h"
+#include "collector_calls.h"
 #include "collector_defs.h"
 #include "collector_lines.h"
 #include "collector_native.h"
 #include "collector_slot.h"
 
-#define PREFETCH_RECORDS 16 /* read the ring this far ahead: the writer's core holds its lines */
 #define MEMORY_AHEAD 16     /* fetch the live-block table's chunk slot of a free this far ahead, its entry at half */
 
 /* Merge the thread's off-CPU intervals that end by `t` into its stream. */
@@ -303,77 +303,8 @@ enum apply_mode {
 	APPLY_STREAM = 1u << 0,   /* there is a trace stream to append to */
 	APPLY_SWITCHES = 1u << 1, /* off-CPU intervals from switch records */
 	APPLY_SAMPLED = 1u << 2,  /* off-CPU time interpolated from schedstat */
-	APPLY_CALLS = 1u << 3,    /* runs of plain calls taken by apply_calls (no lines, no memory, not sampled) */
+	APPLY_CALLS = 1u << 3,    /* runs of plain calls taken by collector_calls.c (no lines, no memory, not sampled) */
 };
-
-/* The run of plain calls from r on: entries and exits of functions
- * already mapped, each exit the frame on top's, all before the switches'
- * next work (`wake`), the thread's profile on its fast paths.  Most of a
- * call-heavy program's records are such runs.  Here the profile's and the
- * stream's cursors are held in locals and little else is live: in
- * apply_loop, with every other kind of record's state around it, the
- * compiler kept them in memory, and each store into a function's row
- * reloaded the thread's (bench_drain under callgrind, the monitor thread:
- * 136 instructions an event there, 115 before native time, memory and
- * lines were added to the loop).  The records', the profile's and the
- * stream's clocks are one variable here: a run starts only where the three
- * agree (they part only around other kinds of records), and each event
- * then moves all three to its time, so the delta is taken once and no
- * clamp is repeated.  With the trace cursor in a local of its own too
- * (GCC kept apply_loop's in memory, reloaded after each byte stored),
- * 122 instructions an event became 103 (bench_drain under callgrind).
- * Returns where the run ends: the first record left to apply_loop's
- * general steps. */
-static inline __attribute__((always_inline)) const struct ulma_record *
-apply_calls(struct ulma_profile *p, uint32_t thread, struct ulma_trace_stream *st, struct ulma_trace_cursor *cur,
-	    const unsigned mode, const uint32_t *by_id, uint32_t nby_id, const struct ulma_record *r,
-	    const struct ulma_record *end, uint64_t *lastp, uint64_t wake)
-{
-	struct ulma_profile_cursor pc;
-	ulma_profile_cursor_load(p, thread, &pc);
-	uint64_t last = *lastp;
-	if (!pc.fast || pc.last_ticks != last || ((mode & APPLY_STREAM) && cur->last != last))
-		return r; /* the thread's first event, lines or memory, or the clocks apart */
-	struct ulma_trace_cursor tc = *cur; /* in registers: GCC kept apply_loop's cursor in memory */
-	for (; r < end; r++) {
-		if (((uintptr_t)r & 63) == 0 && r + PREFETCH_RECORDS < end) /* a line the writer has finished */
-			__builtin_prefetch(r + PREFETCH_RECORDS);
-		const uint32_t sid = r->id;
-		const unsigned kind = r->kind;
-		const uint64_t t = r->time > last ? r->time : last;
-		if (ULMA_UNLIKELY(kind - ULMA_REC_ENTER > ULMA_REC_EXIT - ULMA_REC_ENTER || sid >= nby_id ||
-				  !by_id[sid] || t >= wake))
-			break;
-		const uint32_t idx = by_id[sid] - 1;
-		const uint64_t d = t - last;
-		if (kind == ULMA_REC_ENTER) {
-			if (ULMA_UNLIKELY(pc.depth == pc.cap || idx >= pc.nactive))
-				break; /* the stack grows: apply_loop's steps */
-			bool same = pc.top == idx;
-			ulma_profile_cursor_charge_delta(&pc, d);
-			ulma_profile_cursor_push(&pc, idx, t);
-			if (mode & APPLY_STREAM) {
-				ulma_trace_cursor_word_delta(st, &tc, t, d, r->cpu,
-							     same ? ULMA_TAG_ENTER_SAME : ULMA_TAG_ENTER);
-				ulma_trace_cursor_enter_id(&tc, idx + 1, same);
-			}
-		} else {
-			if (ULMA_UNLIKELY(pc.depth == 0 || pc.top != idx))
-				break; /* an exit to resynchronise */
-			ulma_profile_cursor_charge_delta(&pc, d);
-			ulma_profile_cursor_pop(&pc, t);
-			if (mode & APPLY_STREAM)
-				ulma_trace_cursor_word_delta(st, &tc, t, d, r->cpu, ULMA_TAG_EXIT);
-		}
-		last = t;
-	}
-	pc.last_ticks = last;
-	tc.last = last;
-	*cur = tc;
-	ulma_profile_cursor_store(&pc);
-	*lastp = last;
-	return r;
-}
 
 /* Apply the records [from, end) (contiguous in the ring), up to `horizon`
  * ticks; stop early at an entry whose definition has not arrived (unless
@@ -401,12 +332,13 @@ apply_loop(struct ulma_collector *c, struct ulma_collector_slot *cs, const struc
 #define CURSOR_GET() ((mode & APPLY_STREAM) ? ulma_trace_cursor_get(st, &cur) : (void)0)
 	for (; r < end; r++) {
 		if (mode & APPLY_CALLS) {
-			r = apply_calls(p, thread, st, &cur, mode, by_id, nby_id, r, end, &last, wake);
+			r = ulma_collector_calls(p, thread, (mode & APPLY_STREAM) ? st : NULL, &cur, by_id, nby_id, r, end,
+						 &last, wake);
 			if (r == end)
 				break;
 		}
-		if (((uintptr_t)r & 63) == 0 && r + PREFETCH_RECORDS < end) /* a line the writer has finished */
-			__builtin_prefetch(r + PREFETCH_RECORDS);
+		if (((uintptr_t)r & 63) == 0 && r + ULMA_PREFETCH_RECORDS < end) /* a line the writer has finished */
+			__builtin_prefetch(r + ULMA_PREFETCH_RECORDS);
 		uint64_t t = r->time > last ? r->time : last;
 		uint32_t sid = r->id, idx;
 		if (mode & APPLY_SAMPLED) {
