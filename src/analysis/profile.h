@@ -114,7 +114,9 @@ struct ulma_frame {
 	uint8_t native; /* the frame is native (1) or not (0) */
 	uint8_t outer;  /* the outermost open frame of its function: its exit adds the total */
 	uint64_t start;
-	uint64_t events0;             /* the thread's events just after the entry */
+	uint64_t events0; /* the thread's events just after the entry */
+	/* an outermost frame's alone (the cursor's push leaves an inner one's
+	 * as they were: nothing reads them) */
 	uint64_t native0;             /* the thread's native clock at the entry */
 	struct ulma_thread_clocks at; /* its clocks at the entry */
 };
@@ -359,8 +361,10 @@ static inline void ulma_profile_cursor_push(struct ulma_profile_cursor *c, uint3
 	f->outer = !c->active[func];
 	f->start = ticks;
 	f->events0 = ++c->events;
-	f->native0 = c->native_ticks;
-	ulma_thread_clocks_copy(&f->at, &c->t->now);
+	if (f->outer) { /* read at an outermost frame's exit alone (and by the live view, at those alone) */
+		f->native0 = c->native_ticks;
+		ulma_thread_clocks_copy(&f->at, &c->t->now);
+	}
 	c->top = func;
 	c->top_native = native;
 	c->active[func] = 1; /* a store, not an increment: no chain through memory from call to call */
