@@ -104,8 +104,9 @@ struct ctf_thread {
 	bool started;         /* the stream file exists */
 	uint8_t *defined;     /* bit per function id: the stream has its definition */
 	uint32_t cap_defined;
-	uint8_t *ready;       /* bit per walk function: its id is below NARROW_IDS and defined in the
-			       * stream (set by on_edges, whose loop tests it) */
+	uint16_t *ready;      /* per walk function: its id + 1 where the id is below NARROW_IDS - 1 (the
+			       * sum fits) and the stream has its definition, else 0 (set by on_edges;
+			       * put_compact's one load answers both and gives the id) */
 	uint32_t cap_ready;
 };
 
@@ -394,9 +395,8 @@ static int on_close(void *ctx, const struct ulma_walk *w, uint32_t thread, const
 __attribute__((noinline)) static size_t put_compact(struct ctf *c, struct ctf_thread *t, const struct ulma_walk_edge *e,
 							size_t n)
 {
-	const uint32_t *const id_of = c->id_of;
 	struct ctf_func *const ids = c->ids;
-	const uint8_t *const ready = t->ready;
+	const uint16_t *const ready = t->ready;
 	const uint32_t nready = t->cap_ready, cpu = (uint32_t)(t->open_cpu - 1);
 	char *const buf = t->buf.p;
 	/* an event from len on leaves 8 bytes' room (one 8-byte store) and
@@ -409,11 +409,11 @@ __attribute__((noinline)) static size_t put_compact(struct ctf *c, struct ctf_th
 	for (; p < end; p++) {
 		const uint32_t func = p->func;
 		const uint64_t at = p->ns;
-		if (__builtin_expect(!(func / 8 < nready && (ready[func / 8] >> func % 8 & 1) && p->cpu == cpu &&
-				       at - last < (UINT64_C(1) << COMPACT_BITS) && len < stop),
+		const uint32_t id1 = func < nready ? ready[func] : 0;
+		if (__builtin_expect(!(id1 && p->cpu == cpu && at - last < (UINT64_C(1) << COMPACT_BITS) && len < stop),
 				     0))
 			break;
-		const uint32_t id = id_of[func] - 1;
+		const uint32_t id = id1 - 1;
 		const unsigned entry = p->open;
 		/* as frame_event's: the class, the time's low 27 bits above its 5
 		 * (their 32 bits: the cast drops the rest), then the id */
@@ -443,10 +443,11 @@ static int on_edges(void *ctx, const struct ulma_walk *w, uint32_t thread, const
 		if (err)
 			return err;
 		t = &c->threads[thread];
-		if (c->id_of[func] - 1 < NARROW_IDS && !(func / 8 < t->cap_ready && (t->ready[func / 8] >> func % 8 & 1))) {
-			if (ulma_array_grow((void **)&t->ready, &t->cap_ready, func / 8, 1))
+		uint32_t id1 = c->id_of[func]; /* its id + 1 */
+		if (id1 - 1 < NARROW_IDS - 1 && !(func < t->cap_ready && t->ready[func])) {
+			if (ulma_array_grow((void **)&t->ready, &t->cap_ready, func, sizeof(*t->ready)))
 				return -ENOMEM;
-			t->ready[func / 8] |= (uint8_t)(1u << func % 8);
+			t->ready[func] = (uint16_t)id1;
 		}
 	}
 	return 0;
