@@ -535,8 +535,8 @@ static Dwarf_Die *cu_at(Dwfl_Module *mod, uint64_t addr, Dwarf_Addr *bias)
 
 /* The die's DW_AT_decl_file, by way of its unit's file table: as
  * dwarf_decl_file, but file 0 too, which DWARF 5 makes the unit's primary
- * file and clang names where the source is not below the directory it is
- * compiled in (elfutils 0.188's dwarf_decl_file takes 0 for "none"). */
+ * file and clang 14 names for a library built outside its source tree
+ * (elfutils 0.188's dwarf_decl_file takes 0 for "none"). */
 static const char *decl_file(Dwarf_Die *cu, Dwarf_Die *die)
 {
 	Dwarf_Attribute attr;
