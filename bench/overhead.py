@@ -6,8 +6,9 @@ Columns: ulma (every call, builtins included, as cProfile), ulma --no-c-calls
 Usage: python bench/overhead.py [--rounds N] [--workloads fib,mergesort] [--baseline ULMA]
 
 --baseline runs another build's `ulma` program (an earlier commit, installed
-in a venv of its own with this Python) in the same rotation, as one more
-column: before and after a change, measured side by side.
+in a venv of its own with this Python: give that venv's bin/ulma, whose
+python3 beside it has the build's extension) in the same rotation, as one
+more column: before and after a change, measured side by side.
 
 For each workload in bench/workloads/, runs the three variants interleaved
 (untraced, ulma, cProfile, untraced, ulma, ...) N times each, so machine
@@ -34,8 +35,11 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--workloads", default="fib,mergesort")
-    ap.add_argument("--baseline", help="another build's ulma program, timed in the same rotation")
+    ap.add_argument("--baseline", help="another build's ulma program (a venv's bin/ulma), timed in the same rotation")
     args = ap.parse_args()
+    if args.baseline and not os.access(os.path.join(os.path.dirname(os.path.abspath(args.baseline)), "python3"),
+                                       os.X_OK):
+        sys.exit("bench: --baseline %s: no python3 beside it; give the ulma in another venv's bin/" % args.baseline)
     ulma = ulma_binary()
     env = dict(os.environ, ULMA_PYTHON=sys.executable)
     out = tempfile.mkdtemp(prefix="ulma-bench-")
