@@ -115,8 +115,8 @@ struct ulma_frame {
 	uint8_t outer;  /* the outermost open frame of its function: its exit adds the total */
 	uint64_t start;
 	uint64_t events0; /* the thread's events just after the entry */
-	/* an outermost frame's alone (the cursor's push leaves an inner one's
-	 * as they were: nothing reads them) */
+	/* an outermost frame's alone (a push leaves an inner one's as they
+	 * were: nothing reads them) */
 	uint64_t native0;             /* the thread's native clock at the entry */
 	struct ulma_thread_clocks at; /* its clocks at the entry */
 };
@@ -232,8 +232,10 @@ static inline int ulma_profile_enter(struct ulma_profile *p, uint32_t thread, ui
 	f->outer = !t->active[func];
 	f->start = t->last_ticks;
 	f->events0 = ++t->events;
-	f->native0 = t->native_ticks;
-	ulma_thread_clocks_copy(&f->at, &t->now);
+	if (f->outer) { /* as the cursor's push: an inner frame's are never read */
+		f->native0 = t->native_ticks;
+		ulma_thread_clocks_copy(&f->at, &t->now);
+	}
 	t->top = func;
 	t->top_native = native;
 	t->active[func] = 1;
