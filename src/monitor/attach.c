@@ -40,6 +40,7 @@
 #include "collector_lines.h"
 #include "commands.h"
 #include "live_view.h"
+#include "pace.h"
 #include "record_options.h"
 #include "ulma/trace_format.h"
 
@@ -329,7 +330,7 @@ static int attach_main(struct attach_options *o)
 			ulma_live_started(live);
 	}
 	uint64_t t0 = ulma_clock_monotonic_ns(), last_flush = t0, last_reap = t0;
-	long idle = 0;
+	struct ulma_pace pace = {0};
 	uint64_t stop_at = o->mode == MODE_ONCE     ? t0 + ONCE_NS
 			   : o->mode == MODE_RECORD ? t0 + (uint64_t)(o->seconds * 1e9)
 						    : UINT64_MAX;
@@ -353,7 +354,7 @@ static int attach_main(struct attach_options *o)
 			break;
 		if (live && ulma_live_tick(live) != ULMA_LIVE_ON)
 			break; /* q, or the terminal went away */
-		ulma_live_sleep(live, ulma_record_nap_ns(&idle, n));
+		ulma_live_sleep(live, ulma_pace_nap_ns(&pace, n, a.col.peak, ulma_session_capacity(&a.session), now));
 	}
 	end_tracing(&a, ended || o->mode == MODE_HOST);
 	ulma_live_close(live);

@@ -342,6 +342,8 @@ static long drain_slot(struct ulma_collector *c, uint32_t i, bool final, uint64_
 		ulma_collector_record_lost(c, cs, cs->last_ticks, head - tail - cap);
 		tail = head - cap;
 	}
+	if (head - tail > c->peak)
+		c->peak = head - tail;
 	uint64_t horizon = UINT64_MAX;
 	if (!cs->off && c->split == ULMA_SPLIT_SCHEDSTAT) {
 		sample(c, cs, head, false);
@@ -405,6 +407,7 @@ long ulma_collector_poll(struct ulma_collector *c, bool final)
 	ulma_collector_scan_defs(c, final);
 	uint64_t rss_round = ulma_collector_rss_due(c);
 	uint32_t used = slots_in_use(c);
+	c->peak = 0;
 	for (uint32_t i = 0; i < used; i++)
 		if (snapshot_slot(c, i) < 0)
 			return c->error;

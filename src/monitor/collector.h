@@ -77,6 +77,7 @@ struct ulma_collector {
 	struct ulma_offcpu off;
 	double ns_per_tick;    /* for schedstat's increments */
 	uint64_t records;      /* ring records consumed */
+	uint64_t peak;         /* the most records one ring held as the last poll began */
 	uint64_t resynced;     /* frames an exit of a deeper frame closed, and unmatched exits */
 	uint64_t refused;      /* records and definitions refused as malformed: a writer that broke the
 				* format (docs/design.md, "Hostile writers") */

@@ -203,21 +203,6 @@ int ulma_record_open_switches(const struct ulma_record_options *o, pid_t pid, bo
 	return ULMA_SPLIT_SCHEDSTAT;
 }
 
-long ulma_record_nap_ns(long *idle, long n)
-{
-	if (n < 0)
-		return 10000000;
-	if (n > 0) {
-		*idle = 0;
-		/* a poll that found a quarter ring's worth (64 Ki records, at native
-		 * code's 80 M records/s a ring fills in 3 ms) comes back sooner, so
-		 * lossless writers do not wait for room */
-		return n >= 65536 ? 500000 : 2000000;
-	}
-	*idle = *idle ? (*idle < 2000000 ? *idle * 2 : 4000000) : 1000000;
-	return *idle;
-}
-
 uint64_t ulma_record_self_cpu_ns(void)
 {
 	struct rusage ru;

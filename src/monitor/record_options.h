@@ -107,14 +107,6 @@ void ulma_record_print_summary(FILE *out, const struct ulma_record_options *o, c
 int ulma_record_open_switches(const struct ulma_record_options *o, pid_t pid, bool child,
 			      struct ulma_switches **sw);
 
-/* How long the monitor's loop sleeps after a poll that took n records
- * (n < 0: an error): 2 ms while records flow (a ring of 256 Ki records
- * takes 8 ms to fill at the highest rate measured, 30 million events a
- * second), and 1 to 4 ms while none do, so polling itself costs the monitor
- * little and each poll drains a batch large enough to be cheap per record.
- * *idle carries the backoff between calls (start it at 0). */
-long ulma_record_nap_ns(long *idle, long n);
-
 /* CPU time this process has used so far, in ns. */
 uint64_t ulma_record_self_cpu_ns(void);
 

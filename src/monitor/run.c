@@ -34,6 +34,7 @@
 #include "live_view.h"
 #include "mpi_rank.h"
 #include "native_target.h"
+#include "pace.h"
 #include "record_options.h"
 #include "ulma/trace_format.h"
 
@@ -617,7 +618,7 @@ int ulma_cmd_run(int argc, char **argv)
 
 	int status = 0;
 	uint64_t last_flush = ulma_clock_monotonic_ns(), last_reap = last_flush;
-	long idle = 0;
+	struct ulma_pace pace = {0};
 	for (;;) {
 		long n = ulma_collector_poll(&col, false);
 		uint64_t now = ulma_clock_monotonic_ns();
@@ -641,7 +642,7 @@ int ulma_cmd_run(int argc, char **argv)
 		}
 		if (ulma_live_tick(live) == ULMA_LIVE_CLOSED)
 			ulma_die_msg("live view closed; tracing goes on into %s", o.rec.output);
-		ulma_live_sleep(live, ulma_record_nap_ns(&idle, n));
+		ulma_live_sleep(live, ulma_pace_nap_ns(&pace, n, col.peak, ulma_session_capacity(&session), now));
 	}
 	child_pid = 0;
 	ulma_clock_sample(cfg.use_tsc, &endp);
