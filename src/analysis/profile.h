@@ -393,6 +393,30 @@ static inline __attribute__((always_inline)) void ulma_profile_cursor_pop(struct
 		ulma_profile_total_off(r, c->t, f);
 }
 
+/* A leaf call, once its entry is charged: an entry of func and its exit
+ * `d` ticks later with no event between, on the push's fast path (fast, a
+ * free slot on the stack, func < nactive).  The figures of a push and a
+ * pop, with no frame written and none read back: the callee's self and
+ * (outermost) total time are both d, its total events 1, and no time off
+ * the CPU can fall inside it (the caller applies switch records between
+ * events, never between these two). */
+static inline void ulma_profile_cursor_leaf(struct ulma_profile_cursor *c, uint32_t func, uint64_t d)
+{
+	struct ulma_func_row *r = &c->funcs[func];
+	uint64_t native = (r->native == 2 ? c->top_native : (uint64_t)0 - r->native) & d;
+	r->calls++;
+	r->self_ticks += d;
+	r->self_events++;
+	c->self_ticks += d;
+	c->native_ticks += native;
+	c->events += 2;
+	if (!c->active[func]) { /* outermost: its total */
+		r->total_ticks += d;
+		r->total_events++;
+		r->total_native_ticks += native;
+	}
+}
+
 static inline int ulma_profile_cursor_enter(struct ulma_profile *p, uint32_t thread, struct ulma_profile_cursor *c,
 					    uint32_t func, uint64_t ticks)
 {

@@ -34,11 +34,13 @@ calls_run(struct ulma_profile *p, uint32_t thread, struct ulma_trace_stream *st,
 	if (stream)
 		tc = *cur;
 	for (; r < end; r++) {
-		if (((uintptr_t)r & 63) == 0 && r + ULMA_PREFETCH_RECORDS < end) /* a line the writer has finished */
+		/* a line the writer has finished, once or twice a line: a leaf takes two records, so one of
+		 * the first two of each line is visited */
+		if (((uintptr_t)r & 32) == 0 && r + ULMA_PREFETCH_RECORDS < end)
 			__builtin_prefetch(r + ULMA_PREFETCH_RECORDS);
 		const uint32_t sid = r->id;
 		const unsigned kind = r->kind;
-		const uint64_t t = r->time > last ? r->time : last;
+		uint64_t t = r->time > last ? r->time : last;
 		if (ULMA_UNLIKELY(kind - ULMA_REC_ENTER > ULMA_REC_EXIT - ULMA_REC_ENTER || sid >= nby_id ||
 				  !by_id[sid] || t >= wake))
 			break;
@@ -49,11 +51,21 @@ calls_run(struct ulma_profile *p, uint32_t thread, struct ulma_trace_stream *st,
 				break; /* the stack grows: the caller's steps */
 			bool same = pc.top == idx;
 			ulma_profile_cursor_charge_delta(&pc, d);
-			ulma_profile_cursor_push(&pc, idx, t);
 			if (stream) {
 				ulma_trace_cursor_word_delta(st, &tc, t, d, r->cpu,
 							     same ? ULMA_TAG_ENTER_SAME : ULMA_TAG_ENTER);
 				ulma_trace_cursor_enter_id(&tc, idx + 1, same);
+			}
+			const struct ulma_record *x = r + 1; /* its exit next: a leaf, no frame */
+			uint64_t tx;
+			if (x < end && x->kind == ULMA_REC_EXIT && x->id == sid && (tx = x->time > t ? x->time : t) < wake) {
+				ulma_profile_cursor_leaf(&pc, idx, tx - t);
+				if (stream)
+					ulma_trace_cursor_word_delta(st, &tc, tx, tx - t, x->cpu, ULMA_TAG_EXIT);
+				r = x;
+				t = tx;
+			} else {
+				ulma_profile_cursor_push(&pc, idx, t);
 			}
 		} else {
 			if (ULMA_UNLIKELY(pc.depth == 0 || pc.top != idx))

@@ -130,17 +130,34 @@ def test_recursive_total_counts_outermost_frames_only(fib_run):
 
 
 def test_run_summary_json_equals_report(fib_run):
-    """`ulma run --summary json` (stderr) and `ulma report` agree on every count."""
+    """`ulma run --summary json` (stderr) and `ulma report` agree on every count and time."""
     stderr = fib_run["proc"].stderr.decode()
     run_data = json.loads(stderr)
     report = fib_run["data"]
     for key in ("events", "lost", "threads", "processes", "trace_bytes", "complete", "exit_status"):
         assert run_data[key] == report[key], key
 
-    def calls(d):
-        return {(f["name"], f["file"], f["line"]): f["calls"] for f in d["functions"]}
+    def rows(d):
+        return {(f["name"], f["file"], f["line"]): f for f in d["functions"]}
 
-    assert calls(run_data) == calls(report)
+    # every figure of every function: the monitor's profile (its fast loop
+    # takes a leaf call without a frame) is the reader's, event for event
+    assert rows(run_data) == rows(report)
+    assert sum(f["calls"] for f in run_data["functions"]) > 1000
+
+
+def test_run_summary_equals_report_outermost_leaves(prog, run_ulma, report_json, tmp_path):
+    """As above where the leaf calls are their function's outermost frames
+    (their totals counted) and C calls are among them."""
+    trace = str(tmp_path / "many.trace")
+    proc = run_ulma(["run", "--lossless", "--summary", "json", "-o", trace, prog("many_calls.py")])
+    assert proc.returncode == 0, proc.stderr
+    run_data = json.loads(proc.stderr.decode())
+    report, _ = report_json(trace)
+    rows = lambda d: {(f["name"], f["file"], f["line"]): f for f in d["functions"]}  # noqa: E731
+    assert rows(run_data) == rows(report)
+    leaf = [f for f in run_data["functions"] if f["name"] == "leaf"]
+    assert len(leaf) == 1 and leaf[0]["calls"] == 50_000 and leaf[0]["total_ns"] >= leaf[0]["self_ns"] > 0
 
 
 def _table_rows(text):

@@ -284,7 +284,8 @@ static void test_off_cpu(void)
  * event by event: on a long random stream of two threads over Python, C
  * and zone functions, with recursion, times that go back, exits with no
  * frame open, stacks growing past their room, and time off the CPU
- * between the batches (the frames' clocks at entry). */
+ * between the batches (the frames' clocks at entry); and leaf calls taken
+ * as the monitor takes them, without a frame (ulma_profile_cursor_leaf). */
 static uint64_t rng_state = 0x2545f4914f6cdd1du;
 static uint32_t rnd(uint32_t n)
 {
@@ -310,6 +311,7 @@ static void test_cursor_same(void)
 	}
 	uint64_t now[2] = {100, 100};
 	uint32_t depth[2] = {0, 0};
+	uint64_t leaves = 0;
 	int err = 0;
 	for (int batch = 0; batch < 400 && !err; batch++) {
 		uint32_t t = rnd(2), n = 1 + rnd(300);
@@ -318,7 +320,23 @@ static void test_cursor_same(void)
 		for (uint32_t i = 0; i < n && !err; i++) {
 			now[t] = now[t] + rnd(20) - (rnd(8) == 0 ? 12 : 0); /* now and then back */
 			bool enter = depth[t] == 0 ? rnd(8) != 0 : depth[t] < 200 && rnd(2);
-			if (enter) {
+			if (enter && rnd(3) == 0) { /* a leaf call: the monitor's step with no frame */
+				uint32_t f = rnd(6);
+				uint64_t at = now[t];
+				now[t] = now[t] + rnd(20) - (rnd(8) == 0 ? 12 : 0);
+				err = ulma_profile_enter(&a, t, f, at);
+				ulma_profile_exit(&a, t, now[t]);
+				if (c.fast && c.depth < c.cap && f < c.nactive) {
+					ulma_profile_cursor_charge(&c, at);
+					uint64_t d = now[t] > c.last_ticks ? now[t] - c.last_ticks : 0;
+					ulma_profile_cursor_leaf(&c, f, d);
+					c.last_ticks += d;
+					leaves++;
+				} else {
+					err = err || ulma_profile_cursor_enter(&b, t, &c, f, at);
+					ulma_profile_cursor_exit(&b, t, &c, now[t]);
+				}
+			} else if (enter) {
 				uint32_t f = rnd(6);
 				err = ulma_profile_enter(&a, t, f, now[t]) || ulma_profile_cursor_enter(&b, t, &c, f, now[t]);
 				depth[t]++;
@@ -366,8 +384,9 @@ static void test_cursor_same(void)
 			  x->last_ticks != y->last_ticks || x->first_ticks != y->first_ticks || x->depth != y->depth ||
 			  x->self_blocked_ns != y->self_blocked_ns;
 	}
-	CHECK(err == 0 && differ == 0 && calls > 10000 && total_off > 0,
-	      "the cursor's figures are enter's and exit's: %llu calls, %u rows differ", (unsigned long long)calls, differ);
+	CHECK(err == 0 && differ == 0 && calls > 10000 && total_off > 0 && leaves > 1000,
+	      "the cursor's figures are enter's and exit's: %llu calls (%llu leaves without a frame), %u rows differ",
+	      (unsigned long long)calls, (unsigned long long)leaves, differ);
 	ulma_profile_free(&a);
 	ulma_profile_free(&b);
 }
