@@ -450,6 +450,26 @@ ulma_profile_cursor_exit(struct ulma_profile *p, uint32_t thread, struct ulma_pr
 	ulma_profile_cursor_pop(c, c->last_ticks);
 }
 
+/* An entry of func at t1 and its exit at t2, with no event between: a
+ * leaf call, on the cursor's leaf step where the push's fast path applies
+ * (else an enter and an exit).  The figures of ulma_profile_cursor_enter
+ * then ulma_profile_cursor_exit.  Returns 0 or -ENOMEM. */
+static inline int ulma_profile_cursor_call(struct ulma_profile *p, uint32_t thread, struct ulma_profile_cursor *c,
+					   uint32_t func, uint64_t t1, uint64_t t2)
+{
+	if (ULMA_UNLIKELY(!c->fast || c->depth == c->cap || func >= c->nactive)) {
+		int err = ulma_profile_cursor_enter(p, thread, c, func, t1);
+		if (!err)
+			ulma_profile_cursor_exit(p, thread, c, t2);
+		return err;
+	}
+	ulma_profile_cursor_charge(c, t1);
+	uint64_t d = t2 > c->last_ticks ? t2 - c->last_ticks : 0;
+	ulma_profile_cursor_leaf(c, func, d);
+	c->last_ticks += d;
+	return 0;
+}
+
 /* Time off the CPU, between the thread's last event and its next: ns
  * blocked (of which gil_ns waiting for the GIL) and ns runnable, and the
  * context switches it took (voluntary: it blocked; involuntary: it was

@@ -99,7 +99,11 @@ int ulma_profile_feed_events(struct ulma_profile_feed *f, uint32_t thread, const
 	int err = 0;
 	for (size_t i = 0; i < n && !err; i++) {
 		const struct ulma_trace_event *e = &ev[i];
-		if (e->kind == ULMA_EV_ENTER) {
+		if (e->kind == ULMA_EV_ENTER && i + 1 < n && e[1].kind == ULMA_EV_EXIT) {
+			/* a leaf call: its exit is the next event (an exit closes the top frame) */
+			err = ulma_profile_cursor_call(p, thread, &c, e->func, e->ticks, e[1].ticks);
+			i++;
+		} else if (e->kind == ULMA_EV_ENTER) {
 			err = ulma_profile_cursor_enter(p, thread, &c, e->func, e->ticks);
 		} else if (e->kind == ULMA_EV_EXIT) {
 			ulma_profile_cursor_exit(p, thread, &c, e->ticks);

@@ -285,7 +285,8 @@ static void test_off_cpu(void)
  * and zone functions, with recursion, times that go back, exits with no
  * frame open, stacks growing past their room, and time off the CPU
  * between the batches (the frames' clocks at entry); and leaf calls taken
- * as the monitor takes them, without a frame (ulma_profile_cursor_leaf). */
+ * without a frame (ulma_profile_cursor_call and _leaf: the monitor's and
+ * the reader's step). */
 static uint64_t rng_state = 0x2545f4914f6cdd1du;
 static uint32_t rnd(uint32_t n)
 {
@@ -326,16 +327,8 @@ static void test_cursor_same(void)
 				now[t] = now[t] + rnd(20) - (rnd(8) == 0 ? 12 : 0);
 				err = ulma_profile_enter(&a, t, f, at);
 				ulma_profile_exit(&a, t, now[t]);
-				if (c.fast && c.depth < c.cap && f < c.nactive) {
-					ulma_profile_cursor_charge(&c, at);
-					uint64_t d = now[t] > c.last_ticks ? now[t] - c.last_ticks : 0;
-					ulma_profile_cursor_leaf(&c, f, d);
-					c.last_ticks += d;
-					leaves++;
-				} else {
-					err = err || ulma_profile_cursor_enter(&b, t, &c, f, at);
-					ulma_profile_cursor_exit(&b, t, &c, now[t]);
-				}
+				leaves += c.fast && c.depth < c.cap && f < c.nactive; /* its leaf step */
+				err = err || ulma_profile_cursor_call(&b, t, &c, f, at, now[t]);
 			} else if (enter) {
 				uint32_t f = rnd(6);
 				err = ulma_profile_enter(&a, t, f, now[t]) || ulma_profile_cursor_enter(&b, t, &c, f, now[t]);
