@@ -528,12 +528,18 @@ events_into_tree(struct ulma_walk *w, uint32_t thread, const struct ulma_trace_e
 	if (prof)
 		ulma_profile_cursor_load(prof, thread, &pc);
 	int err = 0;
+	bool leaf = false; /* the profile took this exit with its entry (a leaf call) */
 	for (size_t i = 0; i < n; i++) {
 		const struct ulma_trace_event *e = &ev[i];
 		const unsigned kind = e->kind;
 		if (__builtin_expect(kind == ULMA_EV_ENTER, 1)) {
-			if (prof && (err = ulma_profile_cursor_enter(prof, thread, &pc, e->func, e->ticks)))
+			if (prof && i + 1 < n && e[1].kind == ULMA_EV_EXIT) { /* as ulma_profile_feed_events */
+				if ((err = ulma_profile_cursor_call(prof, thread, &pc, e->func, e->ticks, e[1].ticks)))
+					break;
+				leaf = true;
+			} else if (prof && (err = ulma_profile_cursor_enter(prof, thread, &pc, e->func, e->ticks))) {
 				break;
+			}
 			events++;
 			uint64_t ns = local_clock_ns(&clk, t, e->ticks); /* event_ns, as there */
 			cpu = e->cpu;
@@ -541,8 +547,9 @@ events_into_tree(struct ulma_walk *w, uint32_t thread, const struct ulma_trace_e
 			if ((err = ulma_ct_cursor_enter(tree, thread, &cur, funcs[e->func].key, ns)))
 				break;
 		} else if (__builtin_expect(kind == ULMA_EV_EXIT, 1)) {
-			if (prof)
+			if (prof && !leaf)
 				ulma_profile_cursor_exit(prof, thread, &pc, e->ticks);
+			leaf = false;
 			events++;
 			uint64_t ns = local_clock_ns(&clk, t, e->ticks);
 			cpu = e->cpu;

@@ -31,7 +31,7 @@ struct ulma_trace_writer;
 struct ulma_trace_stream {
 	uint8_t *body;      /* the pending EVENTS chunk's body */
 	size_t len;
-	size_t room;        /* len may reach this before the slow path: cap - ULMA_TRACE_EVENT_MAX */
+	size_t room;        /* len may reach this before the slow path: cap - 2 * ULMA_TRACE_EVENT_MAX */
 	uint64_t last_ticks; /* time of the previous event in this chunk */
 	uint64_t count;     /* events in the current chunk (len 0: none, chunk not begun) */
 	uint32_t cpu;       /* cpu the decoder currently assumes */
