@@ -28,6 +28,7 @@
 #include "core/session.h"
 #include "core/trace_writer.h"
 #include "monitor/collector.h"
+#include "monitor/pace.h"
 #include "ulma/shm.h"
 
 struct producer {
@@ -136,9 +137,12 @@ int main(int argc, char **argv)
 	uint64_t wall0 = ulma_clock_monotonic_ns();
 	atomic_store(&go, 1);
 	int closed = 0;
+	struct ulma_pace pace = {0};
 	while (closed < nprod) {
+		uint64_t began = ulma_clock_monotonic_ns();
 		long n = ulma_collector_poll(&col, false);
-		atomic_store(&s.hdr->heartbeat_ns, ulma_clock_monotonic_ns());
+		uint64_t now = ulma_clock_monotonic_ns();
+		atomic_store(&s.hdr->heartbeat_ns, now);
 		if (n < 0) {
 			fprintf(stderr, "bench_drain: collector error %ld\n", n);
 			return 1;
@@ -147,10 +151,10 @@ int main(int argc, char **argv)
 		for (uint32_t i = 0; i < s.hdr->slot_count; i++)
 			closed += atomic_load(&s.slots[i].state) == ULMA_SLOT_FREE;
 		closed -= (int)s.hdr->slot_count - nprod;
-		if (n == 0) {
-			struct timespec nap = {0, 200000};
-			nanosleep(&nap, NULL);
-		}
+		/* the monitor's own pace, as `ulma run` naps (src/monitor/pace.h) */
+		long ns = ulma_pace_nap_ns(&pace, n, col.peak, ulma_session_capacity(&s), began, now);
+		struct timespec nap = {0, ns};
+		nanosleep(&nap, NULL);
 	}
 	while (ulma_collector_poll(&col, true) > 0)
 		;

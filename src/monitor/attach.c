@@ -336,6 +336,7 @@ static int attach_main(struct attach_options *o)
 						    : UINT64_MAX;
 	bool ended = false;
 	while (!stop_requested) {
+		uint64_t began = ulma_clock_monotonic_ns();
 		long n = ulma_collector_poll(&a.col, false);
 		uint64_t now = ulma_clock_monotonic_ns();
 		atomic_store_explicit(&a.session.hdr->heartbeat_ns, now, memory_order_relaxed);
@@ -354,7 +355,7 @@ static int attach_main(struct attach_options *o)
 			break;
 		if (live && ulma_live_tick(live) != ULMA_LIVE_ON)
 			break; /* q, or the terminal went away */
-		ulma_live_sleep(live, ulma_pace_nap_ns(&pace, n, a.col.peak, ulma_session_capacity(&a.session), now));
+		ulma_live_sleep(live, ulma_pace_nap_ns(&pace, n, a.col.peak, ulma_session_capacity(&a.session), began, now));
 	}
 	end_tracing(&a, ended || o->mode == MODE_HOST);
 	ulma_live_close(live);

@@ -620,6 +620,7 @@ int ulma_cmd_run(int argc, char **argv)
 	uint64_t last_flush = ulma_clock_monotonic_ns(), last_reap = last_flush;
 	struct ulma_pace pace = {0};
 	for (;;) {
+		uint64_t began = ulma_clock_monotonic_ns();
 		long n = ulma_collector_poll(&col, false);
 		uint64_t now = ulma_clock_monotonic_ns();
 		atomic_store_explicit(&session.hdr->heartbeat_ns, now, memory_order_relaxed);
@@ -642,7 +643,7 @@ int ulma_cmd_run(int argc, char **argv)
 		}
 		if (ulma_live_tick(live) == ULMA_LIVE_CLOSED)
 			ulma_die_msg("live view closed; tracing goes on into %s", o.rec.output);
-		ulma_live_sleep(live, ulma_pace_nap_ns(&pace, n, col.peak, ulma_session_capacity(&session), now));
+		ulma_live_sleep(live, ulma_pace_nap_ns(&pace, n, col.peak, ulma_session_capacity(&session), began, now));
 	}
 	child_pid = 0;
 	ulma_clock_sample(cfg.use_tsc, &endp);
