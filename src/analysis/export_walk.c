@@ -528,7 +528,6 @@ events_into_tree(struct ulma_walk *w, uint32_t thread, const struct ulma_trace_e
 	if (prof)
 		ulma_profile_cursor_load(prof, thread, &pc);
 	int err = 0;
-	bool leaf = false; /* the profile took this exit with its entry (a leaf call) */
 	for (size_t i = 0; i < n; i++) {
 		const struct ulma_trace_event *e = &ev[i];
 		const unsigned kind = e->kind;
@@ -536,7 +535,6 @@ events_into_tree(struct ulma_walk *w, uint32_t thread, const struct ulma_trace_e
 			if (prof && i + 1 < n && e[1].kind == ULMA_EV_EXIT) { /* as ulma_profile_feed_events */
 				if ((err = ulma_profile_cursor_call(prof, thread, &pc, e->func, e->ticks, e[1].ticks)))
 					break;
-				leaf = true;
 			} else if (prof && (err = ulma_profile_cursor_enter(prof, thread, &pc, e->func, e->ticks))) {
 				break;
 			}
@@ -547,9 +545,8 @@ events_into_tree(struct ulma_walk *w, uint32_t thread, const struct ulma_trace_e
 			if ((err = ulma_ct_cursor_enter(tree, thread, &cur, funcs[e->func].key, ns)))
 				break;
 		} else if (__builtin_expect(kind == ULMA_EV_EXIT, 1)) {
-			if (prof && !leaf)
+			if (prof && !(i && e[-1].kind == ULMA_EV_ENTER)) /* else taken with its entry, a leaf call */
 				ulma_profile_cursor_exit(prof, thread, &pc, e->ticks);
-			leaf = false;
 			events++;
 			uint64_t ns = local_clock_ns(&clk, t, e->ticks);
 			cpu = e->cpu;

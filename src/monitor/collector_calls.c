@@ -2,7 +2,9 @@
  * calls (entries and exits of functions already mapped, each exit the
  * top frame's) applied to the profile and the trace.  Most records of a
  * call-heavy program are such runs, so this loop is most of the monitor's
- * per-event cost (docs/design.md, "The monitor's per-event work").
+ * per-event cost (docs/design.md, "The monitor's per-event work").  An
+ * entry whose next record is its own exit, a leaf call, is applied in one
+ * step with no frame pushed (ulma_profile_cursor_leaf).
  *
  * The profile's and the stream's cursors are held in locals, and the
  * records', the profile's and the stream's clocks are one variable: a run

@@ -12,7 +12,7 @@
 #include "../core/trace_writer.h"
 #include "ulma/shm.h"
 
-/* Records read this far ahead (a prefetch a cache line): the writer's
+/* Records read this far ahead (a prefetch once or twice a cache line): the writer's
  * core holds their lines, and a fetch from it takes longer than 16
  * records' work (fib's monitor 9% less CPU at 64 than at 16; 256 no
  * better). */
