@@ -333,7 +333,7 @@ apply_loop(struct ulma_collector *c, struct ulma_collector_slot *cs, const struc
 	for (; r < end; r++) {
 		if (mode & APPLY_CALLS) {
 			r = ulma_collector_calls(p, thread, (mode & APPLY_STREAM) ? st : NULL, &cur, by_id, nby_id, r, end,
-						 &last, wake);
+						 &last, wake, cs->native_cache);
 			if (r == end)
 				break;
 		}

@@ -97,6 +97,27 @@ def test_c_recursion_has_its_exact_count_and_name(cc, run_ulma, tmp_path):
     assert rows(json.loads(rep.stdout), "native")["fib"]["calls"] == fib["calls"]
 
 
+def _figures(data):
+    return {(f["name"], f["file"], f["line"]): f for f in data["functions"]}
+
+
+def test_run_summary_equals_report_for_native_code(cc, cmod, run_ulma, tmp_path):
+    """The monitor's fast loop takes native records (their leaves without a
+    frame) as it takes Python's; the reader takes them its own way.  Every
+    figure of every function must agree: native recursion, and native code
+    under and over Python frames."""
+    script = tmp_path / "use_cmod.py"
+    script.write_text(CMOD_SCRIPT)
+    for name, argv in (("fib", [cc(["recurse.c"], "recurse_same"), "22"]), ("cmod", [str(script), cmod[0]])):
+        trace = str(tmp_path / (name + ".trace"))
+        _, data = run_json(run_ulma, argv, trace)
+        rep = run_ulma(["report", trace, "--format", "json"])
+        assert rep.returncode == 0, rep.stderr
+        assert _figures(data) == _figures(json.loads(rep.stdout)), name
+        assert data["lost"] == 0 and data["resynced"] == 0
+    assert rows(data)["leaf_impl"]["calls"] == 5
+
+
 def test_deep_native_recursion(cc, run_ulma, tmp_path):
     prog = cc(["recurse.c"], "recurse_deep")
     proc, data = run_json(run_ulma, [prog, "deep", "200000"], str(tmp_path / "d.trace"))
