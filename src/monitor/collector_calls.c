@@ -12,20 +12,20 @@
  * starts only where the three agree (they part only around other kinds of
  * records), and each event moves all three to its time, so the delta is
  * taken once and no clamp is repeated.  It is a function of its own, out
- * of collector_apply.c's general loop, compiled once with a stream and
- * once without: inlined there, with every other kind of record's state
+ * of collector_apply.c's general loop, compiled for each case apart
+ * (below): inlined there, with every other kind of record's state
  * live around it, GCC kept more of the cursors on the stack (merge sort's
  * monitor 5% less CPU out of line; bench_drain's monitor thread 102.5 -> 95.3
  * instructions an event under callgrind).
  */
 #include "collector_calls.h"
 
-#include "collector_slot.h"
-
-#include <stdbool.h>
 #include <assert.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <string.h>
+
+#include "collector_slot.h"
 
 static_assert(offsetof(struct ulma_record, cpu) == 12 && offsetof(struct ulma_record, kind) == 14 &&
 		      offsetof(struct ulma_record, flags) == 15,
@@ -46,7 +46,7 @@ static inline uint32_t record_key(const struct ulma_record *r)
 static inline __attribute__((always_inline)) const struct ulma_record *
 calls_run(struct ulma_profile *p, uint32_t thread, struct ulma_trace_stream *st, struct ulma_trace_cursor *cur,
 	  const uint32_t *by_id, uint32_t nby_id, const struct ulma_record *r, const struct ulma_record *end,
-	  uint64_t *lastp, uint64_t wake, const struct native_seen *native, const bool stream)
+	  uint64_t *lastp, uint64_t wake, const struct native_seen *native, const bool stream, const bool natives)
 {
 	struct ulma_profile_cursor pc;
 	ulma_profile_cursor_load(p, thread, &pc);
@@ -75,33 +75,24 @@ calls_run(struct ulma_profile *p, uint32_t thread, struct ulma_trace_stream *st,
 		const uint32_t sid = r->id;
 		const uint32_t raw = record_key(r), key = raw & key_mask;
 		uint64_t t = r->time > last ? r->time : last;
-		if (ULMA_UNLIKELY(t >= wake))
-			break;
-		/* an unmapped id (0 in by_id) gives UINT32_MAX: no entry's (>= nactive), no exit's (not top) */
 		uint32_t idx;
-		const uint64_t d = t - last;
-		if (key == enter_key) {
-			if (ULMA_UNLIKELY(sid >= nby_id))
-				break;
-			idx = by_id[sid] - 1;
-		} else if (key == exit_key) {
-			if (ULMA_UNLIKELY(sid >= nby_id))
-				break;
-			idx = by_id[sid] - 1;
-			goto exit;
-		} else {
+		if (natives) {
 			/* a native function's address (shm.h), through the thread's cache; on the stream's cpu */
-			if (!native || (raw >> 16) - ULMA_REC_NATIVE_ENTER > 1)
-				break; /* another kind, a flag, or a cpu change */
-			uint64_t addr = sid | (uint64_t)(raw & 0xffff) << 32;
+			if (ULMA_UNLIKELY(t >= wake || (raw >> 16) - ULMA_REC_NATIVE_ENTER > 1))
+				break;
+			const uint64_t addr = sid | (uint64_t)(raw & 0xffff) << 32;
 			const struct native_seen *seen = &native[(addr >> 4) & (NATIVE_CACHE - 1)];
-			if (seen->addr != addr)
+			if (ULMA_UNLIKELY(seen->addr != addr))
 				break;
 			idx = seen->index;
-			if ((raw >> 16) == ULMA_REC_NATIVE_EXIT)
-				goto exit;
+		} else {
+			if (ULMA_UNLIKELY(sid >= nby_id || t >= wake))
+				break;
+			/* an unmapped id (0 in by_id) gives UINT32_MAX: no entry's (>= nactive), no exit's (not top) */
+			idx = by_id[sid] - 1;
 		}
-		{
+		const uint64_t d = t - last;
+		if (natives ? (raw >> 16) == ULMA_REC_NATIVE_ENTER : key == enter_key) {
 			if (ULMA_UNLIKELY(pc.depth == pc.cap || idx >= pc.nactive))
 				break; /* the stack grows: the caller's steps */
 			bool same = pc.top == idx;
@@ -113,7 +104,8 @@ calls_run(struct ulma_profile *p, uint32_t thread, struct ulma_trace_stream *st,
 			}
 			const struct ulma_record *x = r + 1; /* its exit next: a leaf, no frame */
 			uint64_t tx;
-			if (x < end && record_key(x) == raw + (UINT32_C(1) << 16) && x->id == sid && /* enter + 1: exit */
+			if (x < end && (natives ? record_key(x) == raw + (UINT32_C(1) << 16) /* NATIVE_EXIT, same address */
+					: (record_key(x) & key_mask) == exit_key) && x->id == sid &&
 			    (tx = x->time > t ? x->time : t) < wake) {
 				ulma_profile_cursor_leaf(&pc, idx, tx - t);
 				if (stream)
@@ -123,16 +115,16 @@ calls_run(struct ulma_profile *p, uint32_t thread, struct ulma_trace_stream *st,
 			} else {
 				ulma_profile_cursor_push(&pc, idx, t);
 			}
-			last = t;
-			continue;
+		} else if (natives || key == exit_key) {
+			if (ULMA_UNLIKELY(pc.depth == 0 || pc.top != idx))
+				break; /* an exit to resynchronise */
+			ulma_profile_cursor_charge_delta(&pc, d);
+			ulma_profile_cursor_pop(&pc, t);
+			if (stream)
+				ulma_trace_cursor_word_delta(st, &tc, t, d, tc.cpu, ULMA_TAG_EXIT);
+		} else {
+			break; /* another kind, a flag, or a cpu change */
 		}
-	exit:
-		if (ULMA_UNLIKELY(pc.depth == 0 || pc.top != idx))
-			break; /* an exit to resynchronise */
-		ulma_profile_cursor_charge_delta(&pc, d);
-		ulma_profile_cursor_pop(&pc, t);
-		if (stream)
-			ulma_trace_cursor_word_delta(st, &tc, t, d, tc.cpu, ULMA_TAG_EXIT);
 		last = t;
 	}
 	pc.last_ticks = last;
@@ -144,25 +136,39 @@ calls_run(struct ulma_profile *p, uint32_t thread, struct ulma_trace_stream *st,
 	return r;
 }
 
-/* Compiled twice, with and without a stream, each on its own: the loop's
- * state then has the registers to itself.  (Twice more, without native
- * records for a thread that never wrote one, was no better: 241 against
- * 237 M instructions on bench_drain under callgrind, GCC's allocation of
- * the registers moving by a few per cent with any change to the loop.) */
+/* Compiled four times, with and without a stream, for Python's records and
+ * for native ones, each on its own so that its state has the registers to
+ * itself (one loop taking both kinds ran Python's records 1.8 instructions
+ * an event more).  A run of one kind stops at the other's first record, and
+ * ulma_collector_calls goes on with the other loop. */
 static __attribute__((noinline)) const struct ulma_record *
-calls_with_stream(struct ulma_profile *p, uint32_t thread, struct ulma_trace_stream *st, struct ulma_trace_cursor *cur,
-		  const uint32_t *by_id, uint32_t nby_id, const struct ulma_record *r, const struct ulma_record *end,
-		  uint64_t *lastp, uint64_t wake, const struct native_seen *native)
+python_with_stream(struct ulma_profile *p, uint32_t thread, struct ulma_trace_stream *st, struct ulma_trace_cursor *cur,
+		   const uint32_t *by_id, uint32_t nby_id, const struct ulma_record *r, const struct ulma_record *end,
+		   uint64_t *lastp, uint64_t wake)
 {
-	return calls_run(p, thread, st, cur, by_id, nby_id, r, end, lastp, wake, native, true);
+	return calls_run(p, thread, st, cur, by_id, nby_id, r, end, lastp, wake, NULL, true, false);
 }
 
 static __attribute__((noinline)) const struct ulma_record *
-calls_without_stream(struct ulma_profile *p, uint32_t thread, const uint32_t *by_id, uint32_t nby_id,
-		     const struct ulma_record *r, const struct ulma_record *end, uint64_t *lastp, uint64_t wake,
-		     const struct native_seen *native)
+python_without_stream(struct ulma_profile *p, uint32_t thread, const uint32_t *by_id, uint32_t nby_id,
+		      const struct ulma_record *r, const struct ulma_record *end, uint64_t *lastp, uint64_t wake)
 {
-	return calls_run(p, thread, NULL, NULL, by_id, nby_id, r, end, lastp, wake, native, false);
+	return calls_run(p, thread, NULL, NULL, by_id, nby_id, r, end, lastp, wake, NULL, false, false);
+}
+
+static __attribute__((noinline)) const struct ulma_record *
+native_with_stream(struct ulma_profile *p, uint32_t thread, struct ulma_trace_stream *st, struct ulma_trace_cursor *cur,
+		   const struct ulma_record *r, const struct ulma_record *end, uint64_t *lastp, uint64_t wake,
+		   const struct native_seen *native)
+{
+	return calls_run(p, thread, st, cur, NULL, 0, r, end, lastp, wake, native, true, true);
+}
+
+static __attribute__((noinline)) const struct ulma_record *
+native_without_stream(struct ulma_profile *p, uint32_t thread, const struct ulma_record *r,
+		      const struct ulma_record *end, uint64_t *lastp, uint64_t wake, const struct native_seen *native)
+{
+	return calls_run(p, thread, NULL, NULL, NULL, 0, r, end, lastp, wake, native, false, true);
 }
 
 const struct ulma_record *ulma_collector_calls(struct ulma_profile *p, uint32_t thread, struct ulma_trace_stream *st,
@@ -170,6 +176,20 @@ const struct ulma_record *ulma_collector_calls(struct ulma_profile *p, uint32_t 
 					       const struct ulma_record *r, const struct ulma_record *end,
 					       uint64_t *lastp, uint64_t wake, const struct native_seen *native)
 {
-	return st ? calls_with_stream(p, thread, st, cur, by_id, nby_id, r, end, lastp, wake, native)
-		  : calls_without_stream(p, thread, by_id, nby_id, r, end, lastp, wake, native);
+	while (r < end) {
+		const struct ulma_record *next;
+		if (r->kind == ULMA_REC_NATIVE_ENTER || r->kind == ULMA_REC_NATIVE_EXIT) {
+			if (!native)
+				break; /* the thread's first: the cache is made by the general steps */
+			next = st ? native_with_stream(p, thread, st, cur, r, end, lastp, wake, native)
+				  : native_without_stream(p, thread, r, end, lastp, wake, native);
+		} else {
+			next = st ? python_with_stream(p, thread, st, cur, by_id, nby_id, r, end, lastp, wake)
+				  : python_without_stream(p, thread, by_id, nby_id, r, end, lastp, wake);
+		}
+		if (next == r)
+			break; /* nothing taken: for the general steps */
+		r = next;
+	}
+	return r;
 }
