@@ -170,7 +170,7 @@ static uint32_t native_miss(struct ulma_collector *c, struct ulma_collector_slot
 	}
 	uint32_t idx = ulma_collector_native(c, cs->pid, addr);
 	if (idx != UINT32_MAX)
-		cs->native_cache[(addr >> 4) & (NATIVE_CACHE - 1)] = (struct native_seen){addr, idx};
+		cs->native_cache[ulma_collector_native_slot(addr)] = (struct native_seen){addr, idx};
 	return idx;
 }
 
@@ -394,7 +394,7 @@ apply_loop(struct ulma_collector *c, struct ulma_collector_slot *cs, const struc
 			/* its CPU is the thread's last known (shm.h) */
 			uint64_t addr = native_addr(r);
 			const struct native_seen *seen =
-				cs->native_cache ? &cs->native_cache[(addr >> 4) & (NATIVE_CACHE - 1)] : NULL;
+				cs->native_cache ? &cs->native_cache[ulma_collector_native_slot(addr)] : NULL;
 			if (ULMA_LIKELY(seen && seen->addr == addr)) {
 				idx = seen->index;
 			} else {

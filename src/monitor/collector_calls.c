@@ -81,7 +81,7 @@ calls_run(struct ulma_profile *p, uint32_t thread, struct ulma_trace_stream *st,
 			if (ULMA_UNLIKELY(t >= wake || (raw >> 16) - ULMA_REC_NATIVE_ENTER > 1))
 				break;
 			const uint64_t addr = sid | (uint64_t)(raw & 0xffff) << 32;
-			const struct native_seen *seen = &native[(addr >> 4) & (NATIVE_CACHE - 1)];
+			const struct native_seen *seen = &native[ulma_collector_native_slot(addr)];
 			if (ULMA_UNLIKELY(seen->addr != addr))
 				break;
 			idx = seen->index;

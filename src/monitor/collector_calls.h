@@ -14,10 +14,10 @@
 
 struct native_seen;
 
-/* Records read this far ahead (a prefetch once or twice a cache line): the writer's
- * core holds their lines, and a fetch from it takes longer than 16
- * records' work (fib's monitor 9% less CPU at 64 than at 16; 256 no
- * better). */
+/* Records read this far ahead (the run loop prefetches at every record,
+ * the general loop once a cache line): the writer's core holds their
+ * lines, and a fetch from it takes longer than 16 records' work (fib's
+ * monitor 9% less CPU at 64 than at 16; 256 no better). */
 #define ULMA_PREFETCH_RECORDS 64
 
 /* Apply the run of plain calls that starts at r, up to end: entries and

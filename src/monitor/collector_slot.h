@@ -9,6 +9,7 @@
 #define ULMA_COLLECTOR_SLOT_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -58,6 +59,13 @@ struct native_seen {
 	uint32_t index;
 };
 #define NATIVE_EMPTY UINT64_MAX
+
+/* The place of native address addr in a thread's cache (its hit or its
+ * miss): the one rule the cache's filling and its lookups share. */
+static inline size_t ulma_collector_native_slot(uint64_t addr)
+{
+	return (size_t)(addr >> 4) & (NATIVE_CACHE - 1);
+}
 
 /* Empty the cache (all NATIVE_EMPTY). */
 static inline void ulma_collector_native_forget(struct native_seen *cache)
