@@ -159,8 +159,9 @@ bool ulma_offcpu_until(struct ulma_offcpu_thread *t, uint64_t ticks, enum ulma_o
 	return done;
 }
 
-/* Queue a record in time order (records of one thread come from several
- * CPUs' buffers, each in order). */
+/* Queue a record in time order.  ulma_switches_read merges the CPUs'
+ * buffers, so a record comes after those queued and is appended; the scan
+ * from the back only puts right one that the kernel stamped out of order. */
 static int queue(struct ulma_offcpu_thread *t, const struct ulma_offcpu_pending *r)
 {
 	if (!t->claimed && t->len >= UNCLAIMED_KEEP) {

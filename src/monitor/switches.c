@@ -26,11 +26,16 @@ struct cpu_buffer {
 	uint8_t *data;
 	uint64_t size; /* bytes of data, a power of two */
 	size_t map_len;
+	/* while ulma_switches_read runs: the records from tail up to head (data_head as it began) are
+	 * to be read; `next`, when the buffer is in the merge, is the record at tail, ending at next_end */
+	uint64_t head, tail, next_end;
+	struct ulma_switch_record next;
 };
 
 struct ulma_switches {
 	int ncpu;
 	struct cpu_buffer *cpu;
+	int *merge; /* a min-heap of the CPUs whose buffers have a record to deliver, by its time */
 	int *fds; /* every event, buffer owners included */
 	size_t nfds, cap_fds;
 	struct ulma_idmap followed; /* tids with events of their own (open_process) */
@@ -147,7 +152,10 @@ static int new_switches(struct ulma_switches **out)
 		return -ENOMEM;
 	sw->ncpu = n > 0 ? (int)n : 1;
 	sw->cpu = calloc((size_t)sw->ncpu, sizeof(*sw->cpu));
-	if (!sw->cpu) {
+	sw->merge = calloc((size_t)sw->ncpu, sizeof(*sw->merge));
+	if (!sw->cpu || !sw->merge) {
+		free(sw->cpu);
+		free(sw->merge);
 		free(sw);
 		return -ENOMEM;
 	}
@@ -214,10 +222,11 @@ int ulma_switches_open_process(pid_t pid, struct ulma_switches **out)
 	return 0;
 }
 
-static int deliver(struct ulma_switches *sw, const struct perf_event_header *h, const uint8_t *body,
-		   int (*fn)(void *, const struct ulma_switch_record *), void *ctx)
+/* The record a perf record body holds, into *r: 1, or 0 for one that is
+ * not a switch or an exit (a LOST record is counted here). */
+static int decode(struct ulma_switches *sw, const struct perf_event_header *h, const uint8_t *body,
+		  struct ulma_switch_record *r)
 {
-	struct ulma_switch_record r;
 	const struct sample_id *id;
 	size_t len = h->size - sizeof(*h);
 	switch (h->type) {
@@ -225,15 +234,15 @@ static int deliver(struct ulma_switches *sw, const struct perf_event_header *h, 
 		if (len < sizeof(*id))
 			return 0;
 		id = (const struct sample_id *)body;
-		r.kind = !(h->misc & PERF_RECORD_MISC_SWITCH_OUT)		? ULMA_SWITCH_IN
-			 : (h->misc & PERF_RECORD_MISC_SWITCH_OUT_PREEMPT) ? ULMA_SWITCH_PREEMPT
-									    : ULMA_SWITCH_OUT;
+		r->kind = !(h->misc & PERF_RECORD_MISC_SWITCH_OUT)		 ? ULMA_SWITCH_IN
+			  : (h->misc & PERF_RECORD_MISC_SWITCH_OUT_PREEMPT) ? ULMA_SWITCH_PREEMPT
+									     : ULMA_SWITCH_OUT;
 		break;
 	case PERF_RECORD_EXIT: /* pid, ppid, tid, ptid, time, then the sample id */
 		if (len < 24 + sizeof(*id))
 			return 0;
 		id = (const struct sample_id *)(body + 24);
-		r.kind = ULMA_SWITCH_EXIT;
+		r->kind = ULMA_SWITCH_EXIT;
 		break;
 	case PERF_RECORD_LOST: /* id, lost */
 		if (len >= 16) {
@@ -245,55 +254,114 @@ static int deliver(struct ulma_switches *sw, const struct perf_event_header *h, 
 	default:
 		return 0;
 	}
-	r.ns = id->time;
-	r.pid = id->pid;
-	r.tid = id->tid;
-	r.cpu = id->cpu;
-	return fn(ctx, &r);
+	r->ns = id->time;
+	r->pid = id->pid;
+	r->tid = id->tid;
+	r->cpu = id->cpu;
+	return 1;
 }
 
+/* Decode buffer b's next record to deliver into b->next, passing over (and
+ * consuming) the others; false when none is left before b->head, or at a
+ * corrupt header (the rest is read once more has arrived). */
+static bool buffer_next(struct ulma_switches *sw, struct cpu_buffer *b)
+{
+	while (b->tail < b->head) {
+		uint64_t rec[64]; /* 512 bytes, aligned as the buffer's records are */
+		struct perf_event_header h;
+		uint64_t at = b->tail & (b->size - 1);
+		if (at + sizeof(h) <= b->size) {
+			memcpy(&h, b->data + at, sizeof(h));
+		} else { /* the header straddles the end */
+			size_t first = (size_t)(b->size - at);
+			memcpy(&h, b->data + at, first);
+			memcpy((uint8_t *)&h + first, b->data, sizeof(h) - first);
+		}
+		if (h.size < sizeof(h) || b->tail + h.size > b->head)
+			return false;
+		size_t body = h.size - sizeof(h);
+		uint64_t from = (at + sizeof(h)) & (b->size - 1);
+		const uint8_t *p = b->data + from;
+		if (from + body > b->size) { /* the body straddles the end: read from a copy */
+			if (body > sizeof(rec)) { /* none of ours is that long */
+				b->tail += h.size;
+				continue;
+			}
+			size_t first = (size_t)(b->size - from);
+			memcpy(rec, p, first);
+			memcpy((uint8_t *)rec + first, b->data, body - first);
+			p = (const uint8_t *)rec;
+		}
+		if (decode(sw, &h, p, &b->next)) {
+			b->next_end = b->tail + h.size;
+			return true;
+		}
+		b->tail += h.size;
+	}
+	return false;
+}
+
+/* Does CPU a's next record come before CPU b's (ties: the lower CPU first)? */
+static bool earlier(const struct ulma_switches *sw, int a, int b)
+{
+	uint64_t x = sw->cpu[a].next.ns, y = sw->cpu[b].next.ns;
+	return x < y || (x == y && a < b);
+}
+
+/* Restore the heap order of merge[0, n) below place i. */
+static void sift_down(struct ulma_switches *sw, int i, int n)
+{
+	int *h = sw->merge;
+	for (;;) {
+		int l = 2 * i + 1, least = i;
+		if (l < n && earlier(sw, h[l], h[least]))
+			least = l;
+		if (l + 1 < n && earlier(sw, h[l + 1], h[least]))
+			least = l + 1;
+		if (least == i)
+			return;
+		int t = h[i];
+		h[i] = h[least];
+		h[least] = t;
+		i = least;
+	}
+}
+
+/* Each CPU's buffer is in time order; a thread's records are spread over
+ * the CPUs it ran on.  Merging the buffers hands every thread's records on
+ * in time order, so whoever keeps them sorted (offcpu.c) appends. */
 long ulma_switches_read(struct ulma_switches *sw, int (*fn)(void *ctx, const struct ulma_switch_record *r),
 			void *ctx)
 {
-	long count = 0;
+	int n = 0;
 	for (int c = 0; c < sw->ncpu; c++) {
 		struct cpu_buffer *b = &sw->cpu[c];
 		if (!b->meta)
 			continue;
 		/* acquire: the records up to data_head are written */
-		uint64_t head = __atomic_load_n(&b->meta->data_head, __ATOMIC_ACQUIRE);
-		uint64_t tail = b->meta->data_tail;
-		int err = 0;
-		while (tail < head && !err) {
-			uint8_t rec[512];
-			struct perf_event_header h;
-			uint64_t at = tail & (b->size - 1);
-			if (at + sizeof(h) <= b->size) {
-				memcpy(&h, b->data + at, sizeof(h));
-			} else { /* the header straddles the end */
-				size_t first = (size_t)(b->size - at);
-				memcpy(&h, b->data + at, first);
-				memcpy((uint8_t *)&h + first, b->data, sizeof(h) - first);
-			}
-			if (h.size < sizeof(h) || tail + h.size > head)
-				break; /* corrupt: stop reading this buffer until more arrives */
-			size_t body = h.size - sizeof(h);
-			if (body <= sizeof(rec)) {
-				uint64_t from = (at + sizeof(h)) & (b->size - 1);
-				size_t first = from + body <= b->size ? body : (size_t)(b->size - from);
-				memcpy(rec, b->data + from, first);
-				memcpy(rec + first, b->data, body - first);
-				err = deliver(sw, &h, rec, fn, ctx);
-				count++;
-			}
-			tail += h.size;
-		}
-		/* release: we are done with the records before the kernel reuses them */
-		__atomic_store_n(&b->meta->data_tail, tail, __ATOMIC_RELEASE);
-		if (err < 0)
-			return err;
+		b->head = __atomic_load_n(&b->meta->data_head, __ATOMIC_ACQUIRE);
+		b->tail = b->meta->data_tail;
+		if (buffer_next(sw, b))
+			sw->merge[n++] = c;
 	}
-	return count;
+	for (int i = n / 2 - 1; i >= 0; i--)
+		sift_down(sw, i, n);
+	long count = 0;
+	int err = 0;
+	while (n > 0 && !err) {
+		struct cpu_buffer *b = &sw->cpu[sw->merge[0]];
+		if ((err = fn(ctx, &b->next)) < 0)
+			break; /* b's record stays for the next read */
+		count++;
+		b->tail = b->next_end;
+		if (!buffer_next(sw, b))
+			sw->merge[0] = sw->merge[--n];
+		sift_down(sw, 0, n);
+	}
+	for (int c = 0; c < sw->ncpu; c++) /* release: we are done with the records before the kernel reuses them */
+		if (sw->cpu[c].meta)
+			__atomic_store_n(&sw->cpu[c].meta->data_tail, sw->cpu[c].tail, __ATOMIC_RELEASE);
+	return err < 0 ? err : count;
 }
 
 uint64_t ulma_switches_lost(const struct ulma_switches *sw)
@@ -312,6 +380,7 @@ void ulma_switches_close(struct ulma_switches *sw)
 		close(sw->fds[i]);
 	free(sw->fds);
 	free(sw->cpu);
+	free(sw->merge);
 	ulma_idmap_free(&sw->followed);
 	free(sw);
 }

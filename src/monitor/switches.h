@@ -51,8 +51,9 @@ int ulma_switches_open_child(pid_t pid, struct ulma_switches **out);
 int ulma_switches_open_process(pid_t pid, struct ulma_switches **out);
 
 /* Call `fn` for every record the kernel has written since the last call,
- * each CPU's in time order (CPUs one after another).  Returns the number of
- * records, or fn's negative return. */
+ * in time order (the CPUs' buffers merged).  Returns the number of records,
+ * or fn's first negative return (the record it refused and those after it
+ * are delivered again by the next call). */
 long ulma_switches_read(struct ulma_switches *sw, int (*fn)(void *ctx, const struct ulma_switch_record *r),
 			void *ctx);
 
