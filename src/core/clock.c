@@ -103,17 +103,22 @@ void ulma_clock_track_update(struct ulma_clock_track *t)
 		t->ticks_per_ns = (double)(p.ticks - t->start.ticks) / (double)(p.ns - t->start.ns);
 }
 
+/* The pair nearest v.  The ring holds the pairs in time order (the newest
+ * just before `next`), so from the newest back the distance falls until
+ * the pairs pass v and rises after: stop there.  A switch record is most
+ * often newer than all but the last pair or two. */
 static const struct ulma_clock_pair *nearest(const struct ulma_clock_track *t, uint64_t v, bool by_ns)
 {
-	const struct ulma_clock_pair *best = &t->pair[0];
+	unsigned k = (t->next + ULMA_CLOCK_TRACK_PAIRS - 1) % ULMA_CLOCK_TRACK_PAIRS;
+	const struct ulma_clock_pair *best = &t->pair[k];
 	uint64_t best_d = UINT64_MAX;
-	for (unsigned i = 0; i < t->npairs; i++) {
-		uint64_t x = by_ns ? t->pair[i].ns : t->pair[i].ticks;
+	for (unsigned i = 0; i < t->npairs; i++, k = (k + ULMA_CLOCK_TRACK_PAIRS - 1) % ULMA_CLOCK_TRACK_PAIRS) {
+		uint64_t x = by_ns ? t->pair[k].ns : t->pair[k].ticks;
 		uint64_t d = x > v ? x - v : v - x;
-		if (d < best_d) {
-			best_d = d;
-			best = &t->pair[i];
-		}
+		if (d >= best_d)
+			break;
+		best_d = d;
+		best = &t->pair[k];
 	}
 	return best;
 }

@@ -2,7 +2,9 @@
  * the ULMA_CLOCK override, monotonic readings within a thread, the CPU
  * number, paired sampling, and calibration of ticks to nanoseconds (checked
  * against CLOCK_MONOTONIC over a separate ~50 ms sleep), plus the identity
- * map of the CLOCK_MONOTONIC fallback. */
+ * map of the CLOCK_MONOTONIC fallback; the map of other clocks' times
+ * (ulma_clock_track) converting through the pair nearest in time, with the
+ * ring of pairs wrapped. */
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
@@ -145,6 +147,45 @@ static void test_calibrate_synthetic(void)
 	      cal.ns_per_tick);
 }
 
+/* Twenty pairs 2 ms apart, pair i offset by i * 100 ticks (as a drift
+ * would), into the ring of 16: each conversion shows which pair it took,
+ * and that must be the kept pair nearest in time. */
+static void test_track_nearest_pair(void)
+{
+	struct ulma_clock_track t;
+	struct ulma_clock_pair start = {1000, 0};
+	ulma_clock_track_init(&t, true, &start, 1000000000u); /* one tick a ns */
+	const unsigned pairs = 20, kept_from = pairs - ULMA_CLOCK_TRACK_PAIRS;
+	t.npairs = 0;
+	t.next = 0;
+	for (unsigned i = 0; i < pairs; i++) {
+		uint64_t ns = (uint64_t)i * 2000000u;
+		t.pair[t.next] = (struct ulma_clock_pair){1000 + ns + i * 100, ns};
+		t.next = (t.next + 1) % ULMA_CLOCK_TRACK_PAIRS;
+		if (t.npairs < ULMA_CLOCK_TRACK_PAIRS)
+			t.npairs++;
+	}
+	unsigned wrong_ticks = 0, wrong_ns = 0;
+	for (int j = -2; j < (int)pairs + 2; j++) {
+		for (int quarter = 0; quarter < 4; quarter++) {
+			int64_t v = (int64_t)j * 2000000 + quarter * 450000 + 1;
+			if (v < 0)
+				continue;
+			unsigned want = kept_from; /* the kept pair nearest v, by brute force */
+			for (unsigned i = kept_from; i < pairs; i++) {
+				int64_t di = v - (int64_t)i * 2000000, dw = v - (int64_t)want * 2000000;
+				if ((di < 0 ? -di : di) < (dw < 0 ? -dw : dw))
+					want = i;
+			}
+			uint64_t ticks = ulma_clock_track_ticks(&t, (uint64_t)v);
+			wrong_ticks += ticks != 1000 + (uint64_t)v + want * 100;
+			wrong_ns += ulma_clock_track_ns(&t, 1000 + (uint64_t)v + want * 100) != (uint64_t)v;
+		}
+	}
+	CHECK(wrong_ticks == 0, "ns to ticks through the nearest kept pair (%u conversions not)", wrong_ticks);
+	CHECK(wrong_ns == 0, "ticks to ns through the nearest kept pair (%u conversions not)", wrong_ns);
+}
+
 /* Calibrate over one interval, then time a separate ~50 ms sleep in ticks
  * and compare the converted duration with CLOCK_MONOTONIC. */
 static void test_tsc_calibration(void)
@@ -197,6 +238,7 @@ int main(void)
 	CHECK(usable == expect, "tsc_usable (%d) matches /proc/cpuinfo invariant TSC + rdtscp (%d)", usable,
 	      expect);
 	CHECK(ulma_clock_tsc_usable() == usable, "tsc_usable is stable across calls");
+	test_track_nearest_pair();
 
 	test_monotonic_within_thread(false, "CLOCK_MONOTONIC readings never go backwards");
 	if (usable)
