@@ -677,7 +677,7 @@ int ulma_walk_run(struct ulma_walk *w, FILE *f, const struct ulma_walk_sink *sin
 	w->sink = sink ? sink : &none;
 	w->keep_all = flt->tid == ULMA_WALK_ALL && flt->pid == ULMA_WALK_ALL && flt->from_ns == 0 &&
 		      flt->to_ns == UINT64_MAX && flt->min_duration_ns == 0 && flt->ninclude == 0 && flt->nexclude == 0;
-	ulma_walk_scan_end(w, f);
+	ulma_walk_scan_ahead(w, f);
 	struct ulma_trace_visitor v = {.on_events = on_events};
 	ulma_walk_visitor_init(w, &v);
 	if (w->sink->profile)

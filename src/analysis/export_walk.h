@@ -266,6 +266,8 @@ struct ulma_walk {
 	uint64_t cost_fp;        /* cost_ps in ns, 32.32 fixed point */
 	bool have_end;
 	uint64_t end_ticks, end_ns;
+	bool have_last_cost;   /* the trace's last OVERHEAD figure, found before decoding */
+	uint64_t last_cost_ps;
 	const struct ulma_walk_sink *sink;
 	struct ulma_idmap keys; /* hash of name, file, line -> func */
 	struct ulma_idmap rank_of_pid; /* a merged MPI trace's: pid + 1 -> rank + 1 */

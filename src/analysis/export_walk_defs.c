@@ -3,7 +3,7 @@
  * and pattern verdicts, processes, threads and their filter verdicts), the
  * records that are not events (marks, held until their thread's frames are
  * announced; MPI events; allocations and objects; sched samples; sources;
- * the hook's cost), and the END pair found before decoding.  Each record
+ * the hook's cost), and the END pair and last cost found before decoding.  Each record
  * gets its thread's corrected time (export_walk_internal.h's record_ns)
  * and goes to the profile the walk feeds and to the sink, if they take it.
  * The frames and events are export_walk.c's.
@@ -24,15 +24,15 @@
 #include "../core/varint.h"
 #include "ulma/trace_format.h"
 
-/* ---------- the END pair, found before decoding ---------- */
+/* ---------- the END pair and the last OVERHEAD, found before decoding ---------- */
 
 static uint32_t get_u32le(const uint8_t *p)
 {
 	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
-/* Skip from chunk header to chunk header looking for END. */
-void ulma_walk_scan_end(struct ulma_walk *w, FILE *f)
+/* Skip from chunk header to chunk header, reading END and OVERHEAD. */
+void ulma_walk_scan_ahead(struct ulma_walk *w, FILE *f)
 {
 	long pos = ftell(f);
 	uint8_t buf[ULMA_TRACE_CHUNK_HEADER > 64 ? ULMA_TRACE_CHUNK_HEADER : 64];
@@ -44,7 +44,7 @@ void ulma_walk_scan_end(struct ulma_walk *w, FILE *f)
 		uint32_t type = get_u32le(buf), len = get_u32le(buf + 4), crc = get_u32le(buf + 8);
 		if (len > ULMA_TRACE_MAX_CHUNK)
 			break;
-		if (type != ULMA_CHUNK_END || len > sizeof(buf)) {
+		if ((type != ULMA_CHUNK_END && type != ULMA_CHUNK_OVERHEAD) || len > sizeof(buf)) {
 			if (fseek(f, (long)len, SEEK_CUR) != 0)
 				break;
 			continue;
@@ -52,6 +52,14 @@ void ulma_walk_scan_end(struct ulma_walk *w, FILE *f)
 		if (fread(buf, 1, len, f) != len || ulma_crc32c(0, buf, len) != crc)
 			break;
 		const uint8_t *p = buf;
+		if (type == ULMA_CHUNK_OVERHEAD) {
+			uint64_t ps;
+			if (ulma_varint_get(&p, buf + len, &ps) == 0 && p == buf + len) {
+				w->last_cost_ps = ps;
+				w->have_last_cost = true;
+			}
+			continue;
+		}
 		if (ulma_varint_get(&p, buf + len, &w->end_ticks) == 0 &&
 		    ulma_varint_get(&p, buf + len, &w->end_ns) == 0)
 			w->have_end = true;
@@ -283,6 +291,8 @@ static int on_object(void *ctx, const struct ulma_trace_object *o)
 static int on_overhead(void *ctx, uint64_t ps)
 {
 	struct ulma_walk *w = ctx;
+	if (w->have_last_cost) /* the run's figure, from the first event on (ulma_walk_scan_ahead) */
+		ps = w->last_cost_ps;
 	if (!w->filter.no_correction) {
 		w->cost_ps = ps;
 		w->cost_fp = (uint64_t)(((unsigned __int128)ps << 32) / 1000); /* ns, 32.32 fixed point */

@@ -39,10 +39,13 @@ static inline uint64_t record_ns(const struct ulma_walk *w, const struct ulma_wa
 	return t->seen && ns < t->last_ns ? t->last_ns : ns;
 }
 
-/* Look for the END chunk from f's position without decoding, and note its
- * clock pair in w (have_end) if found; f's position is restored.  Any
- * surprise just means "no END known": the decode that follows reports it. */
-void ulma_walk_scan_end(struct ulma_walk *w, FILE *f);
+/* Look ahead from f's position without decoding, for the END chunk (its
+ * clock pair into w: have_end) and the last OVERHEAD chunk (the hook's
+ * cost as measured again at the program's stop, the run's figure:
+ * have_last_cost), so that the times are corrected by it from the first
+ * event; f's position is restored.  Any surprise just means "not known":
+ * the decode that follows reports it. */
+void ulma_walk_scan_ahead(struct ulma_walk *w, FILE *f);
 
 /* Fill v's callbacks for everything but events (definitions, marks, MPI,
  * memory, objects, sched samples, sources, END), as w's sink asks: on

@@ -399,10 +399,14 @@ static void note_pending_off(struct ulma_collector *c, struct ulma_collector_slo
 long ulma_collector_poll(struct ulma_collector *c, bool final)
 {
 	long total = 0;
-	if (!c->overhead_ps) {
-		c->overhead_ps = atomic_load_explicit(&c->session->hdr->overhead_ps, memory_order_relaxed);
-		if (c->overhead_ps && c->writer)
-			ulma_collector_set_error(c, ulma_trace_overhead(c->writer, c->overhead_ps));
+	/* the hook's cost: measured at start-up, and lowered by the measure
+	 * again at stop() (src/python/calibrate.c); each figure into the trace,
+	 * whose last is the run's */
+	uint64_t overhead_ps = atomic_load_explicit(&c->session->hdr->overhead_ps, memory_order_relaxed);
+	if (overhead_ps != c->overhead_ps) {
+		c->overhead_ps = overhead_ps;
+		if (overhead_ps && c->writer)
+			ulma_collector_set_error(c, ulma_trace_overhead(c->writer, overhead_ps));
 	}
 	ulma_collector_scan_defs(c, final);
 	uint64_t rss_round = ulma_collector_rss_due(c);

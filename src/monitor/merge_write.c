@@ -26,7 +26,7 @@ struct output {
 	uint64_t next_serial;
 	uint64_t moved;  /* events the logical pass moved */
 	int64_t max_move;
-	bool overhead_written;
+	const struct merge_rank *overhead_rank; /* whose hook costs the output carries: the first rank with one */
 };
 
 /* A reader of a spill's records (merge.h) from the front: each reader
@@ -177,9 +177,11 @@ static int p2_process(void *ctx, const struct ulma_trace_process *proc)
 static int p2_overhead(void *ctx, uint64_t ps)
 {
 	struct pass2 *p = ctx;
-	if (p->o->overhead_written)
+	/* the first rank's figures, each (the program measures again at its stop, and a
+	 * reader keeps the last): one cost for every rank, as before */
+	if (p->o->overhead_rank && p->o->overhead_rank != p->r)
 		return 0;
-	p->o->overhead_written = true;
+	p->o->overhead_rank = p->r;
 	return ulma_trace_overhead(p->o->w, ps);
 }
 

@@ -13,4 +13,16 @@
  * -1 with a Python exception set when it could not be installed again. */
 int ulma_calibrate(PyObject *module, uint64_t *ps_per_event);
 
+/* start()'s measure, published in the session header, by the process
+ * that measured it (it notes that it did). */
+void ulma_calibrate_publish(struct ulma_shm_header *hdr, uint64_t ps);
+
+/* At stop(), in the process that published the session's figure, after
+ * the hook was removed and tracing stopped: measure again, and lower the
+ * header's figure to this one if it is lower (docs/overhead.md: start-up
+ * runs in a slow state often enough that the lower of the two is the
+ * run's).  The hook is removed again on return.  Nothing else is done in
+ * another process (a forked child) or when nothing was published. */
+void ulma_calibrate_again(PyObject *module, struct ulma_shm_header *hdr);
+
 #endif

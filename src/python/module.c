@@ -165,13 +165,12 @@ static PyObject *start(PyObject *module, PyObject *const *args, Py_ssize_t nargs
 		return NULL;
 	}
 	if (atomic_load(&hdr->overhead_ps) == 0) { /* the session's first process measures the hook */
-		uint64_t ps, unset = 0;
+		uint64_t ps;
 		if (ulma_calibrate(module, &ps) < 0) {
 			ulma_lines_stop();
 			return NULL;
 		}
-		if (ps)
-			atomic_compare_exchange_strong(&hdr->overhead_ps, &unset, ps);
+		ulma_calibrate_publish(hdr, ps);
 	}
 	if (ulma_lines_start() < 0) {
 		PyObject *et, *ev, *tb;
@@ -211,6 +210,8 @@ static PyObject *stop(PyObject *module, PyObject *unused)
 	ulma_thread_names_stop();
 	if (rc < 0)
 		return NULL;
+	/* tracing has stopped: the measure is again in no frame's time */
+	ulma_calibrate_again(module, ulma_rt.session.hdr);
 	Py_RETURN_NONE;
 }
 
