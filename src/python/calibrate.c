@@ -208,6 +208,12 @@ void ulma_calibrate_again(PyObject *module, struct ulma_shm_header *hdr)
 	if (!hdr || published_by != getpid())
 		return;
 	published_by = 0; /* once: a later start() in this process makes a new session */
+	/* as at start-up: from the hook installed, so that a profiler the
+	 * program runs is chained behind it and the rounds set it aside */
+	if (ulma_hook_install(module) < 0) {
+		PyErr_Clear();
+		return;
+	}
 	uint64_t ps = 0;
 	if (ulma_calibrate(module, &ps) < 0)
 		PyErr_Clear(); /* the hook could not be installed: nothing measured, nothing to remove */

@@ -21,7 +21,8 @@ void ulma_calibrate_publish(struct ulma_shm_header *hdr, uint64_t ps);
  * the hook was removed and tracing stopped: measure again, and lower the
  * header's figure to this one if it is lower (docs/overhead.md: start-up
  * runs in a slow state often enough that the lower of the two is the
- * run's).  The hook is removed again on return.  Nothing else is done in
+ * run's).  The hook is installed for it, as at start-up, and removed again
+ * on return.  Nothing else is done in
  * another process (a forked child) or when nothing was published. */
 void ulma_calibrate_again(PyObject *module, struct ulma_shm_header *hdr);
 
