@@ -348,7 +348,7 @@ long ulma_switches_read(struct ulma_switches *sw, int (*fn)(void *ctx, const str
 		sift_down(sw, i, n);
 	long count = 0;
 	int err = 0;
-	while (n > 0 && !err) {
+	while (n > 0) {
 		struct cpu_buffer *b = &sw->cpu[sw->merge[0]];
 		if ((err = fn(ctx, &b->next)) < 0)
 			break; /* b's record stays for the next read */
