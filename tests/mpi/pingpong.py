@@ -5,9 +5,10 @@ then one pickled object each way (tag 9, MPI_Mprobe + MPI_Mrecv), and every
 rank joins a barrier and an allreduce.
 
 Each rank naps NAP seconds before each of its sends, so the other's receive
-waits at least that long: `ping` and `pong` each wait in MPI_Recv for at
-least ROUNDS * NAP, a known answer that outweighs the run's other waits
-(MPI_Init, the barrier) on a loaded machine as on a quiet one."""
+waits about that long: `ping` and `pong` each wait in MPI_Recv for about
+ROUNDS * NAP (less where a receive begins after the partner's nap did, as
+the first round's can), a known answer that outweighs the run's other waits
+but MPI_Init's on a loaded machine as on a quiet one."""
 import time
 
 from mpi4py import MPI

@@ -221,11 +221,13 @@ def test_mpi4py_pingpong(tmp_path, ulma_bin):
     assert len(pickled) == 1 and (pickled[0]["src"], pickled[0]["dst"]) == (0, 1) and pickled[0]["bytes"] > 0
     assert all(m["recv_ns"] > m["send_ns"] for m in d["messages"])
     # the Python functions that waited: each rank naps 20 ms before each of its 10 sends (pingpong.py),
-    # so ping (rank 0) and pong (rank 1) each wait at least 200 ms in MPI_Recv: among a rank's three largest
+    # so ping (rank 0) and pong (rank 1) each wait about 200 ms in MPI_Recv, among a rank's three largest.
+    # Less than all of it: a receive can begin after the partner's nap did (the first round, where one
+    # rank leaves MPI_Init later; CI saw pong wait 198.8 ms), so three quarters of it is the bound
     for r in d["ranks"]:
         me = {0: "ping", 1: "pong"}[r["rank"]]
         waited = {(w["function"], w["mpi"]): w["ns"] for w in r["waits"]}
-        assert waited.get((me, "MPI_Recv"), 0) >= 10 * 20_000_000, r["waits"]
+        assert waited.get((me, "MPI_Recv"), 0) >= 0.75 * 10 * 20_000_000, r["waits"]
         assert r["waits"][0]["ns"] >= waited[(me, "MPI_Recv")], r["waits"]  # most first
 
 
