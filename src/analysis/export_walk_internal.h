@@ -17,9 +17,8 @@ static inline uint64_t ticks_to_ns(uint64_t ticks, uint64_t ticks0, bool tsc, ui
 {
 	if (ticks <= ticks0)
 		return 0;
-	if (!tsc)
-		return ticks - ticks0;
-	unsigned __int128 ns = ((unsigned __int128)(ticks - ticks0) * ns_per_tick_fp + (1u << 31)) >> 32;
+	unsigned __int128 ns = tsc ? ((unsigned __int128)(ticks - ticks0) * ns_per_tick_fp + (1u << 31)) >> 32
+				   : ticks - ticks0; /* without a TSC a tick is a ns */
 	return ns < UINT64_C(9200000000000000000) ? (uint64_t)ns : UINT64_C(9200000000000000000); /* a damaged trace's times */
 }
 

@@ -546,6 +546,58 @@ static void test_edges_match_frames(enum clock_kind clock)
 	unlink(path);
 }
 
+/* A damaged trace's times are capped at 9.2e18 ns, so 63 bits hold them
+ * (an edge's ns, ulma_walk_edge): on a clock of ns as on the TSC.  A
+ * trace without a TSC whose thread jumps to ticks near 2^64 gave frames
+ * past 2^63 ns, which the edges cut to 63 bits (the fuzzer found the ctf
+ * export's times differing from the walk's). */
+static void test_times_past_63_bits(void)
+{
+	char path[4096];
+	const char *dir = getenv("TMPDIR");
+	snprintf(path, sizeof(path), "%s/ulma-test-walk-far-XXXXXX", dir && *dir ? dir : "/tmp");
+	int fd = mkstemp(path);
+	if (!CHECK(fd >= 0, "temp file"))
+		return;
+	close(fd);
+	struct ulma_trace_meta meta = {.flags = 0, .pid = 1, .start_ticks = 1000, .start_ns = 1000, .tick_hz = 1000000000};
+	struct ulma_trace_writer *tw;
+	struct ulma_trace_stream *s;
+	int err = ulma_trace_writer_open(path, &meta, &tw);
+	if (!CHECK(err == 0, "trace opened (%d)", err))
+		return;
+	ulma_trace_define_file(tw, 0, "/a.py", 5);
+	ulma_trace_define_func(tw, 1, ULMA_DEF_PY, 0, 1, "f", 1);
+	if (!CHECK(ulma_trace_stream_open(tw, 0, 1, 1, &s) == 0, "stream opened")) {
+		ulma_trace_writer_abandon(tw);
+		return;
+	}
+	ulma_trace_enter(s, 1000, 0, 1, same_fn(1, 0));
+	ulma_trace_exit(s, 1010, 0);
+	ulma_trace_enter(s, UINT64_MAX - 300, 0, 1, same_fn(1, 0));
+	ulma_trace_exit(s, UINT64_MAX - 200, 0);
+	struct ulma_trace_end end = {.end_ticks = UINT64_MAX - 100, .end_ns = 2000, .events = 4};
+	if (!CHECK(ulma_trace_writer_close(tw, &end) == 0, "trace closed"))
+		return;
+	struct recorder a, b;
+	struct ulma_walk wa, wb;
+	struct ulma_walk_sink frame_sink = {.on_open = on_open, .on_close = on_close};
+	struct ulma_walk_sink edge_sink = {.on_open = on_open, .on_close = on_close, .on_edges = on_edges};
+	int ea = walk_path(path, &frame_sink, &a, &wa), eb = walk_path(path, &edge_sink, &b, &wb);
+	if (CHECK(ea == 0 && eb == 0 && a.n == 4 && b.n == 4, "both walks: %zu and %zu edges", a.n, b.n)) {
+		uint64_t last_a = a.r[3].end, last_b = b.r[3].end;
+		CHECK(last_a == UINT64_C(9200000000000000000), "the far exit at the cap, 9.2e18 ns (%llu)",
+		      (unsigned long long)last_a);
+		CHECK(last_b == last_a && b.r[2].start == a.r[2].start, "the edges' times equal the frames' (%llu, %llu)",
+		      (unsigned long long)last_b, (unsigned long long)last_a);
+	}
+	free(a.r);
+	free(b.r);
+	ulma_walk_free(&wa);
+	ulma_walk_free(&wb);
+	unlink(path);
+}
+
 /* A call tree fed straight from the events (the sink's tree: folded,
  * pstats, callgrind) equals one fed frame by frame, node for node, on the
  * random trace with frames left open at its end. */
@@ -755,6 +807,7 @@ int main(void)
 	test_random_invariants();
 	for (int c = CLOCK_NS; c <= CLOCK_TSC_FREE; c++)
 		test_edges_match_frames(c);
+	test_times_past_63_bits();
 	test_callgraph();
 	test_parse_ns();
 	test_escaping();
