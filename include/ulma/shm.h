@@ -41,6 +41,9 @@ enum ulma_shm_failure {
 	ULMA_FAIL_LINES_TRACER = 1u << 5,  /* code chosen with --lines ran on a thread that had a trace
 					    * function of the program's (sys.settrace: a debugger,
 					    * coverage), so its lines there were not recorded (3.9-3.11) */
+	ULMA_FAIL_NOT_CALIBRATED = 1u << 6, /* the hook's cost could not be measured, at the start nor at the
+					     * stop: a sys.monitoring tool of the program's watched every thread
+					     * while others ran (3.12+, docs/overhead.md); times keep the cost */
 };
 
 enum ulma_record_kind {

@@ -143,6 +143,10 @@ static void failure_text(uint32_t f, char *buf, size_t cap)
 		strncat(buf, " a trace function of the program's (sys.settrace: a debugger, coverage) held a thread"
 			     " that ran code chosen with --lines, so its lines there are missing;",
 			cap - strlen(buf) - 1);
+	if (f & ULMA_FAIL_NOT_CALIBRATED)
+		strncat(buf, " the hook's cost was not measured (a profiler or debugger of the program's watched every"
+			     " thread while others ran), so the times include it;",
+			cap - strlen(buf) - 1);
 }
 
 void ulma_summary_thread_times(const struct ulma_summary *s, uint32_t thread, uint64_t *wall_ns,

@@ -29,6 +29,15 @@
  * and the monitor subtracts it per event from self times
  * (docs/overhead.md).
  *
+ * The program's own profilers and tracers do not see the rounds: this
+ * thread's trace function is set aside, and its profile function (on
+ * 3.9-3.11 the one chained behind ulma's, chain.h).  On 3.12+ the
+ * program's sys.monitoring tools (cProfile, coverage, a debugger),
+ * which watch every thread, have their events switched off for the rounds:
+ * only when this is the process's one thread, since another taking the GIL
+ * meanwhile would run unseen by them.  With such a tool and other threads,
+ * the rounds are not run and nothing is measured (set_aside_watchers).
+ *
  * One start in five to ten on this project's VM runs its first tens of
  * milliseconds in a state where Python code runs 1.5 times slower (a C
  * loop of multiplications does not: not the clock rate), the calibration
@@ -49,6 +58,123 @@
 #define CALIB_CALLS 2000
 #define CALIB_ROUNDS 11 /* the lower quartile of 11 pairs is the third */
 #define SCRATCH_RECORDS 8192u /* > 2 * CALIB_CALLS + a few: never full */
+
+/* What the program watches this thread with, set aside for the rounds:
+ * its trace function (sys.settrace: a debugger, coverage), and on 3.12+
+ * its profile function and its sys.monitoring tools (on 3.9-3.11 its
+ * profile function is chained behind ulma's: chain.h). */
+struct watchers {
+	Py_tracefunc trace, profile;
+	PyObject *trace_arg, *profile_arg; /* strong references */
+	long events[6];                    /* a sys.monitoring tool's global events, 0: none to restore */
+	PyObject *set_events;              /* sys.monitoring.set_events, where some were switched off */
+};
+
+#if PY_VERSION_HEX >= 0x030C0000
+/* The interpreter has threads besides the calling one. */
+static bool other_threads(void)
+{
+	PyThreadState *self = PyThreadState_Get();
+	for (PyThreadState *t = PyInterpreterState_ThreadHead(PyThreadState_GetInterpreter(self)); t;
+	     t = PyThreadState_Next(t))
+		if (t != self)
+			return true;
+	return false;
+}
+
+/* Switch off the global events of the program's sys.monitoring tools: 0;
+ * 1 when one watches and other threads exist (nothing is changed); -1
+ * with an exception. */
+static int set_aside_tools(struct watchers *w)
+{
+	PyObject *mon = PySys_GetObject("monitoring"); /* borrowed */
+	if (!mon) {
+		PyErr_SetString(PyExc_RuntimeError, "ulma: sys.monitoring is missing");
+		return -1;
+	}
+	bool watched = false;
+	for (int tool = 0; tool < 6; tool++) {
+		if (tool == ulma_tracer.tool_id)
+			continue;
+		PyObject *r = PyObject_CallMethod(mon, "get_events", "i", tool);
+		long events = r ? PyLong_AsLong(r) : -1;
+		Py_XDECREF(r);
+		if (events == -1 && PyErr_Occurred()) {
+			memset(w->events, 0, sizeof(w->events));
+			return -1;
+		}
+		w->events[tool] = events;
+		watched |= events != 0;
+	}
+	if (watched && other_threads()) {
+		memset(w->events, 0, sizeof(w->events));
+		return 1;
+	}
+	if (watched && !(w->set_events = PyObject_GetAttrString(mon, "set_events"))) {
+		memset(w->events, 0, sizeof(w->events));
+		return -1;
+	}
+	for (int tool = 0; tool < 6; tool++) {
+		PyObject *r = w->events[tool] ? PyObject_CallFunction(w->set_events, "ii", tool, 0) : Py_None;
+		if (!r) { /* this one and those after it are as they were */
+			memset(w->events + tool, 0, sizeof(w->events[0]) * (size_t)(6 - tool));
+			return -1;
+		}
+		if (r != Py_None)
+			Py_DECREF(r);
+	}
+	return 0;
+}
+#endif
+
+/* Set the program's watchers aside: 0; 1 when the rounds must not run
+ * (set_aside_tools), with nothing changed; -1 with an exception, with what
+ * was set aside noted in w for put_back_watchers. */
+static int set_aside_watchers(struct watchers *w)
+{
+	memset(w, 0, sizeof(*w));
+#if PY_VERSION_HEX >= 0x030C0000
+	int rc = set_aside_tools(w);
+	if (rc != 0)
+		return rc;
+#endif
+	PyThreadState *ts = PyThreadState_Get();
+	if (ts->c_tracefunc) {
+		w->trace = ts->c_tracefunc;
+		w->trace_arg = ts->c_traceobj;
+		Py_XINCREF(w->trace_arg);
+		PyEval_SetTrace(NULL, NULL);
+	}
+#if PY_VERSION_HEX >= 0x030C0000
+	if (ts->c_profilefunc) {
+		w->profile = ts->c_profilefunc;
+		w->profile_arg = Py_XNewRef(ts->c_profileobj);
+		PyEval_SetProfile(NULL, NULL);
+	}
+#endif
+	return 0;
+}
+
+/* Give the program its watchers back, as set_aside_watchers found them. */
+static void put_back_watchers(struct watchers *w)
+{
+	PyObject *et, *ev, *tb;
+	PyErr_Fetch(&et, &ev, &tb);
+	if (w->profile)
+		PyEval_SetProfile(w->profile, w->profile_arg);
+	if (w->trace)
+		PyEval_SetTrace(w->trace, w->trace_arg);
+	Py_CLEAR(w->trace_arg);
+	Py_CLEAR(w->profile_arg);
+	for (int tool = 0; tool < 6 && w->set_events; tool++) {
+		PyObject *r = w->events[tool] ? PyObject_CallFunction(w->set_events, "il", tool, w->events[tool]) : NULL;
+		Py_XDECREF(r);
+		if (w->events[tool] && !r)
+			PyErr_WriteUnraisable(w->set_events);
+	}
+	Py_CLEAR(w->set_events);
+	PyErr_Restore(et, ev, tb);
+}
 
 static const char CALIB_SOURCE[] = "def _ulma_calibration_leaf():\n"
 				   "    pass\n"
@@ -143,16 +269,24 @@ int ulma_calibrate(PyObject *module, uint64_t *ps_per_event)
 	/* Everything this thread records meanwhile goes to the scratch ring:
 	 * compiling the loop, running it, and removing and installing the hook. */
 	struct ulma_thread_writer *saved = ulma_tls_writer;
-#if PY_VERSION_HEX < 0x030C0000
-	/* a profiler the program runs on this thread (chain.h) must not see the
-	 * rounds, traced or not */
-	PyObject *program_profiler = ulma_chain_set_aside();
-#endif
 	reset_scratch(scratch, slot, records);
 	ulma_tls_writer = scratch;
+	/* the program's profilers and tracers must not see the rounds, traced or not */
+	struct watchers watchers;
+	int aside = set_aside_watchers(&watchers);
+	if (aside != 0) { /* not measured now (-1: an error of sys.monitoring's, no reason to stop the program) */
+		if (aside < 0)
+			PyErr_Clear();
+		put_back_watchers(&watchers);
+		ulma_tls_writer = saved;
+		rc = 1;
+		goto out;
+	}
+#if PY_VERSION_HEX < 0x030C0000
+	PyObject *program_profiler = ulma_chain_set_aside();
+#endif
 	if (load() < 0) {
 		PyErr_Clear();
-		ulma_tls_writer = saved;
 		goto put_back;
 	}
 	for (int round = 0; round < CALIB_ROUNDS; round++) {
@@ -172,11 +306,12 @@ int ulma_calibrate(PyObject *module, uint64_t *ps_per_event)
 		if (u && t)
 			diff[pairs++] = (int64_t)t - (int64_t)u;
 	}
-	ulma_tls_writer = saved;
 put_back:
 #if PY_VERSION_HEX < 0x030C0000
 	ulma_chain_put_back(program_profiler);
 #endif
+	put_back_watchers(&watchers); /* its calls recorded in the scratch ring, as the rounds' */
+	ulma_tls_writer = saved;
 out:
 	free(records);
 	free(scratch);
@@ -199,7 +334,8 @@ void ulma_calibrate_publish(struct ulma_shm_header *hdr, uint64_t ps)
 	const char *scale = getenv("ULMA_TEST_CALIBRATION_SCALE");
 	if (scale && atoi(scale) > 1)
 		ps *= (uint64_t)atoi(scale);
-	if (ps && atomic_compare_exchange_strong(&hdr->overhead_ps, &unset, ps))
+	/* the process that measures again at its stop: also when nothing could be measured now */
+	if (ps ? atomic_compare_exchange_strong(&hdr->overhead_ps, &unset, ps) : atomic_load(&hdr->overhead_ps) == 0)
 		published_by = getpid();
 }
 
@@ -215,11 +351,14 @@ void ulma_calibrate_again(PyObject *module, struct ulma_shm_header *hdr)
 		return;
 	}
 	uint64_t ps = 0;
-	if (ulma_calibrate(module, &ps) < 0)
+	int rc = ulma_calibrate(module, &ps);
+	if (rc < 0)
 		PyErr_Clear(); /* the hook could not be installed: nothing measured, nothing to remove */
 	else if (ulma_hook_remove() < 0)
 		PyErr_Clear();
 	uint64_t cur = atomic_load(&hdr->overhead_ps);
-	while (ps && ps < cur && !atomic_compare_exchange_weak(&hdr->overhead_ps, &cur, ps))
+	while (ps && (!cur || ps < cur) && !atomic_compare_exchange_weak(&hdr->overhead_ps, &cur, ps))
 		;
+	if (!ps && !cur && rc == 1) /* neither at the start nor now: the times keep the hook's cost */
+		atomic_fetch_or_explicit(&hdr->failures, ULMA_FAIL_NOT_CALIBRATED, memory_order_relaxed);
 }

@@ -35,13 +35,6 @@ MONITORING_GAP = pytest.mark.xfail(
            "and an event it raises on is hidden from ulma")
 
 
-# Also found and left alone: on 3.12+ the start-up calibration's loops run
-# under a profiler the program has enabled, which counts them (on 3.9-3.11
-# the program's profiler sits out the calibration, and the inline test
-# checks it).
-CALIBRATION_SEEN = pytest.mark.xfail(
-    not PROFILE_FUNCTION_HOOK, strict=True,
-    reason="3.12+: a profiler the program runs while a block starts sees ulma's calibration loops")
 CALIBRATION_LINE = "cProfile saw ulma's start-up calibration: "
 
 
@@ -218,11 +211,8 @@ def test_inline_blocks_hand_the_programs_profilers_back(inline, report_json):
     path, plain, traced, first, second = inline
     assert "counted by the profile function set in the block: [('<genexpr>', 8), ('after_block', 3), " \
            "('leaf', 7), ('work', 1)]" in plain, plain
-    if PROFILE_FUNCTION_HOOK:  # cProfile did not count ulma's start-up calibration either
-        assert traced == plain
-    else:
-        assert [line for line in traced if not line.startswith(CALIBRATION_LINE)] == \
-            [line for line in plain if not line.startswith(CALIBRATION_LINE)]
+    assert traced == plain  # cProfile did not count ulma's start-up calibration either
+    assert CALIBRATION_LINE + "False" in traced
     data, _ = report_json(first)
     assert {k: v for k, v in calls_in(data, path).items() if k in ("work", "leaf")} == {"work": 1, "leaf": 20}
     data, _ = report_json(second)
@@ -231,21 +221,51 @@ def test_inline_blocks_hand_the_programs_profilers_back(inline, report_json):
     assert "counter" not in counts and data["warnings"] == "", (counts, data["warnings"])
 
 
-@pytest.mark.skipif(PROFILE_FUNCTION_HOOK, reason="3.9-3.11: test_inline_blocks_hand_the_programs_profilers_back")
-@CALIBRATION_SEEN
-def test_the_programs_profiler_does_not_see_the_calibration(inline):
-    """The block's start measures the hook's cost by running a loop
-    (src/python/calibrate.c); cProfile, running around the block, does not
-    count it."""
-    _, plain, traced, _, _ = inline
-    assert CALIBRATION_LINE + "False" in plain
-    assert CALIBRATION_LINE + "False" in traced
+def watched_block(prog, run_python, tmp_path, mode):
+    """watched_block.py in mode MODE: (its output lines, its trace)."""
+    trace = str(tmp_path / (mode + ".trace"))
+    proc = run_python([prog("watched_block.py"), mode, trace])
+    assert proc.returncode == 0, proc.stderr.decode(errors="replace")
+    return proc.stdout.decode().splitlines(), trace
+
+
+def test_the_programs_tracer_does_not_see_the_calibration(prog, run_python, report_json, tmp_path):
+    """A sys.settrace function of the program's runs around a block: it sees
+    the program's calls, the block's included, and none of the loops the
+    block's start and stop run to measure the hook's cost (calibrate.c); the
+    cost is measured."""
+    out, trace = watched_block(prog, run_python, tmp_path, "settrace")
+    assert out == ["saw ulma's calibration: False", "work: 3 leaf: 35"], out
+    data, _ = report_json(trace)
+    assert data["overhead_ns_per_event"] > 0 and data["warnings"] == "", data["warnings"]
+
+
+@pytest.mark.parametrize("mode", ["profile-thread", "profile-ends"])
+def test_cprofile_with_threads_does_not_see_the_calibration(prog, run_python, report_json, tmp_path, mode):
+    """cProfile runs around a block while a second thread lives.  On 3.12+
+    cProfile is a sys.monitoring tool that watches every thread, so the
+    measure runs only when this thread is the process's only one: with the
+    second thread alive all along, the hook's cost is not measured, and the
+    report says so; when it ends inside the block, the stop measures it.
+    cProfile never sees the loops and counts what it counts untraced."""
+    out, trace = watched_block(prog, run_python, tmp_path, mode)
+    assert out == ["saw ulma's calibration: False", "work: 3 leaf: 35"], out
+    data, _ = report_json(trace)
+    counts = calls_in(data, prog("watched_block.py"))
+    assert (counts.get("work"), counts.get("leaf")) == (1, 10), counts
+    if mode == "profile-thread" and not PROFILE_FUNCTION_HOOK:
+        assert data["overhead_ns_per_event"] == 0, data["overhead_ns_per_event"]
+        assert "the hook's cost was not measured" in data["warnings"], data["warnings"]
+    else:
+        assert data["overhead_ns_per_event"] > 0 and data["warnings"] == "", data["warnings"]
 
 
 def test_attach_and_detach_leave_cprofile_counting(prog, ulma_bin, tmp_path, report_json):
     """`ulma record PID` attaches to, then detaches from, a program whose main
     thread runs under cProfile all along: cProfile sees every call the
-    program made, before, during and after."""
+    program made, before, during and after, and none of the loops that
+    measure the hook's cost (on 3.12+ they are not run: the main thread
+    would run unseen by cProfile meanwhile, test_cprofile_with_threads_...)."""
     path = prog("profiler_around_tracing.py")
     stop = tmp_path / "stop"
     proc = subprocess.Popen([sys.executable, path, "attach", str(stop)], stdin=subprocess.DEVNULL,
@@ -268,4 +288,9 @@ def test_attach_and_detach_leave_cprofile_counting(prog, ulma_bin, tmp_path, rep
     data, _ = report_json(trace)
     counts = calls_in(data, path)
     assert 0 < counts.get("work", 0) < made, (counts, made)
-    assert data["lost"] == 0 and data["warnings"] == "", (data["lost"], data["warnings"])
+    assert data["lost"] == 0, data["lost"]
+    if PROFILE_FUNCTION_HOOK:
+        assert data["warnings"] == "" and data["overhead_ns_per_event"] > 0, data["warnings"]
+    else:  # cProfile watches every thread, the main thread runs: the hook's cost is not measured
+        assert "the hook's cost was not measured" in data["warnings"], data["warnings"]
+        assert data["overhead_ns_per_event"] == 0, data["overhead_ns_per_event"]
