@@ -97,6 +97,19 @@ static const char *render(const struct recorder *rc, uint32_t thread)
 
 /* ---------- the hand-written trace ---------- */
 
+/* A new empty file for a test's trace, its path in path: true, or false
+ * after a failed check. */
+static bool make_temp(char *path, size_t cap, const char *stem)
+{
+	const char *dir = getenv("TMPDIR");
+	snprintf(path, cap, "%s/ulma-test-walk-%s-XXXXXX", dir && *dir ? dir : "/tmp", stem);
+	int fd = mkstemp(path);
+	if (!CHECK(fd >= 0, "temp file for %s", stem))
+		return false;
+	close(fd);
+	return true;
+}
+
 static char trace_path[4096];
 
 /* Times are ns since the start (ticks are ns: no TSC flag; start ticks 1000).
@@ -408,12 +421,8 @@ static const char *check_stream(const struct recorder *rc, uint64_t *self_sum, u
 static void test_random_invariants(void)
 {
 	char path[4096];
-	const char *dir = getenv("TMPDIR");
-	snprintf(path, sizeof(path), "%s/ulma-test-walk-rand-XXXXXX", dir && *dir ? dir : "/tmp");
-	int fd = mkstemp(path);
-	if (!CHECK(fd >= 0, "temp file"))
+	if (!make_temp(path, sizeof(path), "rand"))
 		return;
-	close(fd);
 	uint64_t frames = 0;
 	if (!CHECK(write_random_trace(path, &frames) == 0, "random trace written"))
 		return;
@@ -505,12 +514,8 @@ static int walk_path(const char *path, struct ulma_walk_sink *sink, struct recor
 static void test_edges_match_frames(enum clock_kind clock)
 {
 	char path[4096];
-	const char *dir = getenv("TMPDIR");
-	snprintf(path, sizeof(path), "%s/ulma-test-walk-edges-XXXXXX", dir && *dir ? dir : "/tmp");
-	int fd = mkstemp(path);
-	if (!CHECK(fd >= 0, "temp file"))
+	if (!make_temp(path, sizeof(path), "edges"))
 		return;
-	close(fd);
 	uint64_t frames = 0;
 	if (!CHECK(write_random_trace_clock(path, &frames, clock) == 0, "random trace written (%s)", clock_names[clock]))
 		return;
@@ -554,12 +559,8 @@ static void test_edges_match_frames(enum clock_kind clock)
 static void test_times_past_63_bits(void)
 {
 	char path[4096];
-	const char *dir = getenv("TMPDIR");
-	snprintf(path, sizeof(path), "%s/ulma-test-walk-far-XXXXXX", dir && *dir ? dir : "/tmp");
-	int fd = mkstemp(path);
-	if (!CHECK(fd >= 0, "temp file"))
+	if (!make_temp(path, sizeof(path), "far"))
 		return;
-	close(fd);
 	struct ulma_trace_meta meta = {.flags = 0, .pid = 1, .start_ticks = 1000, .start_ns = 1000, .tick_hz = 1000000000};
 	struct ulma_trace_writer *tw;
 	struct ulma_trace_stream *s;
