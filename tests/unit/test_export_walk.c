@@ -506,6 +506,25 @@ static int walk_path(const char *path, struct ulma_walk_sink *sink, struct recor
 	return err;
 }
 
+/* Walk path twice: frame by frame into a (ea its result), and with a sink
+ * that takes edges into b (eb). */
+static void walk_frames_and_edges(const char *path, struct recorder *a, struct ulma_walk *wa, int *ea,
+				  struct recorder *b, struct ulma_walk *wb, int *eb)
+{
+	struct ulma_walk_sink frame_sink = {.on_open = on_open, .on_close = on_close};
+	struct ulma_walk_sink edge_sink = {.on_open = on_open, .on_close = on_close, .on_edges = on_edges};
+	*ea = walk_path(path, &frame_sink, a, wa);
+	*eb = walk_path(path, &edge_sink, b, wb);
+}
+
+static void free_both(struct recorder *a, struct ulma_walk *wa, struct recorder *b, struct ulma_walk *wb)
+{
+	free(a->r);
+	free(b->r);
+	ulma_walk_free(wa);
+	ulma_walk_free(wb);
+}
+
 /* A sink taking batches of edges (on_edges: perfetto) gets, unfiltered,
  * the opens and closes on_open and on_close get, in the same order, with
  * the same functions and times: on the random trace (thousands of edges
@@ -521,9 +540,8 @@ static void test_edges_match_frames(enum clock_kind clock)
 		return;
 	struct recorder a, b;
 	struct ulma_walk wa, wb;
-	struct ulma_walk_sink frame_sink = {.on_open = on_open, .on_close = on_close};
-	struct ulma_walk_sink edge_sink = {.on_open = on_open, .on_close = on_close, .on_edges = on_edges};
-	int ea = walk_path(path, &frame_sink, &a, &wa), eb = walk_path(path, &edge_sink, &b, &wb);
+	int ea, eb;
+	walk_frames_and_edges(path, &a, &wa, &ea, &b, &wb, &eb);
 	size_t same = 0, closed_at_end = 0;
 	unsigned cpus = 0; /* bit per CPU seen: 0, 1, 2 and UINT32_MAX - 3 */
 	if (CHECK(ea == 0 && eb == 0 && a.n == b.n && a.n == 2 * frames, "both walks: %zu and %zu edges, %llu frames",
@@ -544,10 +562,7 @@ static void test_edges_match_frames(enum clock_kind clock)
 	CHECK(closed_at_end > 0, "frames open at the end still closed, through on_close (%zu)", closed_at_end);
 	CHECK(wa.frames == wb.frames && wa.events == wb.events && wa.duration_ns == wb.duration_ns,
 	      "the same walk totals");
-	free(a.r);
-	free(b.r);
-	ulma_walk_free(&wa);
-	ulma_walk_free(&wb);
+	free_both(&a, &wa, &b, &wb);
 	unlink(path);
 }
 
@@ -582,9 +597,8 @@ static void test_times_past_63_bits(void)
 		return;
 	struct recorder a, b;
 	struct ulma_walk wa, wb;
-	struct ulma_walk_sink frame_sink = {.on_open = on_open, .on_close = on_close};
-	struct ulma_walk_sink edge_sink = {.on_open = on_open, .on_close = on_close, .on_edges = on_edges};
-	int ea = walk_path(path, &frame_sink, &a, &wa), eb = walk_path(path, &edge_sink, &b, &wb);
+	int ea, eb;
+	walk_frames_and_edges(path, &a, &wa, &ea, &b, &wb, &eb);
 	if (CHECK(ea == 0 && eb == 0 && a.n == 4 && b.n == 4, "both walks: %zu and %zu edges", a.n, b.n)) {
 		uint64_t last_a = a.r[3].end, last_b = b.r[3].end;
 		CHECK(last_a == UINT64_C(9200000000000000000), "the far exit at the cap, 9.2e18 ns (%llu)",
@@ -592,10 +606,7 @@ static void test_times_past_63_bits(void)
 		CHECK(last_b == last_a && b.r[2].start == a.r[2].start, "the edges' times equal the frames' (%llu, %llu)",
 		      (unsigned long long)last_b, (unsigned long long)last_a);
 	}
-	free(a.r);
-	free(b.r);
-	ulma_walk_free(&wa);
-	ulma_walk_free(&wb);
+	free_both(&a, &wa, &b, &wb);
 	unlink(path);
 }
 
