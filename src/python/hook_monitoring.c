@@ -21,6 +21,8 @@
 #if PY_VERSION_HEX >= 0x030C0000
 #include <structmember.h>
 
+#include "setprofile_return.h"
+
 /* The callbacks are instances of a small heap type whose vectorcall slot
  * points straight at them: sys.monitoring then calls our C function with no
  * PyCFunction wrapper in between (2.8% of a traced fib in perf). */
@@ -271,6 +273,7 @@ int ulma_hook_install(PyObject *module)
 		ulma_hook_remove();
 		return -1;
 	}
+	ulma_setprofile_return_install();
 	return 0;
 }
 
@@ -303,6 +306,7 @@ int ulma_hook_remove(void)
 {
 	if (ulma_tracer.tool_id < 0)
 		return 0;
+	ulma_setprofile_return_remove();
 	PyObject *mon = monitoring_module();
 	if (!mon)
 		return -1;

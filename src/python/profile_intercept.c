@@ -2,7 +2,7 @@
  * calls that set or read a profile function go through ulma, and every
  * thread the program starts runs under ulma's hook from its first frame.
  *
- * The builtins concerned are patched in place: the function object
+ * The builtins concerned are patched in place (builtin_patch.h): the function object
  * sys.setprofile, or the method descriptor _lsprof.Profiler.enable, keeps
  * its identity, name, doc and calling convention, but its PyMethodDef
  * points at ulma's, whose function calls the original and then has chain.c
@@ -32,50 +32,10 @@
 #include "chain.h"
 
 #if PY_VERSION_HEX < 0x030C0000
-#include <string.h>
+#include "builtin_patch.h"
 
-/* One builtin function or method descriptor, routed to ulma's function. */
-struct patch {
-	PyObject *target;        /* the object patched, while it is */
-	PyMethodDef *original;   /* its own definition: kept for late callers */
-	PyMethodDef replacement; /* the original's, with ulma's function */
-};
-
-static struct patch sys_setprofile_patch, sys_getprofile_patch, enable_patch, disable_patch;
-static struct patch start_new_thread_patch, start_new_patch; /* _thread.start_new_thread and its old alias */
-
-static PyMethodDef **definition_of(PyObject *obj)
-{
-	if (PyCFunction_Check(obj))
-		return &((PyCFunctionObject *)obj)->m_ml;
-	if (Py_IS_TYPE(obj, &PyMethodDescr_Type))
-		return &((PyMethodDescrObject *)obj)->d_method;
-	return NULL;
-}
-
-static void patch(struct patch *p, PyObject *target, const char *name, int flags, PyCFunction meth)
-{
-	PyMethodDef **def = target ? definition_of(target) : NULL;
-	if (!def || *def == &p->replacement)
-		return;
-	if (strcmp((*def)->ml_name, name) != 0 || (*def)->ml_flags != flags)
-		return;
-	p->original = *def;
-	p->replacement = (PyMethodDef){p->original->ml_name, meth, p->original->ml_flags, p->original->ml_doc};
-	*def = &p->replacement;
-	Py_INCREF(target);
-	Py_XSETREF(p->target, target);
-}
-
-static void unpatch(struct patch *p)
-{
-	if (!p->target)
-		return;
-	PyMethodDef **def = definition_of(p->target);
-	if (*def == &p->replacement)
-		*def = p->original;
-	Py_CLEAR(p->target);
-}
+static struct ulma_patch sys_setprofile_patch, sys_getprofile_patch, enable_patch, disable_patch;
+static struct ulma_patch start_new_thread_patch, start_new_patch; /* _thread.start_new_thread and its old alias */
 
 static PyObject *intercept_sys_setprofile(PyObject *self, PyObject *func)
 {
@@ -146,7 +106,7 @@ static PyMethodDef thread_entry_def = {"_thread_entry", thread_entry, METH_NOARG
 /* _thread.start_new_thread(function, args[, kwargs]) while tracing: the
  * thread starts in thread_entry.  Arguments CPython would refuse go to it
  * unchanged, so its errors are its own. */
-static PyObject *start_thread(const struct patch *p, PyObject *self, PyObject *fargs)
+static PyObject *start_thread(const struct ulma_patch *p, PyObject *self, PyObject *fargs)
 {
 	PyCFunction original = p->original->ml_meth;
 	Py_ssize_t n = PyTuple_GET_SIZE(fargs);
@@ -209,9 +169,9 @@ static void patch_lsprof(void)
 	PyObject *type = lsprof ? PyObject_GetAttrString(lsprof, "Profiler") : NULL;
 	if (type && PyType_Check(type)) {
 		PyObject *dict = ((PyTypeObject *)type)->tp_dict; /* borrowed lookups */
-		patch(&enable_patch, PyDict_GetItemString(dict, "enable"), "enable", METH_VARARGS | METH_KEYWORDS,
+		ulma_patch(&enable_patch, PyDict_GetItemString(dict, "enable"), "enable", METH_VARARGS | METH_KEYWORDS,
 		      (PyCFunction)(void (*)(void))intercept_profiler_enable);
-		patch(&disable_patch, PyDict_GetItemString(dict, "disable"), "disable", METH_NOARGS,
+		ulma_patch(&disable_patch, PyDict_GetItemString(dict, "disable"), "disable", METH_NOARGS,
 		      intercept_profiler_disable);
 	}
 	PyErr_Clear(); /* a Python without _lsprof has no cProfile to intercept */
@@ -227,9 +187,9 @@ static void patch_thread_start(void)
 	Py_XDECREF(name);
 	if (thread) {
 		PyObject *dict = PyModule_GetDict(thread); /* borrowed lookups */
-		patch(&start_new_thread_patch, PyDict_GetItemString(dict, "start_new_thread"), "start_new_thread",
+		ulma_patch(&start_new_thread_patch, PyDict_GetItemString(dict, "start_new_thread"), "start_new_thread",
 		      METH_VARARGS, intercept_start_new_thread);
-		patch(&start_new_patch, PyDict_GetItemString(dict, "start_new"), "start_new", METH_VARARGS,
+		ulma_patch(&start_new_patch, PyDict_GetItemString(dict, "start_new"), "start_new", METH_VARARGS,
 		      intercept_start_new);
 		Py_DECREF(thread);
 	}
@@ -238,8 +198,8 @@ static void patch_thread_start(void)
 
 void ulma_intercept_install(void)
 {
-	patch(&sys_setprofile_patch, PySys_GetObject("setprofile"), "setprofile", METH_O, intercept_sys_setprofile);
-	patch(&sys_getprofile_patch, PySys_GetObject("getprofile"), "getprofile", METH_NOARGS,
+	ulma_patch(&sys_setprofile_patch, PySys_GetObject("setprofile"), "setprofile", METH_O, intercept_sys_setprofile);
+	ulma_patch(&sys_getprofile_patch, PySys_GetObject("getprofile"), "getprofile", METH_NOARGS,
 	      intercept_sys_getprofile);
 	patch_lsprof();
 	patch_thread_start();
@@ -247,12 +207,12 @@ void ulma_intercept_install(void)
 
 void ulma_intercept_remove(void)
 {
-	unpatch(&sys_setprofile_patch);
-	unpatch(&sys_getprofile_patch);
-	unpatch(&enable_patch);
-	unpatch(&disable_patch);
-	unpatch(&start_new_thread_patch);
-	unpatch(&start_new_patch);
+	ulma_unpatch(&sys_setprofile_patch);
+	ulma_unpatch(&sys_getprofile_patch);
+	ulma_unpatch(&enable_patch);
+	ulma_unpatch(&disable_patch);
+	ulma_unpatch(&start_new_thread_patch);
+	ulma_unpatch(&start_new_patch);
 }
 
 #endif

@@ -8,6 +8,8 @@ that a traced run can be compared with an untraced one line for line, and
 makes a known number of calls for the tracer to count:
   none      the issue's program: a() 1000 times, sys.setprofile(None), b() 1000 times
   python    a() 1000 times under a Python profile function, then b() 1000 times without
+  python_over_cprofile  the same while cProfile is enabled (on 3.12+ a sys.monitoring tool that
+            watches calls, so the profile function is told of its own sys.setprofile's return)
   cprofile  work() under cProfile: runcall, with, enable/disable twice, cProfile.run
   pyprofile work() under the pure-Python profile module
   raising   profile functions that raise on a call, a C call and a return
@@ -65,7 +67,8 @@ def python():
         elif frame.f_code.co_filename == __file__:
             events[event, frame.f_code.co_name] += 1
 
-    print("before:", sys.getprofile())
+    before = sys.getprofile()
+    print("before:", before if before is None else type(before).__name__)
     sys.setprofile(counter)
     print("set:", sys.getprofile() is counter)
     for _ in range(1000):
@@ -75,6 +78,15 @@ def python():
     for _ in range(1000):
         b()
     print("events:", sorted(events.items()))
+
+
+def python_over_cprofile():
+    import cProfile
+
+    pr = cProfile.Profile()
+    pr.enable()
+    python()
+    pr.disable()
 
 
 def stats_rows(stats, files):
