@@ -1,5 +1,6 @@
 /* setprofile_return.c - on Python 3.12+, a profile function the program
- * sets does not see the return of the sys.setprofile() call that set it,
+ * sets does not see the return of the sys.setprofile() call that set it
+ * (or of threading.setprofile_all_threads's sys._setprofileallthreads()),
  * as untraced.
  *
  * Untraced, the CALL instruction that calls sys.setprofile(f) is not
@@ -11,13 +12,13 @@
  * return whose call it never saw, and the pure-Python `profile` module
  * fails an assertion on it.
  *
- * So sys.setprofile is routed through ulma (builtin_patch.h, in place) while
- * ulma's tool is on.  When the call gives a thread its first profile
+ * So both are routed through ulma (builtin_patch.h, in place) while ulma's
+ * tool is on.  When the call gives a thread its first profile
  * function, and no other sys.monitoring tool has CALL, C_RETURN or C_RAISE
  * events on (with one, the instruction is instrumented untraced too, and
  * the return is reported), the thread's profile function is, for one
  * event, skip_own_return: it puts CPython's back and passes the event on,
- * unless it is the C return of sys.setprofile itself.  The program's
+ * unless it is the C return of the call that set it.  The program's
  * sys.getprofile() is unchanged (it reads the profile object, f).  A call
  * from C, which no CALL instruction reports, leaves skip_own_return to pass
  * the thread's next event on.
@@ -28,8 +29,9 @@
 #include "builtin_patch.h"
 #include "tracer.h"
 
-static struct ulma_patch setprofile_patch;
+static struct ulma_patch setprofile_patch, all_threads_patch; /* sys.setprofile, sys._setprofileallthreads */
 static __thread Py_tracefunc put_back; /* the thread's own profile function, while skip_own_return stands in */
+static __thread PyObject *set_by;      /* the patched builtin that set it (borrowed: the patch holds it) */
 
 static int skip_own_return(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
 {
@@ -40,7 +42,7 @@ static int skip_own_return(PyObject *obj, PyFrameObject *frame, int what, PyObje
 		return 0; /* cannot happen: only the thread that set it runs it */
 	if (ts->c_profilefunc == skip_own_return)
 		ts->c_profilefunc = own;
-	if (what == PyTrace_C_RETURN && arg == setprofile_patch.target)
+	if (what == PyTrace_C_RETURN && arg == set_by)
 		return 0;
 	return own(obj, frame, what, arg);
 }
@@ -70,14 +72,16 @@ static bool others_watch_calls(void)
 	return watch;
 }
 
-static PyObject *setprofile_then_skip_own_return(PyObject *self, PyObject *func)
+/* The original's call, then skip_own_return in front where the thread got
+ * its first profile function (see the top of this file). */
+static PyObject *set_then_skip_own_return(const struct ulma_patch *p, PyObject *self, PyObject *func)
 {
 	PyThreadState *ts = PyThreadState_Get();
 	bool had = ts->c_profilefunc != NULL;
-	PyObject *r = setprofile_patch.original->ml_meth(self, func);
+	PyObject *r = p->original->ml_meth(self, func);
 	if (!r)
 		return NULL;
-	if (had || !ts->c_profilefunc || ts->c_profilefunc == skip_own_return) {
+	if (had || !ts->c_profilefunc || ts->c_profilefunc == skip_own_return || !p->target) {
 		put_back = NULL;
 		return r;
 	}
@@ -87,20 +91,33 @@ static PyObject *setprofile_then_skip_own_return(PyObject *self, PyObject *func)
 	PyErr_Restore(et, ev, tb);
 	if (!others) {
 		put_back = ts->c_profilefunc;
+		set_by = p->target;
 		ts->c_profilefunc = skip_own_return;
 	}
 	return r;
 }
 
+static PyObject *setprofile(PyObject *self, PyObject *func)
+{
+	return set_then_skip_own_return(&setprofile_patch, self, func);
+}
+
+static PyObject *setprofile_all_threads(PyObject *self, PyObject *func)
+{
+	return set_then_skip_own_return(&all_threads_patch, self, func);
+}
+
 void ulma_setprofile_return_install(void)
 {
-	ulma_patch(&setprofile_patch, PySys_GetObject("setprofile"), "setprofile", METH_O,
-		   setprofile_then_skip_own_return);
+	ulma_patch(&setprofile_patch, PySys_GetObject("setprofile"), "setprofile", METH_O, setprofile);
+	ulma_patch(&all_threads_patch, PySys_GetObject("_setprofileallthreads"), "_setprofileallthreads", METH_O,
+		   setprofile_all_threads);
 }
 
 void ulma_setprofile_return_remove(void)
 {
 	ulma_unpatch(&setprofile_patch);
+	ulma_unpatch(&all_threads_patch);
 }
 
 #endif

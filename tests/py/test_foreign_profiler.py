@@ -100,6 +100,17 @@ def test_python_profile_function_sees_what_it_sees_untraced(scenario):
     assert traced.stdout.decode() == plain.stdout.decode()
 
 
+def test_profile_function_of_every_thread_sees_what_it_sees_untraced(scenario):
+    """threading.setprofile_all_threads(counter) (3.12+): counter is not told
+    of the return of the sys._setprofileallthreads() call that set it."""
+    plain, traced, data, _ = scenario("all_threads")
+    if not PROFILE_FUNCTION_HOOK:
+        assert b"('c_call', '_setprofileallthreads'), 1)" in plain.stdout, plain.stdout
+        assert b"'c_return', '_setprofileallthreads'" not in plain.stdout, plain.stdout
+    assert traced.stdout.decode() == plain.stdout.decode()
+    assert calls_in(data, scenario.path).get("a") == (None if PROFILE_FUNCTION_HOOK else 100)
+
+
 def test_python_profile_function_over_cprofile_sees_what_it_sees_untraced(scenario):
     """The same, set while cProfile is enabled: on 3.12+ cProfile watches
     calls, so untraced too the profile function is told of its own

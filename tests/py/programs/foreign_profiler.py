@@ -10,6 +10,8 @@ makes a known number of calls for the tracer to count:
   python    a() 1000 times under a Python profile function, then b() 1000 times without
   python_over_cprofile  the same while cProfile is enabled (on 3.12+ a sys.monitoring tool that
             watches calls, so the profile function is told of its own sys.setprofile's return)
+  all_threads  a() 100 times under a profile function given to threading.setprofile_all_threads
+            (3.12+; prints only "no setprofile_all_threads" before)
   cprofile  work() under cProfile: runcall, with, enable/disable twice, cProfile.run
   pyprofile work() under the pure-Python profile module
   raising   profile functions that raise on a call, a C call and a return
@@ -87,6 +89,25 @@ def python_over_cprofile():
     pr.enable()
     python()
     pr.disable()
+
+
+def all_threads():
+    if not hasattr(threading, "setprofile_all_threads"):
+        print("no setprofile_all_threads")
+        return
+    events = collections.Counter()
+
+    def counter(frame, event, arg):
+        if event in ("c_call", "c_return", "c_exception"):
+            events[event, getattr(arg, "__name__", "?")] += 1
+        elif frame.f_code.co_filename in (__file__, threading.__file__):
+            events[event, frame.f_code.co_name] += 1
+
+    threading.setprofile_all_threads(counter)
+    for _ in range(100):
+        a()
+    threading.setprofile_all_threads(None)
+    print("events:", sorted(events.items()))
 
 
 def stats_rows(stats, files):
