@@ -87,41 +87,33 @@ static bool other_threads(void)
  * with an exception. */
 static int set_aside_tools(struct watchers *w)
 {
-	PyObject *mon = PySys_GetObject("monitoring"); /* borrowed */
-	if (!mon) {
-		PyErr_SetString(PyExc_RuntimeError, "ulma: sys.monitoring is missing");
+	if (ulma_hook_other_tools_events(w->events) < 0)
 		return -1;
-	}
 	bool watched = false;
-	for (int tool = 0; tool < 6; tool++) {
-		if (tool == ulma_tracer.tool_id)
-			continue;
-		PyObject *r = PyObject_CallMethod(mon, "get_events", "i", tool);
-		long events = r ? PyLong_AsLong(r) : -1;
-		Py_XDECREF(r);
-		if (events == -1 && PyErr_Occurred()) {
-			memset(w->events, 0, sizeof(w->events));
-			return -1;
-		}
-		w->events[tool] = events;
-		watched |= events != 0;
-	}
-	if (watched && other_threads()) {
+	for (int tool = 0; tool < 6; tool++)
+		watched |= w->events[tool] != 0;
+	if (!watched)
+		return 0;
+	if (other_threads()) {
 		memset(w->events, 0, sizeof(w->events));
 		return 1;
 	}
-	if (watched && !(w->set_events = PyObject_GetAttrString(mon, "set_events"))) {
+	PyObject *mon = PySys_GetObject("monitoring"); /* borrowed */
+	if (!mon || !(w->set_events = PyObject_GetAttrString(mon, "set_events"))) {
 		memset(w->events, 0, sizeof(w->events));
+		if (!PyErr_Occurred())
+			PyErr_SetString(PyExc_RuntimeError, "ulma: sys.monitoring is missing");
 		return -1;
 	}
 	for (int tool = 0; tool < 6; tool++) {
-		PyObject *r = w->events[tool] ? PyObject_CallFunction(w->set_events, "ii", tool, 0) : Py_None;
+		if (!w->events[tool])
+			continue;
+		PyObject *r = PyObject_CallFunction(w->set_events, "ii", tool, 0);
 		if (!r) { /* this one and those after it are as they were */
 			memset(w->events + tool, 0, sizeof(w->events[0]) * (size_t)(6 - tool));
 			return -1;
 		}
-		if (r != Py_None)
-			Py_DECREF(r);
+		Py_DECREF(r);
 	}
 	return 0;
 }
@@ -167,9 +159,12 @@ static void put_back_watchers(struct watchers *w)
 	Py_CLEAR(w->trace_arg);
 	Py_CLEAR(w->profile_arg);
 	for (int tool = 0; tool < 6 && w->set_events; tool++) {
-		PyObject *r = w->events[tool] ? PyObject_CallFunction(w->set_events, "il", tool, w->events[tool]) : NULL;
-		Py_XDECREF(r);
-		if (w->events[tool] && !r)
+		if (!w->events[tool])
+			continue;
+		PyObject *r = PyObject_CallFunction(w->set_events, "il", tool, w->events[tool]);
+		if (r)
+			Py_DECREF(r);
+		else
 			PyErr_WriteUnraisable(w->set_events);
 	}
 	Py_CLEAR(w->set_events);

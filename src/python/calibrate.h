@@ -28,9 +28,9 @@ void ulma_calibrate_publish(struct ulma_shm_header *hdr, uint64_t ps);
  * runs in a slow state often enough that the lower of the two is the
  * run's; the first figure, if start-up had none).  If neither could be
  * measured (ulma_calibrate's 1 both times), the header's failure bit
- * ULMA_FAIL_NOT_CALIBRATED says so.  The hook is installed for it, as at start-up, and removed again
- * on return.  Nothing else is done in
- * another process (a forked child) or when nothing was published. */
+ * ULMA_FAIL_NOT_CALIBRATED says so.  The hook is installed for it, as at
+ * start-up, and removed again on return.  Nothing else is done in another
+ * process (a forked child) or when nothing was published. */
 void ulma_calibrate_again(PyObject *module, struct ulma_shm_header *hdr);
 
 #endif

@@ -19,6 +19,7 @@
 #include "line_select.h"
 
 #if PY_VERSION_HEX >= 0x030C0000
+#include <string.h>
 #include <structmember.h>
 
 #include "setprofile_return.h"
@@ -274,6 +275,28 @@ int ulma_hook_install(PyObject *module)
 		return -1;
 	}
 	ulma_setprofile_return_install();
+	return 0;
+}
+
+int ulma_hook_other_tools_events(long events[6])
+{
+	memset(events, 0, 6 * sizeof(events[0]));
+	PyObject *mon = monitoring_module();
+	if (!mon)
+		return -1;
+	for (int tool = 0; tool < 6; tool++) {
+		if (tool == ulma_tracer.tool_id)
+			continue;
+		PyObject *r = PyObject_CallMethod(mon, "get_events", "i", tool);
+		events[tool] = r ? PyLong_AsLong(r) : -1;
+		Py_XDECREF(r);
+		if (events[tool] == -1 && PyErr_Occurred()) {
+			memset(events, 0, 6 * sizeof(events[0]));
+			Py_DECREF(mon);
+			return -1;
+		}
+	}
+	Py_DECREF(mon);
 	return 0;
 }
 

@@ -50,23 +50,21 @@ static int skip_own_return(PyObject *obj, PyFrameObject *frame, int what, PyObje
 /* Another sys.monitoring tool than ulma's has call events on. */
 static bool others_watch_calls(void)
 {
-	PyObject *mon = PySys_GetObject("monitoring"); /* borrowed */
-	PyObject *events = mon ? PyObject_GetAttrString(mon, "events") : NULL;
-	long mask = 0;
-	static const char *const names[] = {"CALL", "C_RETURN", "C_RAISE"};
-	for (size_t i = 0; events && i < 3; i++) {
-		PyObject *bit = PyObject_GetAttrString(events, names[i]);
-		mask |= bit ? PyLong_AsLong(bit) : 0;
-		Py_XDECREF(bit);
-	}
-	Py_XDECREF(events);
+	long events[6];
 	bool watch = false;
-	for (int tool = 0; mon && tool < 6 && !watch; tool++) {
-		if (tool == ulma_tracer.tool_id)
-			continue;
-		PyObject *r = PyObject_CallMethod(mon, "get_events", "i", tool);
-		watch = r && (PyLong_AsLong(r) & mask) != 0;
-		Py_XDECREF(r);
+	if (ulma_hook_other_tools_events(events) == 0) {
+		PyObject *mon = PySys_GetObject("monitoring"); /* borrowed */
+		PyObject *kinds = mon ? PyObject_GetAttrString(mon, "events") : NULL;
+		long mask = 0;
+		static const char *const names[] = {"CALL", "C_RETURN", "C_RAISE"};
+		for (size_t i = 0; kinds && i < 3; i++) {
+			PyObject *bit = PyObject_GetAttrString(kinds, names[i]);
+			mask |= bit ? PyLong_AsLong(bit) : 0;
+			Py_XDECREF(bit);
+		}
+		Py_XDECREF(kinds);
+		for (int tool = 0; tool < 6; tool++)
+			watch |= (events[tool] & mask) != 0;
 	}
 	PyErr_Clear(); /* in doubt, report the return: what CPython does with ulma's tool on */
 	return watch;

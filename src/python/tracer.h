@@ -206,4 +206,11 @@ void ulma_objects_stop(void);
 int ulma_hook_install(PyObject *module);
 int ulma_hook_remove(void);
 
+#if PY_VERSION_HEX >= 0x030C0000
+/* hook_monitoring.c: the global events of every sys.monitoring tool id
+ * (0-5) but ulma's, into events (0 for ulma's and for a free id).  0, or -1
+ * with a Python exception set. */
+int ulma_hook_other_tools_events(long events[6]);
+#endif
+
 #endif
